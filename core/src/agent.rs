@@ -1,0 +1,391 @@
+//! The agent: state plus the output queue, with one way in and one way out.
+
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+
+use crate::driver::{Await, Driver, Phase};
+use crate::error::Refusal;
+use crate::event::{Activity, AwaitPoint, Input, Output};
+use crate::inbox::{Inbox, Outcome, Splice};
+#[cfg(feature = "mutants")]
+use crate::mutant::Mutant;
+use crate::message::{CancelCause, Cause, Message, MessageId, Target, Wakeup};
+
+/// What `status` shows: idle, or the open turn, its last opened step and the
+/// point the driver awaits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Status {
+    /// No driver.
+    Idle,
+    /// A driver awaits a completion.
+    Running {
+        /// The open turn.
+        turn: u64,
+        /// The last step opened in it (0 before the first).
+        step: u64,
+        /// The completion it waits for.
+        awaiting: AwaitPoint,
+    },
+}
+
+/// The state a model checker hashes: everything but the output queue.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub(crate) struct State {
+    pub(crate) inbox: Inbox,
+    pub(crate) phase: Phase,
+    pub(crate) last_turn: u64,
+    pub(crate) disposed: bool,
+    pub(crate) idle_waiters: u64,
+}
+
+/// One agent's delivery state machine (sans-IO).
+///
+/// Calling contract: feed every input through [`Agent::handle`]; it runs one
+/// atomic transition and queues outputs. Then drain [`Agent::poll_output`]
+/// until it returns `None` before reacting: a reaction to an output is a later
+/// input (no re-entrancy, SPEC decision 1). The getters take `&self` and may
+/// be called at any time. When `handle` returns, a running driver always
+/// awaits `pre-step` or `step`; a refused input changed nothing and queued
+/// nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Agent {
+    pub(crate) state: State,
+    outputs: VecDeque<Output>,
+    #[cfg(feature = "mutants")]
+    pub(crate) mutant: Option<Mutant>,
+}
+
+// The output queue is transport, not state: two agents that differ only in
+// undrained outputs are the same state to a model checker.
+impl PartialEq for Agent {
+    fn eq(&self, other: &Self) -> bool {
+        self.state == other.state && self.variant_eq(other)
+    }
+}
+
+impl Eq for Agent {}
+
+impl Hash for Agent {
+    fn hash<H: Hasher>(&self, hasher: &mut H) {
+        self.state.hash(hasher);
+        #[cfg(feature = "mutants")]
+        self.mutant.hash(hasher);
+    }
+}
+
+impl Agent {
+    /// A fresh, idle agent with empty lists and no turns run.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A fresh agent that runs the named planted bug (SPEC §8).
+    #[cfg(feature = "mutants")]
+    pub fn with_mutant(mutant: Option<Mutant>) -> Self {
+        Self {
+            mutant,
+            ..Self::default()
+        }
+    }
+
+    /// The planted bug this agent runs, if any.
+    #[cfg(feature = "mutants")]
+    pub fn mutant(&self) -> Option<Mutant> {
+        self.mutant
+    }
+
+    #[cfg(feature = "mutants")]
+    pub(crate) fn runs(&self, mutant: Mutant) -> bool {
+        self.mutant == Some(mutant)
+    }
+
+    #[cfg(feature = "mutants")]
+    fn variant_eq(&self, other: &Self) -> bool {
+        self.mutant == other.mutant
+    }
+
+    #[cfg(not(feature = "mutants"))]
+    fn variant_eq(&self, _other: &Self) -> bool {
+        true
+    }
+
+    /// Runs one atomic transition. A refusal changes nothing and emits nothing.
+    pub fn handle(&mut self, input: Input) -> Result<(), Refusal> {
+        let result = match input {
+            Input::Send {
+                message,
+                target,
+                wakeup,
+            } => self.send(message, target, wakeup),
+            Input::Append { target, message } => {
+                let end = self.state.inbox.list(target).len();
+                self.edit(self.state.inbox.normalize(target, end, 0, vec![message], None))
+            }
+            Input::Prepend { target, message } => {
+                self.edit(self.state.inbox.normalize(target, 0, 0, vec![message], None))
+            }
+            Input::Replace { id, message } => self.replace(&id, Some(message)),
+            Input::Remove { id } => self.replace(&id, None),
+            Input::Splice {
+                target,
+                start,
+                removed,
+                inserted,
+            } => self.edit(self.state.inbox.normalize(
+                target,
+                start,
+                removed,
+                inserted,
+                Some(Outcome::Canceled),
+            )),
+            Input::Cancel { cause, keep_inbox } => {
+                self.cancel(cause, keep_inbox);
+                Ok(())
+            }
+            Input::Dispose => {
+                self.abort(Cause::Disposed, false);
+                self.state.disposed = true;
+                Ok(())
+            }
+            Input::WhenIdle => {
+                self.when_idle();
+                Ok(())
+            }
+            Input::PreStep(decision) => self.complete_pre_step(decision),
+            Input::Step(outcome) => self.complete_step(outcome),
+        };
+        #[cfg(debug_assertions)]
+        self.check_invariants();
+        result
+    }
+
+    /// Pops the oldest queued output.
+    #[must_use]
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// Whether outputs are queued; looking does not take them.
+    pub fn has_output(&self) -> bool {
+        !self.outputs.is_empty()
+    }
+
+    /// The pending lists.
+    pub fn inbox(&self) -> &Inbox {
+        &self.state.inbox
+    }
+
+    /// Idle, or the open turn, last opened step and awaited point.
+    pub fn status(&self) -> Status {
+        match &self.state.phase {
+            Phase::Idle => Status::Idle,
+            Phase::Running(driver) => Status::Running {
+                turn: driver.turn,
+                step: driver.step,
+                awaiting: driver.awaiting.point(),
+            },
+        }
+    }
+
+    /// The batch the driver claimed, while it awaits the pre-step decision.
+    pub fn claimed(&self) -> Option<&[Message]> {
+        match &self.state.phase {
+            Phase::Running(driver) => driver.awaiting.batch(),
+            Phase::Idle => None,
+        }
+    }
+
+    /// Whether `dispose` ran.
+    pub fn is_disposed(&self) -> bool {
+        self.state.disposed
+    }
+
+    /// The number of the last turn opened (0 before any).
+    pub fn last_turn(&self) -> u64 {
+        self.state.last_turn
+    }
+
+    /// Unresolved `when-idle` waiters.
+    pub fn idle_waiters(&self) -> u64 {
+        self.state.idle_waiters
+    }
+
+    /// Asserts the state invariants; runs after every input in debug builds.
+    pub fn check_invariants(&self) {
+        let state = &self.state;
+        state.inbox.check_invariants();
+        match &state.phase {
+            Phase::Idle => assert_eq!(state.idle_waiters, 0, "idle with unresolved waiters"),
+            Phase::Running(driver) => {
+                assert_eq!(driver.turn, state.last_turn, "the open turn is the last turn");
+                if driver.awaiting.point() == AwaitPoint::Step {
+                    assert!(driver.step >= 1, "awaiting a step that never opened");
+                }
+                if state.disposed {
+                    assert!(driver.signal.is_aborted(), "disposed with a live turn");
+                }
+            }
+        }
+    }
+
+    /// The single emission point; checks the shape it can see locally.
+    pub(crate) fn emit(&mut self, output: Output) {
+        if let Output::UserMessage(_) = output {
+            let after_step_start = matches!(
+                self.outputs.back(),
+                Some(Output::StepStart { .. } | Output::UserMessage(_))
+            );
+            debug_assert!(after_step_start, "user/message outside step/start");
+        }
+        self.outputs.push_back(output);
+    }
+
+    pub(crate) fn driver(&self) -> Option<&Driver> {
+        match &self.state.phase {
+            Phase::Running(driver) => Some(driver),
+            Phase::Idle => None,
+        }
+    }
+
+    pub(crate) fn driver_mut(&mut self) -> Option<&mut Driver> {
+        match &mut self.state.phase {
+            Phase::Running(driver) => Some(driver),
+            Phase::Idle => None,
+        }
+    }
+
+    fn send(&mut self, message: Message, target: Target, wakeup: Wakeup) -> Result<(), Refusal> {
+        let aborted = self.driver().is_some_and(|driver| driver.signal.is_aborted());
+        let wake = wakeup == Wakeup::Wake;
+        // A waking send cannot steer a dying turn; it queues a whole new turn.
+        let target = if wake && aborted { Target::NextTurn } else { target };
+        let end = self.state.inbox.list(target).len();
+        self.edit(self.state.inbox.normalize(target, end, 0, vec![message], None))?;
+        #[cfg(feature = "mutants")]
+        if !wake && self.runs(Mutant::InjectWakes) && self.driver().is_none() {
+            self.start_driver();
+        }
+        if !wake {
+            return Ok(());
+        }
+        if self.driver().is_none() {
+            self.start_driver();
+            return Ok(());
+        }
+        #[cfg(feature = "mutants")]
+        if self.plant_send_bug(aborted) {
+            return Ok(());
+        }
+        // A live driver claims the message at a later boundary; an aborted one
+        // latches a wake that its retirement replays.
+        if let Some(driver) = self.driver_mut() {
+            driver.signal.latch();
+        }
+        Ok(())
+    }
+
+    /// Replace (`Some`) or remove (`None`) the pending occurrence of `id`.
+    fn replace(&mut self, id: &MessageId, message: Option<Message>) -> Result<(), Refusal> {
+        if let Some(message) = &message {
+            self.refuse_if_disposed(std::slice::from_ref(message))?;
+        }
+        let (target, index) = self
+            .state
+            .inbox
+            .find(id)
+            .ok_or_else(|| Refusal::NotPending(id.clone()))?;
+        let inserted = message.into_iter().collect();
+        let splice = self
+            .state
+            .inbox
+            .normalize(target, index, 1, inserted, Some(Outcome::Canceled));
+        self.edit(splice)
+    }
+
+    fn refuse_if_disposed(&self, inserted: &[Message]) -> Result<(), Refusal> {
+        match inserted.first() {
+            Some(first) if self.state.disposed => Err(Refusal::Disposed(first.id().clone())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks then applies one normalized edit splice, emitting
+    /// `spliced`, then `discarded` per removal, then `inserted` per insertion.
+    pub(crate) fn edit(&mut self, splice: Splice) -> Result<(), Refusal> {
+        self.refuse_if_disposed(&splice.inserted)?;
+        if let Some(id) = self.state.inbox.duplicate(&splice) {
+            return Err(Refusal::DuplicateId(id));
+        }
+        if splice.is_noop() {
+            return Ok(());
+        }
+        let removed = self.state.inbox.apply(&splice);
+        let inserted = splice.inserted.clone();
+        self.emit(Output::Spliced(splice));
+        for message in removed {
+            self.emit(Output::Discarded { message });
+        }
+        for message in inserted {
+            self.emit(Output::Inserted { message });
+        }
+        Ok(())
+    }
+
+    fn cancel(&mut self, cause: CancelCause, keep_inbox: bool) {
+        self.abort(cause.into(), keep_inbox);
+    }
+
+    /// Without `keep_inbox`, discard `next-step` then `next-turn` and clear the
+    /// latch; then abort a live turn with `cause` (first cause wins).
+    fn abort(&mut self, cause: Cause, keep_inbox: bool) {
+        if !keep_inbox {
+            for target in Target::ALL {
+                let length = self.state.inbox.list(target).len();
+                let splice =
+                    self.state
+                        .inbox
+                        .normalize(target, 0, length, Vec::new(), Some(Outcome::Canceled));
+                let removal = self.edit(splice);
+                debug_assert!(removal.is_ok(), "a pure removal is never refused");
+            }
+        }
+        if let Some(driver) = self.driver_mut() {
+            driver.signal.abort(cause, keep_inbox);
+            #[cfg(feature = "mutants")]
+            if !keep_inbox {
+                driver.eager_latch = false;
+            }
+        }
+    }
+
+    fn when_idle(&mut self) {
+        match self.state.phase {
+            Phase::Idle => self.emit(Output::Idle),
+            Phase::Running(_) => self.state.idle_waiters += 1,
+        }
+    }
+
+    /// Resolves every `when-idle` waiter.
+    pub(crate) fn resolve_waiters(&mut self) {
+        for _ in 0..std::mem::take(&mut self.state.idle_waiters) {
+            self.emit(Output::Idle);
+        }
+    }
+
+    /// Idle → running: the only place a driver is born.
+    pub(crate) fn start_driver(&mut self) {
+        assert!(self.driver().is_none(), "start_driver while running");
+        self.emit(Output::Status {
+            status: Activity::Running,
+        });
+        self.open_turn();
+    }
+
+    pub(crate) fn take_phase(&mut self) -> Phase {
+        std::mem::take(&mut self.state.phase)
+    }
+
+    pub(crate) fn awaiting(&self) -> Option<&Await> {
+        self.driver().map(|driver| &driver.awaiting)
+    }
+}

@@ -1,0 +1,382 @@
+//! The driver (SPEC §5): phase, turn and step numbers, the awaited point, the
+//! abort signal with its wake latch, the owed turn-end reason, and the
+//! transitions that claim, resolve `pre-step` and `step`, and retire.
+
+use crate::agent::Agent;
+use crate::error::Refusal;
+use crate::event::{Activity, AwaitPoint, Output, PreStepDecision, StepOutcome};
+use crate::inbox::Splice;
+use crate::message::{Cause, Message, Target, TurnEnd};
+#[cfg(feature = "mutants")]
+use crate::mutant::Mutant;
+
+/// Idle, or running with a driver. Only `start_driver`, `open_turn` and
+/// `retire` move between them.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub(crate) enum Phase {
+    #[default]
+    Idle,
+    Running(Driver),
+}
+
+/// The point a running driver awaits, with what it needs there.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Await {
+    /// The pre-step decision over the claimed batch (possibly empty).
+    PreStep { batch: Vec<Message> },
+    /// The model step's outcome.
+    Step,
+    /// `split-claim`: next-step was claimed; the head waits for the next input.
+    #[cfg(feature = "mutants")]
+    ClaimRest { batch: Vec<Message> },
+    /// `retiring-gap`: the turn ended with nothing pending, but the driver
+    /// awaits one more point before retiring.
+    #[cfg(feature = "mutants")]
+    Retiring,
+}
+
+impl Await {
+    pub(crate) fn point(&self) -> AwaitPoint {
+        match self {
+            Self::Step => AwaitPoint::Step,
+            _ => AwaitPoint::PreStep,
+        }
+    }
+
+    pub(crate) fn batch(&self) -> Option<&[Message]> {
+        match self {
+            Self::PreStep { batch } => Some(batch),
+            #[cfg(feature = "mutants")]
+            Self::ClaimRest { batch } => Some(batch),
+            _ => None,
+        }
+    }
+}
+
+/// The turn's cancellation signal. The latch exists only on an aborted turn.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Signal {
+    Live,
+    Aborted { cause: Cause, latch: bool },
+}
+
+impl Signal {
+    pub(crate) fn is_aborted(&self) -> bool {
+        matches!(self, Self::Aborted { .. })
+    }
+
+    /// First cause wins; a cancel without keep-inbox clears the latch.
+    pub(crate) fn abort(&mut self, cause: Cause, keep_inbox: bool) {
+        match self {
+            Self::Live => *self = Self::Aborted { cause, latch: false },
+            Self::Aborted { latch, .. } => *latch &= keep_inbox,
+        }
+    }
+
+    /// A waking send landed: an aborted turn owes a replay at retirement.
+    pub(crate) fn latch(&mut self) {
+        if let Self::Aborted { latch, .. } = self {
+            *latch = true;
+        }
+    }
+
+    fn latched(&self) -> bool {
+        matches!(self, Self::Aborted { latch: true, .. })
+    }
+}
+
+/// The turn-end reason owed so far by the open turn's steps.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Owed {
+    Completed,
+    MaxTokens,
+}
+
+impl Owed {
+    fn reason(self) -> TurnEnd {
+        match self {
+            Self::Completed => TurnEnd::Completed,
+            Self::MaxTokens => TurnEnd::MaxTokens,
+        }
+    }
+}
+
+/// One running driver: it always awaits `pre-step` or `step`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct Driver {
+    pub(crate) turn: u64,
+    /// The last step opened in this turn (0 before the first).
+    pub(crate) step: u64,
+    pub(crate) awaiting: Await,
+    pub(crate) signal: Signal,
+    owed: Option<Owed>,
+    /// `eager-latch`: a waking send while live latched too.
+    #[cfg(feature = "mutants")]
+    pub(crate) eager_latch: bool,
+}
+
+/// How a turn stops: with the final pending check (normal end), or without it.
+enum Stop {
+    Normal,
+    Parked,
+}
+
+impl Agent {
+    /// Opens turn `last_turn + 1` with fresh abort state and claims its first
+    /// boundary, all inside the current transition.
+    pub(crate) fn open_turn(&mut self) {
+        let turn = self.state.last_turn + 1;
+        self.state.last_turn = turn;
+        self.emit(Output::TurnStart { turn });
+        let awaiting = self.claim(turn, true);
+        self.state.phase = Phase::Running(Driver {
+            turn,
+            step: 0,
+            awaiting,
+            signal: Signal::Live,
+            owed: None,
+            #[cfg(feature = "mutants")]
+            eager_latch: false,
+        });
+    }
+
+    /// The atomic claim of a boundary: all of `next-step`, then (first
+    /// boundary only) the `next-turn` head; splices first, then `claimed`s
+    /// in batch order.
+    fn claim(&mut self, turn: u64, first: bool) -> Await {
+        let steering = self.state.inbox.list(Target::NextStep).len();
+        let head_waiting = !self.state.inbox.list(Target::NextTurn).is_empty();
+        let take_head = head_waiting && self.claims_head(first);
+        #[cfg(feature = "mutants")]
+        let split = take_head && steering > 0 && self.runs(Mutant::SplitClaim);
+        #[cfg(not(feature = "mutants"))]
+        let split = false;
+        let mut batch = self.claim_front(Target::NextStep, steering);
+        if take_head && !split {
+            let head = self.claim_front(Target::NextTurn, 1);
+            #[cfg(feature = "mutants")]
+            if self.runs(Mutant::TurnFirst) {
+                batch.splice(0..0, head);
+                self.announce_claims(&batch, turn);
+                return Await::PreStep { batch };
+            }
+            batch.extend(head);
+        }
+        self.announce_claims(&batch, turn);
+        #[cfg(feature = "mutants")]
+        if split {
+            return Await::ClaimRest { batch };
+        }
+        Await::PreStep { batch }
+    }
+
+    #[cfg(not(feature = "mutants"))]
+    fn claims_head(&self, first: bool) -> bool {
+        first
+    }
+
+    #[cfg(feature = "mutants")]
+    fn claims_head(&self, first: bool) -> bool {
+        first || self.runs(Mutant::PromptEveryStep)
+    }
+
+    /// A claim's pure deletion from the front of a list, recorded durably.
+    pub(crate) fn claim_front(&mut self, target: Target, count: usize) -> Vec<Message> {
+        if count == 0 {
+            return Vec::new();
+        }
+        let taken = self.state.inbox.take_front(target, count);
+        debug_assert_eq!(taken.len(), count, "claimed past the list");
+        self.emit(Output::Spliced(Splice {
+            target,
+            start: 0,
+            removed_count: taken.len(),
+            inserted: Vec::new(),
+            outcome: None,
+        }));
+        taken
+    }
+
+    pub(crate) fn announce_claims(&mut self, batch: &[Message], turn: u64) {
+        for message in batch {
+            self.emit(Output::Claimed {
+                message: message.clone(),
+                turn,
+            });
+        }
+    }
+
+    /// Takes the driver out of the phase if it awaits `point`; refuses
+    /// (changing nothing) otherwise.
+    fn take_driver(&mut self, point: AwaitPoint) -> Result<Driver, Refusal> {
+        if self.awaiting().map(Await::point) != Some(point) {
+            return Err(Refusal::NotAwaiting(point));
+        }
+        match self.take_phase() {
+            Phase::Running(driver) => Ok(driver),
+            Phase::Idle => unreachable!("awaiting implies running"),
+        }
+    }
+
+    /// Resolves the pre-step decision (SPEC §10 order: abort, reject, fail).
+    pub(crate) fn complete_pre_step(&mut self, decision: PreStepDecision) -> Result<(), Refusal> {
+        let mut driver = self.take_driver(AwaitPoint::PreStep)?;
+        let batch = match std::mem::replace(&mut driver.awaiting, Await::Step) {
+            Await::PreStep { batch } => batch,
+            #[cfg(feature = "mutants")]
+            other => return self.resolve_planted_await(driver, other),
+            #[cfg(not(feature = "mutants"))]
+            Await::Step => unreachable!("checked by take_driver"),
+        };
+        if let Signal::Aborted { cause, .. } = &driver.signal {
+            let reason = TurnEnd::Aborted {
+                reason: cause.clone(),
+            };
+            return self.end_turn(driver, reason, Stop::Parked);
+        }
+        let entering = match decision {
+            PreStepDecision::Reject => return self.reject(driver, batch),
+            PreStepDecision::Fail => return self.fail(driver),
+            PreStepDecision::Pass => batch,
+            PreStepDecision::Enter(messages) => claimed_values(messages, &batch),
+        };
+        if !self.admissible(&entering) {
+            return self.fail(driver);
+        }
+        match (entering.is_empty(), driver.step, driver.owed) {
+            (true, 0, _) => self.end_turn(driver, TurnEnd::Completed, Stop::Parked),
+            (true, _, Some(owed)) => self.end_turn(driver, owed.reason(), Stop::Normal),
+            _ => {
+                self.open_step(driver, entering);
+                Ok(())
+            }
+        }
+    }
+
+    /// An entering batch fails when it names an id twice or a pending id.
+    fn admissible(&self, entering: &[Message]) -> bool {
+        entering.iter().enumerate().all(|(index, message)| {
+            let id = message.id();
+            let repeated = entering[..index].iter().any(|earlier| earlier.id() == id);
+            !repeated && !self.state.inbox.contains(id)
+        })
+    }
+
+    fn reject(&mut self, driver: Driver, batch: Vec<Message>) -> Result<(), Refusal> {
+        #[cfg(feature = "mutants")]
+        if self.runs(Mutant::RequeueOnReject) {
+            self.requeue(batch);
+        }
+        #[cfg(not(feature = "mutants"))]
+        drop(batch);
+        self.end_turn(driver, TurnEnd::Blocked, Stop::Parked)
+    }
+
+    fn fail(&mut self, driver: Driver) -> Result<(), Refusal> {
+        self.emit(Output::Error {
+            turn: driver.turn,
+            step: driver.step,
+        });
+        self.end_turn(driver, TurnEnd::Error, Stop::Parked)
+    }
+
+    fn open_step(&mut self, mut driver: Driver, entering: Vec<Message>) {
+        driver.step += 1;
+        self.emit(Output::StepStart {
+            turn: driver.turn,
+            step: driver.step,
+        });
+        for message in entering {
+            self.emit(Output::UserMessage(message));
+        }
+        driver.awaiting = Await::Step;
+        self.state.phase = Phase::Running(driver);
+    }
+
+    /// Resolves the model step.
+    pub(crate) fn complete_step(&mut self, outcome: StepOutcome) -> Result<(), Refusal> {
+        let mut driver = self.take_driver(AwaitPoint::Step)?;
+        self.emit(Output::StepEnd {
+            turn: driver.turn,
+            step: driver.step,
+        });
+        if let Signal::Aborted { cause, .. } = &driver.signal {
+            let reason = TurnEnd::Aborted {
+                reason: cause.clone(),
+            };
+            return self.end_turn(driver, reason, Stop::Parked);
+        }
+        driver.owed = match (outcome, driver.owed) {
+            (StepOutcome::Fail, _) => return self.fail(driver),
+            (StepOutcome::ToolCalls, _) => None,
+            (StepOutcome::MaxTokens, _) | (StepOutcome::Completed, Some(Owed::MaxTokens)) => {
+                Some(Owed::MaxTokens)
+            }
+            (StepOutcome::Completed, _) => Some(Owed::Completed),
+        };
+        let steering = !self.state.inbox.list(Target::NextStep).is_empty();
+        match driver.owed {
+            Some(owed) if !steering => self.end_turn(driver, owed.reason(), Stop::Normal),
+            _ => {
+                driver.awaiting = self.claim(driver.turn, false);
+                self.state.phase = Phase::Running(driver);
+                Ok(())
+            }
+        }
+    }
+
+    /// Emits `turn/end`, then either opens the next turn (normal end with
+    /// something pending) or retires. The check and the retirement are one
+    /// transition (SPEC decision 2).
+    fn end_turn(&mut self, driver: Driver, reason: TurnEnd, stop: Stop) -> Result<(), Refusal> {
+        self.emit(Output::TurnEnd {
+            turn: driver.turn,
+            reason,
+        });
+        match stop {
+            Stop::Normal if !self.state.inbox.is_empty() => self.open_turn(),
+            #[cfg(feature = "mutants")]
+            Stop::Normal if self.runs(Mutant::RetiringGap) => {
+                let mut driver = driver;
+                driver.awaiting = Await::Retiring;
+                self.state.phase = Phase::Running(driver);
+            }
+            Stop::Normal | Stop::Parked => self.retire(driver),
+        }
+        Ok(())
+    }
+
+    /// Running → idle. A latched wake replays at once if anything is pending;
+    /// otherwise every `when-idle` waiter resolves.
+    pub(crate) fn retire(&mut self, driver: Driver) {
+        debug_assert!(self.driver().is_none(), "retire with the driver still in place");
+        self.emit(Output::Status {
+            status: Activity::Idle,
+        });
+        let latched = driver.signal.latched();
+        #[cfg(feature = "mutants")]
+        let latched = latched || driver.eager_latch;
+        let replay = latched && !self.state.inbox.is_empty() && !self.state.disposed;
+        #[cfg(feature = "mutants")]
+        if replay && self.runs(Mutant::EarlyIdle) {
+            self.resolve_waiters();
+        }
+        if replay {
+            self.start_driver();
+        } else {
+            self.resolve_waiters();
+        }
+    }
+}
+
+/// The entering batch as values: an id from the claimed batch is that
+/// claimed occurrence; any other id is a new context message.
+fn claimed_values(messages: Vec<Message>, batch: &[Message]) -> Vec<Message> {
+    messages
+        .into_iter()
+        .map(|message| {
+            let claimed = batch.iter().find(|c| c.id() == message.id());
+            claimed.cloned().unwrap_or(message)
+        })
+        .collect()
+}

@@ -1,0 +1,262 @@
+//! The one vocabulary of Courier: every [`Input`] the core accepts (SPEC §3)
+//! and every [`Output`] it emits (SPEC §4). The model checker explores these,
+//! the simulator draws them, the transcript runner parses them, the runtime
+//! drives them and the validator reads them; nothing defines a second copy.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::inbox::Splice;
+use crate::message::{CancelCause, Message, MessageId, Target, TurnEnd, Wakeup};
+
+/// The point a running driver awaits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AwaitPoint {
+    /// The pre-step decision over a claimed batch.
+    PreStep,
+    /// The model step's outcome.
+    Step,
+}
+
+impl fmt::Display for AwaitPoint {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            Self::PreStep => "pre-step",
+            Self::Step => "step",
+        })
+    }
+}
+
+/// What the pre-step listener decided about a claimed batch.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(tag = "decision", content = "batch", rename_all = "kebab-case")]
+pub enum PreStepDecision {
+    /// Enter the claimed batch as is.
+    Pass,
+    /// The complete entering batch: claimed messages (matched by id),
+    /// reordered or dropped, plus new context messages.
+    Enter(Vec<Message>),
+    /// Reject the proposed step; the turn ends `blocked`.
+    Reject,
+    /// The listener threw; the turn ends `error`.
+    Fail,
+}
+
+/// How a model step ended.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepOutcome {
+    /// A final answer: the turn owes `completed`.
+    Completed,
+    /// A truncated answer: the turn owes `max-tokens`.
+    MaxTokens,
+    /// The model called tools and owes another step.
+    ToolCalls,
+    /// The model call failed; the turn ends `error`.
+    Fail,
+}
+
+/// One atomic transition's trigger: a client input or a driver completion.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(tag = "input", rename_all = "kebab-case")]
+pub enum Input {
+    /// `send(message, target, wakeup)`; see [`Input::followup`] and friends.
+    Send {
+        /// The complete message; the caller owns its id.
+        message: Message,
+        /// The queue it joins.
+        target: Target,
+        /// Whether it should make the model run.
+        wakeup: Wakeup,
+    },
+    /// Edit: add at the end of a list (never wakes).
+    Append {
+        /// The list.
+        target: Target,
+        /// The message.
+        message: Message,
+    },
+    /// Edit: add at the front of a list (never wakes).
+    Prepend {
+        /// The list.
+        target: Target,
+        /// The message.
+        message: Message,
+    },
+    /// Edit: swap a pending message for another in place.
+    Replace {
+        /// The pending id to replace.
+        id: MessageId,
+        /// Its replacement.
+        message: Message,
+    },
+    /// Edit: drop a pending message.
+    Remove {
+        /// The pending id to drop.
+        id: MessageId,
+    },
+    /// Edit: the raw splice; coordinates are clamped.
+    Splice {
+        /// The list.
+        target: Target,
+        /// Where to start (clamped to the list length).
+        start: usize,
+        /// How many to remove (clamped to what exists).
+        removed: usize,
+        /// What to insert at `start`.
+        inserted: Vec<Message>,
+    },
+    /// Abort the running turn; without `keep_inbox`, discard everything pending.
+    Cancel {
+        /// Why.
+        cause: CancelCause,
+        /// Keep queued and steering items (emits nothing by itself).
+        keep_inbox: bool,
+    },
+    /// `cancel(disposed)` without keep-inbox, then refuse every later insertion.
+    Dispose,
+    /// Register a waiter that resolves at quiescence.
+    WhenIdle,
+    /// The pre-step listener's decision (valid only while awaiting pre-step).
+    PreStep(PreStepDecision),
+    /// The model step's outcome (valid only while awaiting step).
+    Step(StepOutcome),
+}
+
+impl Input {
+    /// `followup = (next-turn, wake)`.
+    pub fn followup(message: Message) -> Self {
+        Self::send(message, Target::NextTurn, Wakeup::Wake)
+    }
+
+    /// `steer = (next-step, wake)`.
+    pub fn steer(message: Message) -> Self {
+        Self::send(message, Target::NextStep, Wakeup::Wake)
+    }
+
+    /// `inject = (next-step, no-wake)`.
+    pub fn inject(message: Message) -> Self {
+        Self::send(message, Target::NextStep, Wakeup::NoWake)
+    }
+
+    /// The primitive all three aliases fix a policy of.
+    pub fn send(message: Message, target: Target, wakeup: Wakeup) -> Self {
+        Self::Send {
+            message,
+            target,
+            wakeup,
+        }
+    }
+
+    /// Whether this input is a driver completion rather than a client input.
+    pub fn is_completion(&self) -> bool {
+        matches!(self, Self::PreStep(_) | Self::Step(_))
+    }
+}
+
+/// Whether the agent has a driver.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activity {
+    /// No driver.
+    Idle,
+    /// A driver is running a turn.
+    Running,
+}
+
+/// One thing the core emitted, in emission order. Durable variants form the
+/// session log; live ones are notifications. JSON shapes follow the dsh logs.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum Output {
+    /// Durable: one normalized inbox change.
+    #[serde(rename = "agent/inbox/spliced")]
+    Spliced(Splice),
+    /// Durable: a turn opened.
+    #[serde(rename = "turn/start")]
+    TurnStart {
+        /// Turn number, 1-based across drivers.
+        turn: u64,
+    },
+    /// Durable: a step opened.
+    #[serde(rename = "step/start")]
+    StepStart {
+        /// Its turn.
+        turn: u64,
+        /// Step number, 1-based within the turn.
+        step: u64,
+    },
+    /// Durable: a message entered the model's view.
+    #[serde(rename = "user/message")]
+    UserMessage(Message),
+    /// Durable: a step closed.
+    #[serde(rename = "step/end")]
+    StepEnd {
+        /// Its turn.
+        turn: u64,
+        /// Its step.
+        step: u64,
+    },
+    /// Durable: a turn closed.
+    #[serde(rename = "turn/end")]
+    TurnEnd {
+        /// Its number.
+        turn: u64,
+        /// Why it ended.
+        reason: TurnEnd,
+    },
+    /// Live: a message became pending.
+    #[serde(rename = "agent/inbox/inserted")]
+    Inserted {
+        /// The message.
+        message: Message,
+    },
+    /// Live: a boundary claimed a message for a turn.
+    #[serde(rename = "agent/inbox/claimed")]
+    Claimed {
+        /// The message.
+        message: Message,
+        /// The claiming turn.
+        turn: u64,
+    },
+    /// Live: an edit or cancel removed a pending message.
+    #[serde(rename = "agent/inbox/discarded")]
+    Discarded {
+        /// The message.
+        message: Message,
+    },
+    /// Live: the agent went idle or running.
+    #[serde(rename = "agent/status")]
+    Status {
+        /// The new activity.
+        status: Activity,
+    },
+    /// Live: the pre-step listener or the model step failed.
+    #[serde(rename = "agent/error")]
+    Error {
+        /// The failing turn.
+        turn: u64,
+        /// The last step opened in it, 0 if none.
+        step: u64,
+    },
+    /// Live: one `when-idle` waiter resolved.
+    #[serde(rename = "idle")]
+    Idle,
+}
+
+impl Output {
+    /// Whether the output belongs in the durable session log.
+    pub fn is_durable(&self) -> bool {
+        matches!(
+            self,
+            Self::Spliced(_)
+                | Self::TurnStart { .. }
+                | Self::StepStart { .. }
+                | Self::UserMessage(_)
+                | Self::StepEnd { .. }
+                | Self::TurnEnd { .. }
+        )
+    }
+}

@@ -1,0 +1,25 @@
+//! `courier-core`: the sans-IO delivery state machine of `SPEC.md`.
+//!
+//! No I/O, clock, threads, randomness or async: [`Agent::handle`] takes one
+//! [`Input`], runs one atomic transition and queues [`Output`]s that the caller
+//! drains with [`Agent::poll_output`]. Every engine of Courier (model checker,
+//! simulator, transcript runner, runtime, log validator) drives this one type.
+#![warn(missing_docs)]
+
+mod agent;
+mod driver;
+mod error;
+mod event;
+mod inbox;
+mod message;
+#[cfg(feature = "mutants")]
+mod mutant;
+pub mod transcript;
+
+pub use agent::{Agent, Status};
+pub use error::Refusal;
+pub use event::{Activity, AwaitPoint, Input, Output, PreStepDecision, StepOutcome};
+pub use inbox::{Inbox, Outcome, Splice};
+pub use message::{CancelCause, Cause, Message, MessageId, Role, Source, Target, TurnEnd, Wakeup};
+#[cfg(feature = "mutants")]
+pub use mutant::{Mutant, UnknownMutant};

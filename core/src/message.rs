@@ -1,0 +1,404 @@
+//! Plain values of delivery (SPEC §1): messages and the routing words.
+//!
+//! A [`Message`] is immutable once built and cheap to clone (one `Arc`), because
+//! one accepted message keeps one representation: the inbox, the durable splice,
+//! the live notifications and `user/message` all hold the same value.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// The opaque identity of one message. Delivery never mints ids.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct MessageId(Arc<str>);
+
+impl MessageId {
+    /// Wraps any string: ids are opaque to delivery.
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for MessageId {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, formatter)
+    }
+}
+
+impl From<&str> for MessageId {
+    fn from(id: &str) -> Self {
+        Self::new(id)
+    }
+}
+
+/// The role of a delivered message. Delivery only carries user-role input.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Model-facing user-role content (prompts and injected context alike).
+    #[default]
+    User,
+}
+
+/// Who produced a message. Typed variants carry their producer's durable fields;
+/// every other field (and every unknown kind) round-trips through `extra`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Source {
+    /// A human prompt: the only kind for which "is this a human prompt?" holds.
+    User {
+        /// Fields this crate does not interpret.
+        extra: Map<String, Value>,
+    },
+    /// Context a plugin produced.
+    Plugin {
+        /// The plugin's name.
+        plugin: String,
+        /// Fields this crate does not interpret (`form`, `summary`, ...).
+        extra: Map<String, Value>,
+    },
+    /// A goal continuation round.
+    Goal {
+        /// The goal this round belongs to.
+        goal_id: String,
+        /// The goal's revision.
+        revision: u64,
+        /// The round; positive rounds advance by one per admitted message.
+        round: u64,
+        /// Fields this crate does not interpret.
+        extra: Map<String, Value>,
+    },
+    /// Context a tool produced.
+    Tool {
+        /// Fields this crate does not interpret.
+        extra: Map<String, Value>,
+    },
+    /// Any other producer kind, kept verbatim.
+    Other {
+        /// The producer kind as written.
+        kind: String,
+        /// Fields this crate does not interpret.
+        extra: Map<String, Value>,
+    },
+}
+
+impl Source {
+    /// A human source with no extra fields.
+    pub fn user() -> Self {
+        Self::User { extra: Map::new() }
+    }
+
+    /// A plugin source with no extra fields.
+    pub fn plugin(plugin: impl Into<String>) -> Self {
+        Self::Plugin {
+            plugin: plugin.into(),
+            extra: Map::new(),
+        }
+    }
+
+    /// A source of the given kind with its required fields defaulted, as the
+    /// transcript's `source=<kind>` suffix asks.
+    pub fn of_kind(kind: &str) -> Self {
+        let extra = Map::new();
+        match kind {
+            "user" => Self::User { extra },
+            "plugin" => Self::plugin("transcript"),
+            "goal" => Self::Goal {
+                goal_id: "transcript".into(),
+                revision: 0,
+                round: 0,
+                extra,
+            },
+            "tool" => Self::Tool { extra },
+            other => Self::Other {
+                kind: other.into(),
+                extra,
+            },
+        }
+    }
+
+    /// The `kind` field as serialized.
+    pub fn kind(&self) -> &str {
+        match self {
+            Self::User { .. } => "user",
+            Self::Plugin { .. } => "plugin",
+            Self::Goal { .. } => "goal",
+            Self::Tool { .. } => "tool",
+            Self::Other { kind, .. } => kind,
+        }
+    }
+
+    /// The seed's one test for "is this a human prompt?".
+    pub fn is_human(&self) -> bool {
+        matches!(self, Self::User { .. })
+    }
+}
+
+impl Serialize for Source {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut object = Map::new();
+        object.insert("kind".into(), self.kind().into());
+        let extra = match self {
+            Self::User { extra } | Self::Tool { extra } | Self::Other { extra, .. } => extra,
+            Self::Plugin { plugin, extra } => {
+                object.insert("plugin".into(), plugin.as_str().into());
+                extra
+            }
+            Self::Goal {
+                goal_id,
+                revision,
+                round,
+                extra,
+            } => {
+                object.insert("goalId".into(), goal_id.as_str().into());
+                object.insert("revision".into(), (*revision).into());
+                object.insert("round".into(), (*round).into());
+                extra
+            }
+        };
+        for (key, value) in extra {
+            object.insert(key.clone(), value.clone());
+        }
+        object.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Source {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut extra = Map::<String, Value>::deserialize(deserializer)?;
+        let kind = match extra.remove("kind") {
+            Some(Value::String(kind)) => kind,
+            _ => return Err(D::Error::custom("source needs a string `kind`")),
+        };
+        let mut take_string = |field: &str| match extra.remove(field) {
+            Some(Value::String(text)) => Ok(text),
+            _ => Err(D::Error::custom(format!("{kind} source needs a string `{field}`"))),
+        };
+        let source = match kind.as_str() {
+            "user" => Self::User { extra },
+            "tool" => Self::Tool { extra },
+            "plugin" => {
+                let plugin = take_string("plugin")?;
+                Self::Plugin { plugin, extra }
+            }
+            "goal" => {
+                let goal_id = take_string("goalId")?;
+                let mut take_number = |field: &str| {
+                    extra
+                        .remove(field)
+                        .and_then(|value| value.as_u64())
+                        .ok_or_else(|| D::Error::custom(format!("goal source needs `{field}`")))
+                };
+                let revision = take_number("revision")?;
+                let round = take_number("round")?;
+                Self::Goal {
+                    goal_id,
+                    revision,
+                    round,
+                    extra,
+                }
+            }
+            _ => Self::Other { kind, extra },
+        };
+        Ok(source)
+    }
+}
+
+/// The fields of a message, shared behind one `Arc` by every holder.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+struct MessageData {
+    id: MessageId,
+    role: Role,
+    content: Value,
+    source: Source,
+}
+
+/// One identified, immutable user-role message (the seed's `UserMessage`).
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Message(Arc<MessageData>);
+
+impl Message {
+    /// Freezes a message. Delivery only reads `id` and `source.kind`.
+    pub fn new(id: MessageId, content: Value, source: Source) -> Self {
+        Self(Arc::new(MessageData {
+            id,
+            role: Role::User,
+            content,
+            source,
+        }))
+    }
+
+    /// A message whose content is one text block holding its id; what
+    /// transcripts and generated workloads send.
+    pub fn text(id: impl Into<MessageId>, source: Source) -> Self {
+        let id = id.into();
+        let content = serde_json::json!([{ "type": "text", "text": id.as_str() }]);
+        Self::new(id, content, source)
+    }
+
+    /// The occurrence identity.
+    pub fn id(&self) -> &MessageId {
+        &self.0.id
+    }
+
+    /// Always [`Role::User`] today; kept because the durable shape has it.
+    pub fn role(&self) -> Role {
+        self.0.role
+    }
+
+    /// Model-facing content, verbatim.
+    pub fn content(&self) -> &Value {
+        &self.0.content
+    }
+
+    /// The producer.
+    pub fn source(&self) -> &Source {
+        &self.0.source
+    }
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "Message({:?}, {})", self.id(), self.source().kind())
+    }
+}
+
+impl From<&str> for Message {
+    /// A human text message whose content is its id.
+    fn from(id: &str) -> Self {
+        Self::text(id, Source::user())
+    }
+}
+
+/// Which queue an item joins.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    /// A whole new turn.
+    NextTurn,
+    /// The active turn's next step.
+    NextStep,
+}
+
+impl Target {
+    /// Both targets in the order a cancel clears them (`next-step` first).
+    pub const ALL: [Target; 2] = [Target::NextStep, Target::NextTurn];
+
+    /// The transcript and JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NextTurn => "next-turn",
+            Self::NextStep => "next-step",
+        }
+    }
+}
+
+/// Whether an item should make the model run.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Wakeup {
+    /// Reserve a driver when idle (or latch one after an abort).
+    Wake,
+    /// Stay parked until another delivery wakes the driver.
+    NoWake,
+}
+
+/// Why a client cancelled a turn. `disposed` is not here: only `dispose` may
+/// use it, so a cancel cannot claim it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CancelCause {
+    /// A human asked.
+    User,
+    /// The parent agent asked.
+    Parent,
+    /// A hook asked, with its (non-empty) reason.
+    Hook {
+        /// The hook's reason.
+        reason: String,
+    },
+}
+
+/// Why a turn was aborted: a cancel's cause, or disposal.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Cause {
+    /// A human asked.
+    User,
+    /// The parent agent asked.
+    Parent,
+    /// A hook asked, with its reason.
+    Hook {
+        /// The hook's reason.
+        reason: String,
+    },
+    /// The agent was disposed.
+    Disposed,
+}
+
+impl From<CancelCause> for Cause {
+    fn from(cause: CancelCause) -> Self {
+        match cause {
+            CancelCause::User => Self::User,
+            CancelCause::Parent => Self::Parent,
+            CancelCause::Hook { reason } => Self::Hook { reason },
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::User => formatter.write_str("user"),
+            Self::Parent => formatter.write_str("parent"),
+            Self::Hook { reason } => write!(formatter, "hook:{reason}"),
+            Self::Disposed => formatter.write_str("disposed"),
+        }
+    }
+}
+
+/// How a turn ended (`turn/end.reason`).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum TurnEnd {
+    /// The model gave its final answer.
+    Completed,
+    /// The model was truncated.
+    MaxTokens,
+    /// The pre-step decision rejected the step.
+    Blocked,
+    /// A cancel or disposal aborted the turn.
+    Aborted {
+        /// The first cause that aborted it.
+        reason: Cause,
+    },
+    /// The pre-step listener or the model step failed.
+    Error,
+}
+
+impl fmt::Display for TurnEnd {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Completed => formatter.write_str("completed"),
+            Self::MaxTokens => formatter.write_str("max-tokens"),
+            Self::Blocked => formatter.write_str("blocked"),
+            Self::Aborted { reason } => write!(formatter, "aborted:{reason}"),
+            Self::Error => formatter.write_str("error"),
+        }
+    }
+}

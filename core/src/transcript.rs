@@ -1,0 +1,501 @@
+//! Transcripts (SPEC §9): the command parser, the output printer and a pure
+//! runner. This is the only place the line format lives.
+
+use std::fmt;
+
+use crate::agent::{Agent, Status};
+use crate::event::{AwaitPoint, Input, Output, PreStepDecision, StepOutcome};
+use crate::message::{CancelCause, Message, MessageId, Source, Target, Wakeup};
+
+/// One parsed transcript command: a core input or a harness command.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Command {
+    /// Feed this input to the agent.
+    Input(Input),
+    /// Resolve every await with `pass` / `completed` until idle.
+    Run,
+    /// Print both pending lists.
+    Inbox,
+    /// Print the status line.
+    Status,
+}
+
+/// A line that is not a command; printed as `error: bad-command: <line>`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct BadCommand(pub String);
+
+impl fmt::Display for BadCommand {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "bad-command: {}", self.0)
+    }
+}
+
+impl std::error::Error for BadCommand {}
+
+/// Parses one command line. A message named by a command is a text message
+/// whose content is its id (source `user` unless `source=<kind>` is given);
+/// an id named by `enter` that is not in the claimed batch is a `plugin`
+/// context message.
+pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
+    let bad = || BadCommand(line.trim_end().to_owned());
+    let mut words: Vec<&str> = line.split_whitespace().collect();
+    let source = match words.last().and_then(|word| word.strip_prefix("source=")) {
+        Some(kind) if !kind.is_empty() && words.len() > 2 => {
+            words.pop();
+            Some(Source::of_kind(kind))
+        }
+        Some(_) => return Err(bad()),
+        None => None,
+    };
+    let message = |id: &str| {
+        let source = source.clone().unwrap_or_else(Source::user);
+        parse_id(id).map(|id| Message::text(id, source))
+    };
+    let command = match (words.as_slice(), &source) {
+        // send A next-turn no-wake source=plugin
+        (["send", id, target, wakeup], _) => Input::send(
+            message(id).ok_or_else(bad)?,
+            parse_target(target).ok_or_else(bad)?,
+            parse_wakeup(wakeup).ok_or_else(bad)?,
+        ),
+        // followup A | steer A | inject c source=plugin
+        (["followup", id], _) => Input::followup(message(id).ok_or_else(bad)?),
+        (["steer", id], _) => Input::steer(message(id).ok_or_else(bad)?),
+        (["inject", id], _) => Input::inject(message(id).ok_or_else(bad)?),
+        // append next-step r | prepend next-turn A
+        ([edit @ ("append" | "prepend"), target, id], _) => {
+            let target = parse_target(target).ok_or_else(bad)?;
+            let message = message(id).ok_or_else(bad)?;
+            if *edit == "append" {
+                Input::Append { target, message }
+            } else {
+                Input::Prepend { target, message }
+            }
+        }
+        // replace q r
+        (["replace", id, new_id], _) => Input::Replace {
+            id: parse_id(id).ok_or_else(bad)?,
+            message: message(new_id).ok_or_else(bad)?,
+        },
+        // remove c
+        (["remove", id], None) => Input::Remove {
+            id: parse_id(id).ok_or_else(bad)?,
+        },
+        // splice next-turn 0 0 F G
+        (["splice", target, start, removed, ids @ ..], _) => Input::Splice {
+            target: parse_target(target).ok_or_else(bad)?,
+            start: start.parse().map_err(|_| bad())?,
+            removed: removed.parse().map_err(|_| bad())?,
+            inserted: ids
+                .iter()
+                .map(|id| message(id))
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?,
+        },
+        // cancel user | cancel hook:reason keep-inbox
+        (["cancel", cause, rest @ ..], None) => Input::Cancel {
+            cause: parse_cause(cause).ok_or_else(bad)?,
+            keep_inbox: match rest {
+                [] => false,
+                ["keep-inbox"] => true,
+                _ => return Err(bad()),
+            },
+        },
+        (["dispose"], None) => Input::Dispose,
+        (["when-idle"], None) => Input::WhenIdle,
+        // pre-step pass | pre-step enter A X
+        (["pre-step", decision, ids @ ..], None) => {
+            Input::PreStep(parse_decision(decision, ids).ok_or_else(bad)?)
+        }
+        // step completed | step tool-calls
+        (["step", outcome], None) => Input::Step(parse_outcome(outcome).ok_or_else(bad)?),
+        (["run"], None) => return Ok(Command::Run),
+        (["inbox"], None) => return Ok(Command::Inbox),
+        (["status"], None) => return Ok(Command::Status),
+        _ => return Err(bad()),
+    };
+    Ok(Command::Input(command))
+}
+
+/// Ids match `[A-Za-z0-9][A-Za-z0-9_.-]*`.
+fn parse_id(word: &str) -> Option<MessageId> {
+    let mut characters = word.chars();
+    let first = characters.next()?.is_ascii_alphanumeric();
+    let rest = characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    (first && rest).then(|| MessageId::new(word))
+}
+
+fn parse_target(word: &str) -> Option<Target> {
+    match word {
+        "next-turn" => Some(Target::NextTurn),
+        "next-step" => Some(Target::NextStep),
+        _ => None,
+    }
+}
+
+fn parse_wakeup(word: &str) -> Option<Wakeup> {
+    match word {
+        "wake" => Some(Wakeup::Wake),
+        "no-wake" => Some(Wakeup::NoWake),
+        _ => None,
+    }
+}
+
+/// `disposed` is not a cancel cause (use `dispose`); a hook needs a reason.
+fn parse_cause(word: &str) -> Option<CancelCause> {
+    match word {
+        "user" => Some(CancelCause::User),
+        "parent" => Some(CancelCause::Parent),
+        _ => {
+            let reason = word.strip_prefix("hook:").filter(|reason| !reason.is_empty())?;
+            Some(CancelCause::Hook {
+                reason: reason.to_owned(),
+            })
+        }
+    }
+}
+
+fn parse_decision(word: &str, ids: &[&str]) -> Option<PreStepDecision> {
+    match (word, ids) {
+        ("pass", []) => Some(PreStepDecision::Pass),
+        ("reject", []) => Some(PreStepDecision::Reject),
+        ("fail", []) => Some(PreStepDecision::Fail),
+        ("enter", ids) => {
+            let context = |id: &&str| Some(Message::text(parse_id(id)?, Source::of_kind("plugin")));
+            Some(PreStepDecision::Enter(ids.iter().map(context).collect::<Option<_>>()?))
+        }
+        _ => None,
+    }
+}
+
+fn parse_outcome(word: &str) -> Option<StepOutcome> {
+    match word {
+        "completed" => Some(StepOutcome::Completed),
+        "max-tokens" => Some(StepOutcome::MaxTokens),
+        "tool-calls" => Some(StepOutcome::ToolCalls),
+        "fail" => Some(StepOutcome::Fail),
+        _ => None,
+    }
+}
+
+/// Prints an input back as the command that parses to it (message sources
+/// other than the command's default print as `source=<kind>`).
+pub fn command_line(input: &Input) -> String {
+    let source = |message: &Message| match message.source().kind() {
+        "user" => String::new(),
+        kind => format!(" source={kind}"),
+    };
+    match input {
+        Input::Send {
+            message,
+            target,
+            wakeup,
+        } => {
+            let verb = match (target, wakeup) {
+                (Target::NextTurn, Wakeup::Wake) => "followup".to_owned(),
+                (Target::NextStep, Wakeup::Wake) => "steer".to_owned(),
+                (Target::NextStep, Wakeup::NoWake) => "inject".to_owned(),
+                (Target::NextTurn, Wakeup::NoWake) => {
+                    return format!("send {} next-turn no-wake{}", message.id(), source(message));
+                }
+            };
+            format!("{verb} {}{}", message.id(), source(message))
+        }
+        Input::Append { target, message } => {
+            format!("append {} {}{}", target.as_str(), message.id(), source(message))
+        }
+        Input::Prepend { target, message } => {
+            format!("prepend {} {}{}", target.as_str(), message.id(), source(message))
+        }
+        Input::Replace { id, message } => format!("replace {id} {}{}", message.id(), source(message)),
+        Input::Remove { id } => format!("remove {id}"),
+        Input::Splice {
+            target,
+            start,
+            removed,
+            inserted,
+        } => {
+            let mut line = format!("splice {} {start} {removed}", target.as_str());
+            for message in inserted {
+                line.push(' ');
+                line.push_str(message.id().as_str());
+            }
+            if let Some(first) = inserted.first() {
+                line.push_str(&source(first));
+            }
+            line
+        }
+        Input::Cancel { cause, keep_inbox } => {
+            let keep = if *keep_inbox { " keep-inbox" } else { "" };
+            let cause = crate::message::Cause::from(cause.clone());
+            format!("cancel {cause}{keep}")
+        }
+        Input::Dispose => "dispose".to_owned(),
+        Input::WhenIdle => "when-idle".to_owned(),
+        Input::PreStep(decision) => match decision {
+            PreStepDecision::Pass => "pre-step pass".to_owned(),
+            PreStepDecision::Reject => "pre-step reject".to_owned(),
+            PreStepDecision::Fail => "pre-step fail".to_owned(),
+            PreStepDecision::Enter(messages) => {
+                let ids: Vec<&str> = messages.iter().map(|m| m.id().as_str()).collect();
+                format!("pre-step enter {}", ids.join(" ")).trim_end().to_owned()
+            }
+        },
+        Input::Step(outcome) => {
+            let word = match outcome {
+                StepOutcome::Completed => "completed",
+                StepOutcome::MaxTokens => "max-tokens",
+                StepOutcome::ToolCalls => "tool-calls",
+                StepOutcome::Fail => "fail",
+            };
+            format!("step {word}")
+        }
+    }
+}
+
+impl fmt::Display for Output {
+    /// The transcript line of one output; live ones start with `~`.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Spliced(splice) => {
+                write!(formatter, "spliced {}@{}", splice.target.as_str(), splice.start)?;
+                if splice.removed_count > 0 {
+                    write!(formatter, " -{}", splice.removed_count)?;
+                }
+                if !splice.inserted.is_empty() {
+                    let ids: Vec<&str> = splice.inserted.iter().map(|m| m.id().as_str()).collect();
+                    write!(formatter, " +{}", ids.join(","))?;
+                }
+                if splice.outcome.is_some() {
+                    formatter.write_str(" canceled")?;
+                }
+                Ok(())
+            }
+            Self::TurnStart { turn } => write!(formatter, "turn/start {turn}"),
+            Self::StepStart { turn, step } => write!(formatter, "step/start {turn}.{step}"),
+            Self::UserMessage(message) => write!(formatter, "user/message {}", message.id()),
+            Self::StepEnd { turn, step } => write!(formatter, "step/end {turn}.{step}"),
+            Self::TurnEnd { turn, reason } => write!(formatter, "turn/end {turn} {reason}"),
+            Self::Inserted { message } => write!(formatter, "~inserted {}", message.id()),
+            Self::Claimed { message, turn } => write!(formatter, "~claimed {} {turn}", message.id()),
+            Self::Discarded { message } => write!(formatter, "~discarded {}", message.id()),
+            Self::Status { status } => match status {
+                crate::event::Activity::Idle => formatter.write_str("~status idle"),
+                crate::event::Activity::Running => formatter.write_str("~status running"),
+            },
+            Self::Error { turn, step } => write!(formatter, "~error {turn}.{step}"),
+            Self::Idle => formatter.write_str("~idle"),
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    /// `idle` or `running turn=N step=S awaiting=pre-step|step`.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Idle => formatter.write_str("idle"),
+            Self::Running {
+                turn,
+                step,
+                awaiting,
+            } => write!(formatter, "running turn={turn} step={step} awaiting={awaiting}"),
+        }
+    }
+}
+
+/// The two `inbox` lines: `next-turn: A B` and `next-step: C`.
+pub fn inbox_lines(agent: &Agent) -> Vec<String> {
+    [Target::NextTurn, Target::NextStep]
+        .into_iter()
+        .map(|target| {
+            let mut line = format!("{}:", target.as_str());
+            for message in agent.inbox().list(target) {
+                line.push(' ');
+                line.push_str(message.id().as_str());
+            }
+            line
+        })
+        .collect()
+}
+
+/// The cap on completions one `run` may feed; reaching it is a liveness
+/// failure, never a hang.
+pub const RUN_INPUTS_MAX: usize = 10_000;
+
+/// `run` did not reach idle within [`RUN_INPUTS_MAX`] completions.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Stalled;
+
+impl fmt::Display for Stalled {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "run did not reach idle within {RUN_INPUTS_MAX} completions")
+    }
+}
+
+impl std::error::Error for Stalled {}
+
+/// Feeds one input and returns the printed lines: the error line of a
+/// refusal, else one line per drained output.
+pub fn feed(agent: &mut Agent, input: Input) -> Vec<String> {
+    match agent.handle(input) {
+        Err(refusal) => vec![format!("error: {refusal}")],
+        Ok(()) => std::iter::from_fn(|| agent.poll_output())
+            .map(|output| output.to_string())
+            .collect(),
+    }
+}
+
+/// Executes one command line against `agent` and returns what it printed.
+pub fn execute(agent: &mut Agent, line: &str) -> Result<Vec<String>, Stalled> {
+    let printed = match parse_command(line) {
+        Err(bad) => vec![format!("error: {bad}")],
+        Ok(Command::Input(input)) => feed(agent, input),
+        Ok(Command::Inbox) => inbox_lines(agent),
+        Ok(Command::Status) => vec![agent.status().to_string()],
+        Ok(Command::Run) => return run_until_idle(agent),
+    };
+    Ok(printed)
+}
+
+/// `run`: resolve each await with `pass` / `completed` until idle.
+fn run_until_idle(agent: &mut Agent) -> Result<Vec<String>, Stalled> {
+    let mut printed = Vec::new();
+    for _ in 0..RUN_INPUTS_MAX {
+        let input = match agent.status() {
+            Status::Idle => return Ok(printed),
+            Status::Running {
+                awaiting: AwaitPoint::PreStep,
+                ..
+            } => Input::PreStep(PreStepDecision::Pass),
+            Status::Running {
+                awaiting: AwaitPoint::Step,
+                ..
+            } => Input::Step(StepOutcome::Completed),
+        };
+        printed.extend(feed(agent, input));
+    }
+    Err(Stalled)
+}
+
+/// One item of a transcript file, kept so `--rewrite` preserves the file.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Item {
+    /// A comment or blank line outside a block, verbatim.
+    Text(String),
+    /// A command with its expected output.
+    Block(Block),
+}
+
+/// A command line, then `----` and the expected lines.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Block {
+    /// 1-based line of the command.
+    pub line: usize,
+    /// The command as written.
+    pub command: String,
+    /// The expected lines; `None` when the block has no `----`.
+    pub expected: Option<Vec<String>>,
+}
+
+/// A layout error, naming the 1-based line.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct LayoutError {
+    /// 1-based line.
+    pub line: usize,
+    /// What is wrong there.
+    pub reason: &'static str,
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "line {}: {}", self.line, self.reason)
+    }
+}
+
+impl std::error::Error for LayoutError {}
+
+/// A parsed transcript file.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Script {
+    /// Comments, blank lines and blocks in file order.
+    pub items: Vec<Item>,
+}
+
+impl Script {
+    /// Splits a file into comments and blocks. Commands are parsed only when
+    /// run, so an unknown command is an `error:` line, not a layout error.
+    pub fn parse(text: &str) -> Result<Script, LayoutError> {
+        let mut items = Vec::new();
+        let mut lines = text.lines().enumerate().map(|(index, line)| (index + 1, line)).peekable();
+        while let Some((number, line)) = lines.next() {
+            if line.trim().is_empty() || line.starts_with('#') {
+                items.push(Item::Text(line.to_owned()));
+                continue;
+            }
+            if line == "----" {
+                return Err(LayoutError {
+                    line: number,
+                    reason: "`----` without a command before it",
+                });
+            }
+            let expected = match lines.peek() {
+                Some((_, "----")) => {
+                    lines.next();
+                    let mut expected = Vec::new();
+                    while let Some((_, output)) = lines.next_if(|(_, l)| !l.trim().is_empty()) {
+                        expected.push(output.to_owned());
+                    }
+                    lines.next_if(|(_, l)| l.trim().is_empty());
+                    Some(expected)
+                }
+                _ => None,
+            };
+            items.push(Item::Block(Block {
+                line: number,
+                command: line.trim_end().to_owned(),
+                expected,
+            }));
+        }
+        Ok(Script { items })
+    }
+
+    /// The blocks in order.
+    pub fn blocks(&self) -> impl Iterator<Item = &Block> {
+        self.items.iter().filter_map(|item| match item {
+            Item::Block(block) => Some(block),
+            Item::Text(_) => None,
+        })
+    }
+
+    /// Runs every block against `agent`, returning what each printed.
+    pub fn run(&self, agent: &mut Agent) -> Result<Vec<Vec<String>>, (usize, Stalled)> {
+        self.blocks()
+            .map(|block| execute(agent, &block.command).map_err(|stalled| (block.line, stalled)))
+            .collect()
+    }
+
+    /// The file with every block's expected lines replaced by `actual`
+    /// (one entry per block), keeping commands and comments.
+    pub fn render(&self, actual: &[Vec<String>]) -> String {
+        let mut text = String::new();
+        let mut outputs = actual.iter();
+        for item in &self.items {
+            match item {
+                Item::Text(line) => {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+                Item::Block(block) => {
+                    text.push_str(&block.command);
+                    text.push_str("\n----\n");
+                    for line in outputs.next().into_iter().flatten() {
+                        text.push_str(line);
+                        text.push('\n');
+                    }
+                    text.push('\n');
+                }
+            }
+        }
+        text
+    }
+}

@@ -1,0 +1,1 @@
+//! Seeded deterministic simulator over the Courier core (filled by the simulator issue).

@@ -1,0 +1,27 @@
+//! The `courier` command line.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cli;
+
+/// Verify agent message delivery against the Courier contract (SPEC.md).
+#[derive(Parser)]
+#[command(name = "courier", version, about)]
+struct Courier {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run transcripts (.txn) against a fresh agent each and compare outputs.
+    Run(cli::run::Args),
+}
+
+fn main() -> ExitCode {
+    match Courier::parse().command {
+        Command::Run(args) => cli::run::main(&args),
+    }
+}
