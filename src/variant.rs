@@ -16,7 +16,9 @@ pub fn fresh_agent(mutant: Option<&str>) -> Result<Agent, String> {
 
 #[cfg(feature = "mutants")]
 fn planted(name: &str) -> Result<Agent, String> {
-    let mutant = name.parse::<courier_core::Mutant>().map_err(|e| e.to_string())?;
+    let mutant = name
+        .parse::<courier_core::Mutant>()
+        .map_err(|e| e.to_string())?;
     Ok(Agent::with_mutant(Some(mutant)))
 }
 

@@ -7,9 +7,9 @@ use crate::driver::{Await, Driver, Phase};
 use crate::error::Refusal;
 use crate::event::{Activity, AwaitPoint, Input, Output};
 use crate::inbox::{Inbox, Outcome, Splice};
+use crate::message::{CancelCause, Cause, Message, MessageId, Target, Wakeup};
 #[cfg(feature = "mutants")]
 use crate::mutant::Mutant;
-use crate::message::{CancelCause, Cause, Message, MessageId, Target, Wakeup};
 
 /// What `status` shows: idle, or the open turn, its last opened step and the
 /// point the driver awaits.
@@ -119,10 +119,18 @@ impl Agent {
             } => self.send(message, target, wakeup),
             Input::Append { target, message } => {
                 let end = self.state.inbox.list(target).len();
-                self.edit(self.state.inbox.normalize(target, end, 0, vec![message], None))
+                self.edit(
+                    self.state
+                        .inbox
+                        .normalize(target, end, 0, vec![message], None),
+                )
             }
             Input::Prepend { target, message } => {
-                self.edit(self.state.inbox.normalize(target, 0, 0, vec![message], None))
+                self.edit(
+                    self.state
+                        .inbox
+                        .normalize(target, 0, 0, vec![message], None),
+                )
             }
             Input::Replace { id, message } => self.replace(&id, Some(message)),
             Input::Remove { id } => self.replace(&id, None),
@@ -217,7 +225,10 @@ impl Agent {
         match &state.phase {
             Phase::Idle => assert_eq!(state.idle_waiters, 0, "idle with unresolved waiters"),
             Phase::Running(driver) => {
-                assert_eq!(driver.turn, state.last_turn, "the open turn is the last turn");
+                assert_eq!(
+                    driver.turn, state.last_turn,
+                    "the open turn is the last turn"
+                );
                 if driver.awaiting.point() == AwaitPoint::Step {
                     assert!(driver.step >= 1, "awaiting a step that never opened");
                 }
@@ -255,12 +266,22 @@ impl Agent {
     }
 
     fn send(&mut self, message: Message, target: Target, wakeup: Wakeup) -> Result<(), Refusal> {
-        let aborted = self.driver().is_some_and(|driver| driver.signal.is_aborted());
+        let aborted = self
+            .driver()
+            .is_some_and(|driver| driver.signal.is_aborted());
         let wake = wakeup == Wakeup::Wake;
         // A waking send cannot steer a dying turn; it queues a whole new turn.
-        let target = if wake && aborted { Target::NextTurn } else { target };
+        let target = if wake && aborted {
+            Target::NextTurn
+        } else {
+            target
+        };
         let end = self.state.inbox.list(target).len();
-        self.edit(self.state.inbox.normalize(target, end, 0, vec![message], None))?;
+        self.edit(
+            self.state
+                .inbox
+                .normalize(target, end, 0, vec![message], None),
+        )?;
         #[cfg(feature = "mutants")]
         if !wake && self.runs(Mutant::InjectWakes) && self.driver().is_none() {
             self.start_driver();
@@ -295,10 +316,10 @@ impl Agent {
             .find(id)
             .ok_or_else(|| Refusal::NotPending(id.clone()))?;
         let inserted = message.into_iter().collect();
-        let splice = self
-            .state
-            .inbox
-            .normalize(target, index, 1, inserted, Some(Outcome::Canceled));
+        let splice =
+            self.state
+                .inbox
+                .normalize(target, index, 1, inserted, Some(Outcome::Canceled));
         self.edit(splice)
     }
 
@@ -341,10 +362,13 @@ impl Agent {
         if !keep_inbox {
             for target in Target::ALL {
                 let length = self.state.inbox.list(target).len();
-                let splice =
-                    self.state
-                        .inbox
-                        .normalize(target, 0, length, Vec::new(), Some(Outcome::Canceled));
+                let splice = self.state.inbox.normalize(
+                    target,
+                    0,
+                    length,
+                    Vec::new(),
+                    Some(Outcome::Canceled),
+                );
                 let removal = self.edit(splice);
                 debug_assert!(removal.is_ok(), "a pure removal is never refused");
             }

@@ -68,7 +68,12 @@ impl Signal {
     /// First cause wins; a cancel without keep-inbox clears the latch.
     pub(crate) fn abort(&mut self, cause: Cause, keep_inbox: bool) {
         match self {
-            Self::Live => *self = Self::Aborted { cause, latch: false },
+            Self::Live => {
+                *self = Self::Aborted {
+                    cause,
+                    latch: false,
+                }
+            }
             Self::Aborted { latch, .. } => *latch &= keep_inbox,
         }
     }
@@ -349,7 +354,10 @@ impl Agent {
     /// Running → idle. A latched wake replays at once if anything is pending;
     /// otherwise every `when-idle` waiter resolves.
     pub(crate) fn retire(&mut self, driver: Driver) {
-        debug_assert!(self.driver().is_none(), "retire with the driver still in place");
+        debug_assert!(
+            self.driver().is_none(),
+            "retire with the driver still in place"
+        );
         self.emit(Output::Status {
             status: Activity::Idle,
         });

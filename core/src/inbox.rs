@@ -25,11 +25,7 @@ pub struct Splice {
     /// Where, already clamped to the list.
     pub start: usize,
     /// How many messages it removes, already clamped to what is there.
-    #[serde(
-        rename = "removedCount",
-        default,
-        skip_serializing_if = "is_zero"
-    )]
+    #[serde(rename = "removedCount", default, skip_serializing_if = "is_zero")]
     pub removed_count: usize,
     /// The messages it inserts at `start`, in order.
     pub inserted: Vec<Message>,
@@ -196,9 +192,17 @@ impl Inbox {
     /// Checks that the index matches the lists and no id is pending twice.
     pub fn check_invariants(&self) {
         let listed = self.next_turn.len() + self.next_step.len();
-        assert_eq!(listed, self.pending.len(), "unique-pending: an id is pending twice");
+        assert_eq!(
+            listed,
+            self.pending.len(),
+            "unique-pending: an id is pending twice"
+        );
         for message in self.next_turn.iter().chain(&self.next_step) {
-            assert!(self.pending.contains(message.id()), "index lost {}", message.id());
+            assert!(
+                self.pending.contains(message.id()),
+                "index lost {}",
+                message.id()
+            );
         }
     }
 }

@@ -11,6 +11,7 @@ mod driver;
 mod error;
 mod event;
 mod inbox;
+pub mod log;
 mod message;
 #[cfg(feature = "mutants")]
 mod mutant;

@@ -186,7 +186,9 @@ impl<'de> Deserialize<'de> for Source {
         };
         let mut take_string = |field: &str| match extra.remove(field) {
             Some(Value::String(text)) => Ok(text),
-            _ => Err(D::Error::custom(format!("{kind} source needs a string `{field}`"))),
+            _ => Err(D::Error::custom(format!(
+                "{kind} source needs a string `{field}`"
+            ))),
         };
         let source = match kind.as_str() {
             "user" => Self::User { extra },
@@ -274,7 +276,12 @@ impl Message {
 
 impl fmt::Debug for Message {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "Message({:?}, {})", self.id(), self.source().kind())
+        write!(
+            formatter,
+            "Message({:?}, {})",
+            self.id(),
+            self.source().kind()
+        )
     }
 }
 

@@ -90,7 +90,12 @@ pub struct UnknownMutant(pub String);
 impl fmt::Display for UnknownMutant {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let known: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
-        write!(formatter, "unknown mutant `{}` (known: {})", self.0, known.join(", "))
+        write!(
+            formatter,
+            "unknown mutant `{}` (known: {})",
+            self.0,
+            known.join(", ")
+        )
     }
 }
 
@@ -152,7 +157,10 @@ impl Agent {
             .into_iter()
             .filter(|message| !self.state.inbox.contains(message.id()))
             .collect();
-        let splice = self.state.inbox.normalize(Target::NextStep, 0, 0, fresh, None);
+        let splice = self
+            .state
+            .inbox
+            .normalize(Target::NextStep, 0, 0, fresh, None);
         // A disposed agent refuses the insertion; the bug then has no effect.
         let _refused = self.edit(splice);
     }

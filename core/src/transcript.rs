@@ -147,7 +147,9 @@ fn parse_cause(word: &str) -> Option<CancelCause> {
         "user" => Some(CancelCause::User),
         "parent" => Some(CancelCause::Parent),
         _ => {
-            let reason = word.strip_prefix("hook:").filter(|reason| !reason.is_empty())?;
+            let reason = word
+                .strip_prefix("hook:")
+                .filter(|reason| !reason.is_empty())?;
             Some(CancelCause::Hook {
                 reason: reason.to_owned(),
             })
@@ -162,7 +164,9 @@ fn parse_decision(word: &str, ids: &[&str]) -> Option<PreStepDecision> {
         ("fail", []) => Some(PreStepDecision::Fail),
         ("enter", ids) => {
             let context = |id: &&str| Some(Message::text(parse_id(id)?, Source::of_kind("plugin")));
-            Some(PreStepDecision::Enter(ids.iter().map(context).collect::<Option<_>>()?))
+            Some(PreStepDecision::Enter(
+                ids.iter().map(context).collect::<Option<_>>()?,
+            ))
         }
         _ => None,
     }
@@ -202,12 +206,24 @@ pub fn command_line(input: &Input) -> String {
             format!("{verb} {}{}", message.id(), source(message))
         }
         Input::Append { target, message } => {
-            format!("append {} {}{}", target.as_str(), message.id(), source(message))
+            format!(
+                "append {} {}{}",
+                target.as_str(),
+                message.id(),
+                source(message)
+            )
         }
         Input::Prepend { target, message } => {
-            format!("prepend {} {}{}", target.as_str(), message.id(), source(message))
+            format!(
+                "prepend {} {}{}",
+                target.as_str(),
+                message.id(),
+                source(message)
+            )
         }
-        Input::Replace { id, message } => format!("replace {id} {}{}", message.id(), source(message)),
+        Input::Replace { id, message } => {
+            format!("replace {id} {}{}", message.id(), source(message))
+        }
         Input::Remove { id } => format!("remove {id}"),
         Input::Splice {
             target,
@@ -238,7 +254,9 @@ pub fn command_line(input: &Input) -> String {
             PreStepDecision::Fail => "pre-step fail".to_owned(),
             PreStepDecision::Enter(messages) => {
                 let ids: Vec<&str> = messages.iter().map(|m| m.id().as_str()).collect();
-                format!("pre-step enter {}", ids.join(" ")).trim_end().to_owned()
+                format!("pre-step enter {}", ids.join(" "))
+                    .trim_end()
+                    .to_owned()
             }
         },
         Input::Step(outcome) => {
@@ -258,7 +276,12 @@ impl fmt::Display for Output {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Spliced(splice) => {
-                write!(formatter, "spliced {}@{}", splice.target.as_str(), splice.start)?;
+                write!(
+                    formatter,
+                    "spliced {}@{}",
+                    splice.target.as_str(),
+                    splice.start
+                )?;
                 if splice.removed_count > 0 {
                     write!(formatter, " -{}", splice.removed_count)?;
                 }
@@ -277,7 +300,9 @@ impl fmt::Display for Output {
             Self::StepEnd { turn, step } => write!(formatter, "step/end {turn}.{step}"),
             Self::TurnEnd { turn, reason } => write!(formatter, "turn/end {turn} {reason}"),
             Self::Inserted { message } => write!(formatter, "~inserted {}", message.id()),
-            Self::Claimed { message, turn } => write!(formatter, "~claimed {} {turn}", message.id()),
+            Self::Claimed { message, turn } => {
+                write!(formatter, "~claimed {} {turn}", message.id())
+            }
             Self::Discarded { message } => write!(formatter, "~discarded {}", message.id()),
             Self::Status { status } => match status {
                 crate::event::Activity::Idle => formatter.write_str("~status idle"),
@@ -298,7 +323,10 @@ impl fmt::Display for Status {
                 turn,
                 step,
                 awaiting,
-            } => write!(formatter, "running turn={turn} step={step} awaiting={awaiting}"),
+            } => write!(
+                formatter,
+                "running turn={turn} step={step} awaiting={awaiting}"
+            ),
         }
     }
 }
@@ -328,7 +356,10 @@ pub struct Stalled;
 
 impl fmt::Display for Stalled {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "run did not reach idle within {RUN_INPUTS_MAX} completions")
+        write!(
+            formatter,
+            "run did not reach idle within {RUN_INPUTS_MAX} completions"
+        )
     }
 }
 
@@ -426,7 +457,11 @@ impl Script {
     /// run, so an unknown command is an `error:` line, not a layout error.
     pub fn parse(text: &str) -> Result<Script, LayoutError> {
         let mut items = Vec::new();
-        let mut lines = text.lines().enumerate().map(|(index, line)| (index + 1, line)).peekable();
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .map(|(index, line)| (index + 1, line))
+            .peekable();
         while let Some((number, line)) = lines.next() {
             if line.trim().is_empty() || line.starts_with('#') {
                 items.push(Item::Text(line.to_owned()));
