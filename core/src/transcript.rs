@@ -388,20 +388,28 @@ pub fn execute(agent: &mut Agent, line: &str) -> Result<Vec<String>, Stalled> {
     Ok(printed)
 }
 
+/// The completion `run` feeds next: `pass` at pre-step, `completed` at a
+/// step; `None` when idle.
+pub fn default_completion(agent: &Agent) -> Option<Input> {
+    match agent.status() {
+        Status::Idle => None,
+        Status::Running {
+            awaiting: AwaitPoint::PreStep,
+            ..
+        } => Some(Input::PreStep(PreStepDecision::Pass)),
+        Status::Running {
+            awaiting: AwaitPoint::Step,
+            ..
+        } => Some(Input::Step(StepOutcome::Completed)),
+    }
+}
+
 /// `run`: resolve each await with `pass` / `completed` until idle.
 fn run_until_idle(agent: &mut Agent) -> Result<Vec<String>, Stalled> {
     let mut printed = Vec::new();
     for _ in 0..RUN_INPUTS_MAX {
-        let input = match agent.status() {
-            Status::Idle => return Ok(printed),
-            Status::Running {
-                awaiting: AwaitPoint::PreStep,
-                ..
-            } => Input::PreStep(PreStepDecision::Pass),
-            Status::Running {
-                awaiting: AwaitPoint::Step,
-                ..
-            } => Input::Step(StepOutcome::Completed),
+        let Some(input) = default_completion(agent) else {
+            return Ok(printed);
         };
         printed.extend(feed(agent, input));
     }

@@ -1,1 +1,11 @@
-//! Stateright models of the Courier core and the SPEC section 7 properties (filled by the model-checking issue).
+//! `courier-model`: the properties of SPEC §7, written once over the core's
+//! `Input`/`Output` vocabulary, and the engines' shared checking front end.
+#![warn(missing_docs)]
+
+mod checker;
+pub mod history;
+mod property;
+
+pub use checker::{Checker, Stepped};
+pub use history::{History, Mode};
+pub use property::{Property, Violation};

@@ -1,0 +1,613 @@
+//! Every SPEC §7 property over one transition at a time: the input, whether
+//! the core refused it, and the outputs it emitted. The ghost bookkeeping
+//! (owed wakes, parked work, the replay owed to a latched send) is kept from
+//! inputs and outputs only, so the model checker, the simulator and any other
+//! engine share this one checker.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use courier_core::{
+    Activity, Agent, Inbox, Input, Message, MessageId, Output, Refusal, Target, TurnEnd, Wakeup,
+};
+
+use crate::history::{Effect, History, Mode};
+use crate::property::{Property, Violation, ensure};
+
+/// One checked transition.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Stepped {
+    /// The input fed.
+    pub input: Input,
+    /// Why the core refused it, if it did.
+    pub refusal: Option<Refusal>,
+    /// What it emitted, in order.
+    pub outputs: Vec<Output>,
+}
+
+/// The claim a boundary owes, in the order SPEC §5 emits it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Boundary {
+    turn: u64,
+    /// Claim splices still expected: list and removed count.
+    splices: VecDeque<(Target, usize)>,
+    /// `claimed` notifications still expected, in batch order.
+    claimed: VecDeque<MessageId>,
+    /// Opened by `step/end`: a `turn/end` may follow instead of a claim.
+    after_step: bool,
+    /// Some part of the claim has been seen.
+    started: bool,
+}
+
+/// A live notification an edit splice owes: each removed occurrence leaves
+/// exactly once (`discarded`), each insertion is announced (`inserted`).
+#[derive(Clone, PartialEq, Eq, Debug)]
+enum Notice {
+    Discarded(MessageId),
+    Inserted(MessageId),
+}
+
+impl Notice {
+    fn matches(&self, output: &Output) -> bool {
+        match (self, output) {
+            (Self::Discarded(id), Output::Discarded { message }) => message.id() == id,
+            (Self::Inserted(id), Output::Inserted { message }) => message.id() == id,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Discarded(id) => write!(formatter, "~discarded {id}"),
+            Self::Inserted(id) => write!(formatter, "~inserted {id}"),
+        }
+    }
+}
+
+/// The ghost state of the whole-session checks.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Checker {
+    history: History,
+    status: Activity,
+    /// Occurrences (serials) a waking send made owed and that are pending.
+    owed: BTreeSet<u64>,
+    /// Occurrences parked by a stop or keep-inbox abort until a waking send.
+    parked: BTreeSet<u64>,
+    /// The open turn was aborted by a cancel or dispose.
+    aborted: bool,
+    /// A waking send landed on the aborted open turn (and no broad cancel since).
+    replay_owed: bool,
+    disposed: bool,
+}
+
+/// What one transition has shown so far.
+struct Transition<'a> {
+    input: &'a Input,
+    /// Messages the input supplied and no splice has inserted yet.
+    supplied: Vec<Message>,
+    /// The agent was idle when the input arrived.
+    started_idle: bool,
+    boundary: Option<Boundary>,
+    /// Live notifications owed by the edit splices seen, in order.
+    notices: VecDeque<Notice>,
+    /// The retiring turn owed a latch replay.
+    retiring_replay: bool,
+    idle_emitted: bool,
+}
+
+impl Default for Checker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Checker {
+    /// The checker of a fresh agent.
+    pub fn new() -> Self {
+        Self {
+            history: History::new(Mode::Core),
+            status: Activity::Idle,
+            owed: BTreeSet::new(),
+            parked: BTreeSet::new(),
+            aborted: false,
+            replay_owed: false,
+            disposed: false,
+        }
+    }
+
+    /// The ghost replay of the durable outputs seen so far.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Whether the ghost agent is idle with nothing owed (the liveness goal).
+    pub fn quiescent(&self) -> bool {
+        self.status == Activity::Idle && self.owed.is_empty()
+    }
+
+    /// How many pending occurrences a waking send still owes a claim to.
+    pub fn owed_count(&self) -> usize {
+        self.owed.len()
+    }
+
+    /// `replay-matches`: the ghost replay of every durable splice equals the
+    /// core's inbox.
+    pub fn check_inbox(&self, inbox: &Inbox) -> Result<(), Violation> {
+        for target in [Target::NextTurn, Target::NextStep] {
+            let ghost = self.history.list(target).iter().map(|entry| &entry.id);
+            let real = inbox.list(target).iter().map(Message::id);
+            ensure(ghost.eq(real), Property::ReplayMatches, || {
+                let ids = |ids: Vec<&MessageId>| {
+                    ids.iter()
+                        .map(|id| id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let ghost = ids(self.history.list(target).iter().map(|e| &e.id).collect());
+                let real = ids(inbox.list(target).iter().map(Message::id).collect());
+                format!(
+                    "{}: replayed [{ghost}] but the inbox holds [{real}]",
+                    target.as_str()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Feeds `input` to `agent`, drains the outputs and checks the
+    /// transition, including `replay-matches` against the agent's inbox.
+    pub fn step(&mut self, agent: &mut Agent, input: Input) -> Result<Stepped, Violation> {
+        let result = agent.handle(input.clone());
+        let outputs: Vec<Output> = std::iter::from_fn(|| agent.poll_output()).collect();
+        self.observe(&input, &result, &outputs)?;
+        self.check_inbox(agent.inbox())?;
+        Ok(Stepped {
+            input,
+            refusal: result.err(),
+            outputs,
+        })
+    }
+
+    /// Checks one transition: `input`, the core's answer, and its outputs.
+    pub fn observe(
+        &mut self,
+        input: &Input,
+        result: &Result<(), Refusal>,
+        outputs: &[Output],
+    ) -> Result<(), Violation> {
+        if let Err(refusal) = result {
+            return ensure(outputs.is_empty(), Property::RefusalSilent, || {
+                format!(
+                    "refused input ({refusal}) emitted {} outputs",
+                    outputs.len()
+                )
+            });
+        }
+        let mut transition = self.begin(input);
+        for (index, output) in outputs.iter().enumerate() {
+            self.output(&mut transition, output, &outputs[index + 1..])?;
+        }
+        self.finish(transition)
+    }
+
+    fn begin<'a>(&mut self, input: &'a Input) -> Transition<'a> {
+        let started_idle = self.status == Activity::Idle;
+        if let Input::Send {
+            wakeup: Wakeup::Wake,
+            ..
+        } = input
+        {
+            // A waking send unparks everything; on an aborted turn it latches.
+            self.parked.clear();
+            if self.history.open_turn().is_some() && self.aborted {
+                self.replay_owed = true;
+            }
+        }
+        let supplied = match input {
+            Input::Send { message, .. }
+            | Input::Append { message, .. }
+            | Input::Prepend { message, .. }
+            | Input::Replace { message, .. } => vec![message.clone()],
+            Input::Splice { inserted, .. } => inserted.clone(),
+            _ => Vec::new(),
+        };
+        Transition {
+            input,
+            supplied,
+            started_idle,
+            boundary: None,
+            notices: VecDeque::new(),
+            retiring_replay: false,
+            idle_emitted: false,
+        }
+    }
+
+    fn output(
+        &mut self,
+        transition: &mut Transition<'_>,
+        output: &Output,
+        rest: &[Output],
+    ) -> Result<(), Violation> {
+        if self.check_boundary(transition, output)? {
+            return Ok(());
+        }
+        if let Some(expected) = transition.notices.pop_front() {
+            ensure(expected.matches(output), Property::SingleExit, || {
+                format!("expected `{expected}` after the splice, got `{output}`")
+            })?;
+            return Ok(());
+        }
+        match output {
+            Output::Inserted { .. } | Output::Discarded { .. } => Err(Violation::new(
+                Property::SingleExit,
+                format!("`{output}` with no splice"),
+            )),
+            Output::Status { status } => self.status_change(transition, *status, rest),
+            Output::Idle => self.idle(transition),
+            Output::Claimed { .. } => Err(Violation::new(
+                Property::ClaimShape,
+                format!("`{output}` outside a boundary's claim"),
+            )),
+            Output::Error { .. } => Ok(()),
+            durable => self.durable(transition, durable),
+        }
+    }
+
+    fn durable(
+        &mut self,
+        transition: &mut Transition<'_>,
+        output: &Output,
+    ) -> Result<(), Violation> {
+        let stepped = self.history.turn_has_stepped();
+        let effect = self.history.observe(output)?;
+        match output {
+            Output::Spliced(splice) => self.spliced(transition, &splice.inserted, effect)?,
+            Output::TurnStart { turn } => {
+                ensure(
+                    self.status == Activity::Running,
+                    Property::StatusAlternates,
+                    || format!("turn/start {turn} while idle"),
+                )?;
+                self.aborted = false;
+                self.replay_owed = false;
+                transition.boundary = Some(self.boundary(*turn, true));
+            }
+            Output::StepEnd { turn, .. } => {
+                transition.boundary = Some(self.boundary(*turn, false));
+            }
+            Output::TurnEnd { reason, .. } => {
+                // Stops without the pending check forgive and park what is pending.
+                let stop = match reason {
+                    TurnEnd::Blocked | TurnEnd::Error => true,
+                    TurnEnd::Completed => !stepped,
+                    TurnEnd::MaxTokens | TurnEnd::Aborted { .. } => false,
+                };
+                if stop {
+                    self.owed.clear();
+                    self.parked = self.history.pending().map(|entry| entry.serial).collect();
+                }
+                transition.retiring_replay = self.replay_owed;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The claim a boundary must make: all of `next-step`, then (first
+    /// boundary) the `next-turn` head.
+    fn boundary(&self, turn: u64, first: bool) -> Boundary {
+        let steering = self.history.list(Target::NextStep);
+        let head = self
+            .history
+            .list(Target::NextTurn)
+            .front()
+            .filter(|_| first);
+        let mut splices = VecDeque::new();
+        if !steering.is_empty() {
+            splices.push_back((Target::NextStep, steering.len()));
+        }
+        if head.is_some() {
+            splices.push_back((Target::NextTurn, 1));
+        }
+        let claimed = steering
+            .iter()
+            .chain(head)
+            .map(|entry| entry.id.clone())
+            .collect();
+        Boundary {
+            turn,
+            splices,
+            claimed,
+            after_step: !first,
+            started: false,
+        }
+    }
+
+    /// `claim-shape`: once a boundary opens, its claim comes first and whole.
+    /// Returns whether `output` was a `claimed` notification it accounted for.
+    fn check_boundary(
+        &self,
+        transition: &mut Transition<'_>,
+        output: &Output,
+    ) -> Result<bool, Violation> {
+        let Some(boundary) = &mut transition.boundary else {
+            return Ok(false);
+        };
+        if boundary.splices.is_empty() && boundary.claimed.is_empty() {
+            transition.boundary = None;
+            return Ok(false);
+        }
+        let turn = boundary.turn;
+        match output {
+            Output::Spliced(splice) if splice.outcome.is_none() && splice.removed_count > 0 => {
+                let expected = boundary.splices.pop_front();
+                let got = (splice.target, splice.removed_count);
+                ensure(expected == Some(got), Property::ClaimShape, || {
+                    format!(
+                        "turn {turn} claim `{output}` where {} was due",
+                        due(expected)
+                    )
+                })?;
+                boundary.started = true;
+                Ok(false)
+            }
+            Output::Claimed {
+                message,
+                turn: claimed_turn,
+            } if boundary.splices.is_empty() => {
+                let expected = boundary.claimed.pop_front();
+                ensure(
+                    expected.as_ref() == Some(message.id()) && *claimed_turn == turn,
+                    Property::ClaimShape,
+                    || {
+                        format!(
+                            "`{output}` where `~claimed {} {turn}` was due",
+                            due_id(&expected)
+                        )
+                    },
+                )?;
+                Ok(true)
+            }
+            Output::TurnEnd { .. } | Output::Error { .. }
+                if boundary.after_step && !boundary.started =>
+            {
+                transition.boundary = None;
+                Ok(false)
+            }
+            _ => Err(Violation::new(
+                Property::ClaimShape,
+                format!(
+                    "`{output}` inside turn {turn}'s claim; {} still due",
+                    boundary_due(boundary)
+                ),
+            )),
+        }
+    }
+
+    fn spliced(
+        &mut self,
+        transition: &mut Transition<'_>,
+        inserted: &[Message],
+        effect: Effect,
+    ) -> Result<(), Violation> {
+        if let Input::Cancel {
+            keep_inbox: true, ..
+        } = transition.input
+        {
+            return Err(Violation::new(
+                Property::KeepInboxSilent,
+                "a keep-inbox cancel spliced the inbox",
+            ));
+        }
+        for entry in &effect.removed {
+            self.owed.remove(&entry.serial);
+            let parked = self.parked.remove(&entry.serial);
+            ensure(!(effect.claim && parked), Property::StopParks, || {
+                format!(
+                    "{} claimed while parked by a stop, before a later waking send",
+                    entry.id
+                )
+            })?;
+            if !effect.claim {
+                transition
+                    .notices
+                    .push_back(Notice::Discarded(entry.id.clone()));
+            }
+        }
+        let waking = matches!(
+            transition.input,
+            Input::Send {
+                wakeup: Wakeup::Wake,
+                ..
+            }
+        );
+        for (entry, message) in effect.inserted.iter().zip(inserted) {
+            let Some(position) = transition.supplied.iter().position(|m| m == message) else {
+                return Err(Violation::new(
+                    Property::InsertedByInput,
+                    format!("{} inserted but the input did not supply it", entry.id),
+                ));
+            };
+            transition.supplied.remove(position);
+            if waking {
+                self.owed.insert(entry.serial);
+            }
+            transition
+                .notices
+                .push_back(Notice::Inserted(entry.id.clone()));
+        }
+        Ok(())
+    }
+
+    fn status_change(
+        &mut self,
+        transition: &mut Transition<'_>,
+        status: Activity,
+        rest: &[Output],
+    ) -> Result<(), Violation> {
+        ensure(self.status != status, Property::StatusAlternates, || {
+            format!("status {status:?} twice in a row")
+        })?;
+        self.status = status;
+        match status {
+            Activity::Running => self.start(transition),
+            Activity::Idle => self.retire(transition, rest),
+        }
+    }
+
+    /// `no-wake-stays-idle`: a driver starts only for a waking send that
+    /// found the agent idle, or for a replay the retiring turn owed.
+    fn start(&mut self, transition: &mut Transition<'_>) -> Result<(), Violation> {
+        ensure(
+            !transition.idle_emitted,
+            Property::QuiescentWhenIdle,
+            || "`~idle` before `~status running` in one transition".to_owned(),
+        )?;
+        let waking_send = matches!(
+            transition.input,
+            Input::Send {
+                wakeup: Wakeup::Wake,
+                ..
+            }
+        );
+        if waking_send && std::mem::take(&mut transition.started_idle) {
+            return Ok(());
+        }
+        ensure(
+            std::mem::take(&mut transition.retiring_replay),
+            Property::NoWakeStaysIdle,
+            || "a driver started without a waking send or an owed latch replay".to_owned(),
+        )
+    }
+
+    /// `no-lost-wakeup` at a retirement that starts no driver.
+    fn retire(
+        &mut self,
+        transition: &mut Transition<'_>,
+        rest: &[Output],
+    ) -> Result<(), Violation> {
+        if let Some(turn) = self.history.open_turn() {
+            return Err(Violation::new(
+                Property::Balanced,
+                format!("idle with turn {turn} open"),
+            ));
+        }
+        let running = Output::Status {
+            status: Activity::Running,
+        };
+        let replays = rest.contains(&running);
+        if replays {
+            return Ok(());
+        }
+        ensure(self.owed.is_empty(), Property::NoLostWakeup, || {
+            format!("retired with {} owed: {}", self.owed.len(), self.owed_ids())
+        })?;
+        ensure(
+            !(transition.retiring_replay && self.history.has_pending() && !self.disposed),
+            Property::NoLostWakeup,
+            || "a latched wake was not replayed though work is pending".to_owned(),
+        )
+    }
+
+    fn idle(&mut self, transition: &mut Transition<'_>) -> Result<(), Violation> {
+        ensure(
+            self.status == Activity::Idle,
+            Property::QuiescentWhenIdle,
+            || "`~idle` while running".to_owned(),
+        )?;
+        ensure(self.owed.is_empty(), Property::QuiescentWhenIdle, || {
+            format!("`~idle` with {} owed", self.owed_ids())
+        })?;
+        transition.idle_emitted = true;
+        Ok(())
+    }
+
+    fn finish(&mut self, transition: Transition<'_>) -> Result<(), Violation> {
+        if let Some(boundary) = &transition.boundary {
+            let pending = !boundary.splices.is_empty() || !boundary.claimed.is_empty();
+            ensure(!pending, Property::ClaimShape, || {
+                format!(
+                    "turn {} awaits with {} unclaimed",
+                    boundary.turn,
+                    boundary_due(boundary)
+                )
+            })?;
+        }
+        if let Some(expected) = transition.notices.front() {
+            return Err(Violation::new(
+                Property::SingleExit,
+                format!("`{expected}` never came"),
+            ));
+        }
+        self.apply_cancel(transition.input);
+        match (self.status, self.history.open_turn()) {
+            (Activity::Running, None) => Err(Violation::new(
+                Property::NoGaps,
+                "running with no open turn when control returned",
+            )),
+            (Activity::Idle, _) => ensure(self.owed.is_empty(), Property::NoLostWakeup, || {
+                format!("idle with {} owed", self.owed_ids())
+            }),
+            (Activity::Running, Some(_)) => Ok(()),
+        }
+    }
+
+    /// A cancel aborts a live turn (forgiving what is pending) after its
+    /// discards; without keep-inbox it also drops an owed replay.
+    fn apply_cancel(&mut self, input: &Input) {
+        let (keep_inbox, dispose) = match input {
+            Input::Cancel { keep_inbox, .. } => (*keep_inbox, false),
+            Input::Dispose => (false, true),
+            _ => return,
+        };
+        if !keep_inbox {
+            self.replay_owed = false;
+        }
+        if dispose {
+            self.disposed = true;
+            self.owed.clear();
+        }
+        if self.history.open_turn().is_some() && !self.aborted {
+            self.aborted = true;
+            self.owed.clear();
+            if keep_inbox {
+                self.parked
+                    .extend(self.history.pending().map(|entry| entry.serial));
+            }
+        }
+    }
+
+    fn owed_ids(&self) -> String {
+        let ids: Vec<&str> = self
+            .history
+            .pending()
+            .filter(|entry| self.owed.contains(&entry.serial))
+            .map(|entry| entry.id.as_str())
+            .collect();
+        ids.join(" ")
+    }
+}
+
+fn due(expected: Option<(Target, usize)>) -> String {
+    match expected {
+        Some((target, count)) => format!("`spliced {}@0 -{count}`", target.as_str()),
+        None => "no claim splice".to_owned(),
+    }
+}
+
+fn due_id(expected: &Option<MessageId>) -> String {
+    expected
+        .as_ref()
+        .map_or_else(|| "nothing".to_owned(), |id| id.to_string())
+}
+
+fn boundary_due(boundary: &Boundary) -> String {
+    let splices: Vec<String> = boundary.splices.iter().map(|s| due(Some(*s))).collect();
+    let claimed: Vec<&str> = boundary.claimed.iter().map(MessageId::as_str).collect();
+    format!(
+        "splices [{}] and claims [{}]",
+        splices.join(", "),
+        claimed.join(" ")
+    )
+}

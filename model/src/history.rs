@@ -1,0 +1,393 @@
+//! The durable half of the properties: a ghost replay of the session log.
+//!
+//! [`History`] consumes durable outputs one at a time (the core's, or a
+//! recorded log's) and checks what a durable log can show: normalized splices,
+//! unique pending ids, claim shape, one prompt per turn, balanced turns and
+//! steps, and admission. It never reads the core; it rebuilds the inbox from
+//! the splices, counting occurrences (an id may be sent again once it left).
+
+use std::collections::VecDeque;
+
+use courier_core::{Message, MessageId, Output, Splice, Target};
+
+use crate::property::{Property, Violation, ensure};
+
+/// How strict the durable checks are.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Mode {
+    /// Outputs of `courier-core`: `user/message` only right after
+    /// `step/start`, no placeholder ids.
+    Core,
+    /// A recorded dsh log: context may enter later in a step (tool results),
+    /// and `{{name}}` placeholder ids carry no identity.
+    Log,
+}
+
+/// One pending occurrence: an id plus a serial unique to this insertion.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Entry {
+    /// The message id.
+    pub id: MessageId,
+    /// Counts insertions from 0; names this occurrence.
+    pub serial: u64,
+}
+
+/// What one durable output did to the ghost inbox.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Effect {
+    /// Occurrences the splice removed, in list order.
+    pub removed: Vec<Entry>,
+    /// Occurrences the splice inserted, in order.
+    pub inserted: Vec<Entry>,
+    /// Whether the removal was a claim (pure deletion without outcome).
+    pub claim: bool,
+}
+
+/// The open turn as the log shows it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct OpenTurn {
+    number: u64,
+    last_step: u64,
+    step_open: bool,
+    /// A `next-turn` message was claimed in this turn.
+    prompt_claimed: bool,
+    /// Lists claimed since the current boundary opened, in order.
+    boundary_claims: Vec<Target>,
+    /// Ids admitted in the open step.
+    admitted: Vec<MessageId>,
+}
+
+/// The ghost replay of a durable log.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct History {
+    mode: Mode,
+    next_turn: VecDeque<Entry>,
+    next_step: VecDeque<Entry>,
+    serials: u64,
+    last_turn: u64,
+    turn: Option<OpenTurn>,
+    /// The previous durable output opened a step or admitted a message.
+    admitting: bool,
+}
+
+impl History {
+    /// An empty log.
+    pub fn new(mode: Mode) -> Self {
+        Self {
+            mode,
+            next_turn: VecDeque::new(),
+            next_step: VecDeque::new(),
+            serials: 0,
+            last_turn: 0,
+            turn: None,
+            admitting: false,
+        }
+    }
+
+    /// The ghost list of `target`.
+    pub fn list(&self, target: Target) -> &VecDeque<Entry> {
+        match target {
+            Target::NextTurn => &self.next_turn,
+            Target::NextStep => &self.next_step,
+        }
+    }
+
+    fn list_mut(&mut self, target: Target) -> &mut VecDeque<Entry> {
+        match target {
+            Target::NextTurn => &mut self.next_turn,
+            Target::NextStep => &mut self.next_step,
+        }
+    }
+
+    /// Every pending occurrence, `next-step` first.
+    pub fn pending(&self) -> impl Iterator<Item = &Entry> {
+        self.next_step.iter().chain(&self.next_turn)
+    }
+
+    /// Whether anything is pending.
+    pub fn has_pending(&self) -> bool {
+        !self.next_turn.is_empty() || !self.next_step.is_empty()
+    }
+
+    /// The open turn's number.
+    pub fn open_turn(&self) -> Option<u64> {
+        self.turn.as_ref().map(|turn| turn.number)
+    }
+
+    /// Whether the open turn has opened a step yet.
+    pub fn turn_has_stepped(&self) -> bool {
+        self.turn.as_ref().is_some_and(|turn| turn.last_step > 0)
+    }
+
+    /// Whether a step is open.
+    pub fn step_open(&self) -> bool {
+        self.turn.as_ref().is_some_and(|turn| turn.step_open)
+    }
+
+    /// The last turn number opened.
+    pub fn last_turn(&self) -> u64 {
+        self.last_turn
+    }
+
+    /// A fork's copied history ends: the child's inbox starts empty, turn
+    /// numbers continue.
+    pub fn end_seed(&mut self) {
+        self.next_turn.clear();
+        self.next_step.clear();
+        self.turn = None;
+        self.admitting = false;
+    }
+
+    /// Whether `id` carries identity (placeholders in logs do not).
+    pub fn has_identity(&self, id: &MessageId) -> bool {
+        self.mode == Mode::Core || !is_placeholder(id)
+    }
+
+    fn is_pending(&self, id: &MessageId) -> bool {
+        self.has_identity(id) && self.pending().any(|entry| entry.id == *id)
+    }
+
+    /// Checks and applies one durable output; live outputs are ignored.
+    pub fn observe(&mut self, output: &Output) -> Result<Effect, Violation> {
+        let admitting = std::mem::replace(&mut self.admitting, false);
+        match output {
+            Output::Spliced(splice) => return self.splice(splice),
+            Output::TurnStart { turn } => self.turn_start(*turn)?,
+            Output::StepStart { turn, step } => self.step_start(*turn, *step)?,
+            Output::UserMessage(message) => self.user_message(message, admitting)?,
+            Output::StepEnd { turn, step } => self.step_end(*turn, *step)?,
+            Output::TurnEnd { turn, .. } => self.turn_end(*turn)?,
+            _ => self.admitting = admitting,
+        }
+        Ok(Effect::default())
+    }
+
+    fn splice(&mut self, splice: &Splice) -> Result<Effect, Violation> {
+        let length = self.list(splice.target).len();
+        let target = splice.target.as_str();
+        ensure(splice.start <= length, Property::SpliceNormalized, || {
+            format!(
+                "{target} splice starts at {} past length {length}",
+                splice.start
+            )
+        })?;
+        let available = length - splice.start;
+        ensure(
+            splice.removed_count <= available,
+            Property::SpliceNormalized,
+            || {
+                format!(
+                    "{target} splice at {} removes {} of {available}",
+                    splice.start, splice.removed_count
+                )
+            },
+        )?;
+        let claim = splice.outcome.is_none() && splice.removed_count > 0;
+        if claim {
+            self.check_claim(splice)?;
+        }
+        let range = splice.start..splice.start + splice.removed_count;
+        let removed: Vec<Entry> = self.list_mut(splice.target).drain(range).collect();
+        let inserted = self.insert(splice)?;
+        if claim {
+            self.note_claim(splice.target);
+        }
+        Ok(Effect {
+            removed,
+            inserted,
+            claim,
+        })
+    }
+
+    fn insert(&mut self, splice: &Splice) -> Result<Vec<Entry>, Violation> {
+        let mut inserted = Vec::with_capacity(splice.inserted.len());
+        for (offset, message) in splice.inserted.iter().enumerate() {
+            let id = message.id();
+            ensure(!self.is_pending(id), Property::UniquePending, || {
+                format!(
+                    "{id} inserted into {} while pending",
+                    splice.target.as_str()
+                )
+            })?;
+            let entry = Entry {
+                id: id.clone(),
+                serial: self.serials,
+            };
+            self.serials += 1;
+            self.list_mut(splice.target)
+                .insert(splice.start + offset, entry.clone());
+            inserted.push(entry);
+        }
+        Ok(inserted)
+    }
+
+    /// Claims are pure deletions from the front, inside an open turn and
+    /// outside a step, `next-step` before the head, one head per turn.
+    fn check_claim(&self, splice: &Splice) -> Result<(), Violation> {
+        let target = splice.target.as_str();
+        ensure(splice.inserted.is_empty(), Property::ClaimShape, || {
+            format!("{target} removal without outcome also inserts")
+        })?;
+        ensure(splice.start == 0, Property::ClaimShape, || {
+            format!("{target} claim starts at {}, not the front", splice.start)
+        })?;
+        let Some(turn) = &self.turn else {
+            return Err(Violation::new(
+                Property::ClaimShape,
+                format!("{target} claim outside a turn"),
+            ));
+        };
+        let number = turn.number;
+        ensure(!turn.step_open, Property::ClaimShape, || {
+            format!("{target} claim inside step {number}.{}", turn.last_step)
+        })?;
+        match splice.target {
+            Target::NextStep => ensure(
+                !turn.boundary_claims.contains(&Target::NextTurn),
+                Property::ClaimShape,
+                || format!("turn {number} claims next-step after the next-turn head"),
+            ),
+            Target::NextTurn => {
+                ensure(
+                    splice.removed_count == 1,
+                    Property::OnePromptPerTurn,
+                    || {
+                        format!(
+                            "turn {number} claims {} next-turn messages",
+                            splice.removed_count
+                        )
+                    },
+                )?;
+                ensure(!turn.prompt_claimed, Property::OnePromptPerTurn, || {
+                    format!("turn {number} claims a second next-turn message")
+                })?;
+                ensure(turn.last_step == 0, Property::OnePromptPerTurn, || {
+                    format!(
+                        "turn {number} claims a next-turn message after step {}",
+                        turn.last_step
+                    )
+                })
+            }
+        }
+    }
+
+    fn note_claim(&mut self, target: Target) {
+        if let Some(turn) = &mut self.turn {
+            turn.boundary_claims.push(target);
+            turn.prompt_claimed |= target == Target::NextTurn;
+        }
+    }
+
+    fn turn_start(&mut self, number: u64) -> Result<(), Violation> {
+        if let Some(open) = &self.turn {
+            let open = open.number;
+            return Err(Violation::new(
+                Property::Balanced,
+                format!("turn/start {number} while turn {open} is open"),
+            ));
+        }
+        let expected = self.last_turn + 1;
+        ensure(number == expected, Property::Balanced, || {
+            format!("turn/start {number} where turn {expected} was next")
+        })?;
+        self.last_turn = number;
+        self.turn = Some(OpenTurn {
+            number,
+            last_step: 0,
+            step_open: false,
+            prompt_claimed: false,
+            boundary_claims: Vec::new(),
+            admitted: Vec::new(),
+        });
+        Ok(())
+    }
+
+    fn open(&mut self, what: &str, number: u64) -> Result<&mut OpenTurn, Violation> {
+        let open = self.turn.as_ref().map(|turn| turn.number);
+        match (open, &mut self.turn) {
+            (Some(open), Some(turn)) if open == number => Ok(turn),
+            (Some(open), _) => Err(Violation::new(
+                Property::Balanced,
+                format!("{what} names turn {number} but turn {open} is open"),
+            )),
+            (None, _) => Err(Violation::new(
+                Property::Balanced,
+                format!("{what} names turn {number} but no turn is open"),
+            )),
+        }
+    }
+
+    fn step_start(&mut self, number: u64, step: u64) -> Result<(), Violation> {
+        let turn = self.open("step/start", number)?;
+        ensure(!turn.step_open, Property::Balanced, || {
+            format!(
+                "step/start {number}.{step} inside step {number}.{}",
+                turn.last_step
+            )
+        })?;
+        let expected = turn.last_step + 1;
+        ensure(step == expected, Property::Balanced, || {
+            format!("step/start {number}.{step} where step {number}.{expected} was next")
+        })?;
+        turn.last_step = step;
+        turn.step_open = true;
+        turn.admitted.clear();
+        self.admitting = true;
+        Ok(())
+    }
+
+    fn user_message(&mut self, message: &Message, admitting: bool) -> Result<(), Violation> {
+        let id = message.id();
+        let identity = self.has_identity(id);
+        let pending = self.is_pending(id);
+        let strict = self.mode == Mode::Core;
+        let Some(turn) = self.turn.as_mut().filter(|turn| turn.step_open) else {
+            return Err(Violation::new(
+                Property::Admission,
+                format!("user/message {id} outside an open step"),
+            ));
+        };
+        let step = format!("{}.{}", turn.number, turn.last_step);
+        ensure(admitting || !strict, Property::Admission, || {
+            format!("user/message {id} not right after step/start {step}")
+        })?;
+        ensure(!pending, Property::Admission, || {
+            format!("user/message {id} in step {step} while {id} is pending")
+        })?;
+        if identity {
+            ensure(!turn.admitted.contains(id), Property::Admission, || {
+                format!("user/message {id} admitted twice in step {step}")
+            })?;
+            turn.admitted.push(id.clone());
+        }
+        self.admitting = true;
+        Ok(())
+    }
+
+    fn step_end(&mut self, number: u64, step: u64) -> Result<(), Violation> {
+        let turn = self.open("step/end", number)?;
+        let open = turn.last_step;
+        ensure(turn.step_open && step == open, Property::Balanced, || {
+            format!("step/end {number}.{step} but the open step is {number}.{open}")
+        })?;
+        turn.step_open = false;
+        turn.boundary_claims.clear();
+        Ok(())
+    }
+
+    fn turn_end(&mut self, number: u64) -> Result<(), Violation> {
+        let turn = self.open("turn/end", number)?;
+        let step = turn.last_step;
+        ensure(!turn.step_open, Property::Balanced, || {
+            format!("turn/end {number} inside step {number}.{step}")
+        })?;
+        self.turn = None;
+        Ok(())
+    }
+}
+
+/// `{{name}}` ids are snapshot placeholders shared by unrelated messages.
+pub fn is_placeholder(id: &MessageId) -> bool {
+    let id = id.as_str();
+    id.starts_with("{{") && id.ends_with("}}")
+}

@@ -1,0 +1,150 @@
+//! The names of the checked properties: SPEC §7's, plus the log-only checks
+//! that SPEC leaves unnamed. Every engine reports violations by these names.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One named check.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Property {
+    /// No id is pending twice.
+    UniquePending,
+    /// Applying every durable splice from empty gives the inbox.
+    ReplayMatches,
+    /// Each inserted occurrence leaves at most once, by claim or by discard.
+    SingleExit,
+    /// Every inserted message is one the input itself supplied.
+    InsertedByInput,
+    /// A claim opens its boundary: splices, then `claimed`s in batch order.
+    ClaimShape,
+    /// A turn claims at most one `next-turn` message, at its first boundary.
+    OnePromptPerTurn,
+    /// Turns and steps nest and number 1, 2, 3...
+    Balanced,
+    /// A running agent always has an open turn when control returns.
+    NoGaps,
+    /// `user/message` only right after `step/start`, for claimed or context ids.
+    Admission,
+    /// Status changes alternate, starting with `running`.
+    StatusAlternates,
+    /// A keep-inbox cancel removes and inserts nothing.
+    KeepInboxSilent,
+    /// Work pending at a stop is not claimed before a later waking send.
+    StopParks,
+    /// Only a waking send (or an owed latch replay) starts a driver.
+    NoWakeStaysIdle,
+    /// Nothing owed is pending when the agent settles idle.
+    NoLostWakeup,
+    /// `idle` only when the agent stays idle with nothing owed.
+    QuiescentWhenIdle,
+    /// A refused input emits nothing (SPEC §10).
+    RefusalSilent,
+    /// Recorded splice coordinates are normalized (log checks).
+    SpliceNormalized,
+    /// Positive goal rounds advance by one per admitted goal message (log checks).
+    GoalRounds,
+}
+
+impl Property {
+    /// Every property, SPEC §7 order first.
+    pub const ALL: [Property; 18] = [
+        Self::UniquePending,
+        Self::ReplayMatches,
+        Self::SingleExit,
+        Self::InsertedByInput,
+        Self::ClaimShape,
+        Self::OnePromptPerTurn,
+        Self::Balanced,
+        Self::NoGaps,
+        Self::Admission,
+        Self::StatusAlternates,
+        Self::KeepInboxSilent,
+        Self::StopParks,
+        Self::NoWakeStaysIdle,
+        Self::NoLostWakeup,
+        Self::QuiescentWhenIdle,
+        Self::RefusalSilent,
+        Self::SpliceNormalized,
+        Self::GoalRounds,
+    ];
+
+    /// The exact name SPEC §7 gives (or the added name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::UniquePending => "unique-pending",
+            Self::ReplayMatches => "replay-matches",
+            Self::SingleExit => "single-exit",
+            Self::InsertedByInput => "inserted-by-input",
+            Self::ClaimShape => "claim-shape",
+            Self::OnePromptPerTurn => "one-prompt-per-turn",
+            Self::Balanced => "balanced",
+            Self::NoGaps => "no-gaps",
+            Self::Admission => "admission",
+            Self::StatusAlternates => "status-alternates",
+            Self::KeepInboxSilent => "keep-inbox-silent",
+            Self::StopParks => "stop-parks",
+            Self::NoWakeStaysIdle => "no-wake-stays-idle",
+            Self::NoLostWakeup => "no-lost-wakeup",
+            Self::QuiescentWhenIdle => "quiescent-when-idle",
+            Self::RefusalSilent => "refusal-silent",
+            Self::SpliceNormalized => "splice-normalized",
+            Self::GoalRounds => "goal-rounds",
+        }
+    }
+}
+
+impl fmt::Display for Property {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
+
+impl FromStr for Property {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|property| property.name() == name)
+            .ok_or_else(|| format!("unknown property `{name}`"))
+    }
+}
+
+/// A broken property with what was wrong, naming the ids and numbers involved.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Violation {
+    /// The property that broke.
+    pub property: Property,
+    /// What was wrong.
+    pub detail: String,
+}
+
+impl Violation {
+    pub(crate) fn new(property: Property, detail: impl Into<String>) -> Self {
+        Self {
+            property,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}: {}", self.property, self.detail)
+    }
+}
+
+impl std::error::Error for Violation {}
+
+/// Returns a violation of `property` unless `holds`.
+pub(crate) fn ensure(
+    holds: bool,
+    property: Property,
+    detail: impl FnOnce() -> String,
+) -> Result<(), Violation> {
+    if holds {
+        Ok(())
+    } else {
+        Err(Violation::new(property, detail()))
+    }
+}

@@ -1,0 +1,108 @@
+//! Every shared and project transcript runs clean under the checker; each
+//! planted-bug scenario breaks a property its SPEC §8 row names.
+
+use std::path::{Path, PathBuf};
+
+use courier_core::Agent;
+use courier_core::transcript::{Command, Script, default_completion, parse_command};
+use courier_model::{Checker, Violation};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// `../shared/scenarios` next to the workspace, else the vendored copy.
+fn shared_scenarios() -> PathBuf {
+    let beside = workspace().join("../shared/scenarios");
+    if beside.is_dir() {
+        beside
+    } else {
+        workspace().join("tests/shared/scenarios")
+    }
+}
+
+fn transcripts(folder: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "txn"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Runs a transcript's commands through the checker; the first violation.
+fn check(file: &Path, mut agent: Agent) -> Option<Violation> {
+    let script = Script::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let mut checker = Checker::new();
+    for block in script.blocks() {
+        let result = match parse_command(&block.command) {
+            Ok(Command::Input(input)) => checker.step(&mut agent, input).map(drop),
+            Ok(Command::Run) => run(&mut checker, &mut agent),
+            _ => Ok(()),
+        };
+        if let Err(violation) = result {
+            return Some(violation);
+        }
+    }
+    None
+}
+
+/// `run` under the checker: default completions until idle, bounded.
+fn run(checker: &mut Checker, agent: &mut Agent) -> Result<(), Violation> {
+    for _ in 0..1000 {
+        let Some(input) = default_completion(agent) else {
+            return Ok(());
+        };
+        checker.step(agent, input)?;
+    }
+    panic!("run did not reach idle within 1000 completions");
+}
+
+#[test]
+fn every_scenario_holds_every_property() {
+    let mut files = transcripts(&shared_scenarios());
+    files.extend(transcripts(&workspace().join("tests/scenarios")));
+    assert!(files.len() >= 57, "found only {} scenarios", files.len());
+    let failures: Vec<String> = files
+        .iter()
+        .filter_map(|file| check(file, Agent::new()).map(|v| format!("{}: {v}", file.display())))
+        .collect();
+    assert!(failures.is_empty(), "violations:\n{}", failures.join("\n"));
+}
+
+#[cfg(feature = "mutants")]
+#[test]
+fn planted_bug_scenarios_break_their_property() {
+    use courier_core::Mutant;
+    let cases = [
+        ("m01", Mutant::NoLatch),
+        ("m02", Mutant::NoLatch),
+        ("m05", Mutant::SplitClaim),
+        ("m08", Mutant::InjectWakes),
+        ("m09", Mutant::InjectWakes),
+        ("m12", Mutant::EarlyIdle),
+        ("m13", Mutant::EarlyIdle),
+    ];
+    for (prefix, mutant) in cases {
+        let file = transcripts(&shared_scenarios())
+            .into_iter()
+            .find(|file| {
+                file.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with(prefix)
+            })
+            .unwrap();
+        let violation = check(&file, Agent::with_mutant(Some(mutant)))
+            .unwrap_or_else(|| panic!("{prefix} under {mutant}: no violation"));
+        assert!(
+            mutant.caught_by().contains(&violation.property.name()),
+            "{prefix} under {mutant}: {violation}"
+        );
+    }
+}
