@@ -70,10 +70,10 @@ impl std::fmt::Display for Notice {
 pub struct Checker {
     history: History,
     status: Activity,
-    /// Occurrences (serials) a waking send made owed and that are pending.
-    owed: BTreeSet<u64>,
+    /// Pending occurrences a waking send made owed.
+    owed: BTreeSet<MessageId>,
     /// Occurrences parked by a stop or keep-inbox abort until a waking send.
-    parked: BTreeSet<u64>,
+    parked: BTreeSet<MessageId>,
     /// The open turn was aborted by a cancel or dispose.
     aborted: bool,
     /// A waking send landed on the aborted open turn (and no broad cancel since).
@@ -135,7 +135,7 @@ impl Checker {
     /// core's inbox.
     pub fn check_inbox(&self, inbox: &Inbox) -> Result<(), Violation> {
         for target in [Target::NextTurn, Target::NextStep] {
-            let ghost = self.history.list(target).iter().map(|entry| &entry.id);
+            let ghost = self.history.list(target).iter();
             let real = inbox.list(target).iter().map(Message::id);
             ensure(ghost.eq(real), Property::ReplayMatches, || {
                 let ids = |ids: Vec<&MessageId>| {
@@ -144,7 +144,7 @@ impl Checker {
                         .collect::<Vec<_>>()
                         .join(" ")
                 };
-                let ghost = ids(self.history.list(target).iter().map(|e| &e.id).collect());
+                let ghost = ids(self.history.list(target).iter().collect());
                 let real = ids(inbox.list(target).iter().map(Message::id).collect());
                 format!(
                     "{}: replayed [{ghost}] but the inbox holds [{real}]",
@@ -285,7 +285,7 @@ impl Checker {
                 };
                 if stop {
                     self.owed.clear();
-                    self.parked = self.history.pending().map(|entry| entry.serial).collect();
+                    self.parked = self.history.pending().cloned().collect();
                 }
                 transition.retiring_replay = self.replay_owed;
             }
@@ -310,11 +310,7 @@ impl Checker {
         if head.is_some() {
             splices.push_back((Target::NextTurn, 1));
         }
-        let claimed = steering
-            .iter()
-            .chain(head)
-            .map(|entry| entry.id.clone())
-            .collect();
+        let claimed = steering.iter().chain(head).cloned().collect();
         Boundary {
             turn,
             splices,
@@ -400,19 +396,14 @@ impl Checker {
                 "a keep-inbox cancel spliced the inbox",
             ));
         }
-        for entry in &effect.removed {
-            self.owed.remove(&entry.serial);
-            let parked = self.parked.remove(&entry.serial);
+        for id in &effect.removed {
+            self.owed.remove(id);
+            let parked = self.parked.remove(id);
             ensure(!(effect.claim && parked), Property::StopParks, || {
-                format!(
-                    "{} claimed while parked by a stop, before a later waking send",
-                    entry.id
-                )
+                format!("{id} claimed while parked by a stop, before a later waking send")
             })?;
             if !effect.claim {
-                transition
-                    .notices
-                    .push_back(Notice::Discarded(entry.id.clone()));
+                transition.notices.push_back(Notice::Discarded(id.clone()));
             }
         }
         let waking = matches!(
@@ -422,20 +413,18 @@ impl Checker {
                 ..
             }
         );
-        for (entry, message) in effect.inserted.iter().zip(inserted) {
+        for (id, message) in effect.inserted.iter().zip(inserted) {
             let Some(position) = transition.supplied.iter().position(|m| m == message) else {
                 return Err(Violation::new(
                     Property::InsertedByInput,
-                    format!("{} inserted but the input did not supply it", entry.id),
+                    format!("{id} inserted but the input did not supply it"),
                 ));
             };
             transition.supplied.remove(position);
             if waking {
-                self.owed.insert(entry.serial);
+                self.owed.insert(id.clone());
             }
-            transition
-                .notices
-                .push_back(Notice::Inserted(entry.id.clone()));
+            transition.notices.push_back(Notice::Inserted(id.clone()));
         }
         Ok(())
     }
@@ -572,19 +561,13 @@ impl Checker {
             self.aborted = true;
             self.owed.clear();
             if keep_inbox {
-                self.parked
-                    .extend(self.history.pending().map(|entry| entry.serial));
+                self.parked.extend(self.history.pending().cloned());
             }
         }
     }
 
     fn owed_ids(&self) -> String {
-        let ids: Vec<&str> = self
-            .history
-            .pending()
-            .filter(|entry| self.owed.contains(&entry.serial))
-            .map(|entry| entry.id.as_str())
-            .collect();
+        let ids: Vec<&str> = self.owed.iter().map(MessageId::as_str).collect();
         ids.join(" ")
     }
 }

@@ -4,7 +4,9 @@
 //! recorded log's) and checks what a durable log can show: normalized splices,
 //! unique pending ids, claim shape, one prompt per turn, balanced turns and
 //! steps, and admission. It never reads the core; it rebuilds the inbox from
-//! the splices, counting occurrences (an id may be sent again once it left).
+//! the splices. An id names one occurrence while it is pending (ids are
+//! unique while pending, and may be sent again once they left), so the ghost
+//! state needs no counters and stays canonical for a model checker.
 
 use std::collections::VecDeque;
 
@@ -23,22 +25,13 @@ pub enum Mode {
     Log,
 }
 
-/// One pending occurrence: an id plus a serial unique to this insertion.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub struct Entry {
-    /// The message id.
-    pub id: MessageId,
-    /// Counts insertions from 0; names this occurrence.
-    pub serial: u64,
-}
-
 /// What one durable output did to the ghost inbox.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct Effect {
     /// Occurrences the splice removed, in list order.
-    pub removed: Vec<Entry>,
+    pub removed: Vec<MessageId>,
     /// Occurrences the splice inserted, in order.
-    pub inserted: Vec<Entry>,
+    pub inserted: Vec<MessageId>,
     /// Whether the removal was a claim (pure deletion without outcome).
     pub claim: bool,
 }
@@ -61,9 +54,8 @@ struct OpenTurn {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct History {
     mode: Mode,
-    next_turn: VecDeque<Entry>,
-    next_step: VecDeque<Entry>,
-    serials: u64,
+    next_turn: VecDeque<MessageId>,
+    next_step: VecDeque<MessageId>,
     last_turn: u64,
     turn: Option<OpenTurn>,
     /// The previous durable output opened a step or admitted a message.
@@ -77,7 +69,6 @@ impl History {
             mode,
             next_turn: VecDeque::new(),
             next_step: VecDeque::new(),
-            serials: 0,
             last_turn: 0,
             turn: None,
             admitting: false,
@@ -85,14 +76,14 @@ impl History {
     }
 
     /// The ghost list of `target`.
-    pub fn list(&self, target: Target) -> &VecDeque<Entry> {
+    pub fn list(&self, target: Target) -> &VecDeque<MessageId> {
         match target {
             Target::NextTurn => &self.next_turn,
             Target::NextStep => &self.next_step,
         }
     }
 
-    fn list_mut(&mut self, target: Target) -> &mut VecDeque<Entry> {
+    fn list_mut(&mut self, target: Target) -> &mut VecDeque<MessageId> {
         match target {
             Target::NextTurn => &mut self.next_turn,
             Target::NextStep => &mut self.next_step,
@@ -100,7 +91,7 @@ impl History {
     }
 
     /// Every pending occurrence, `next-step` first.
-    pub fn pending(&self) -> impl Iterator<Item = &Entry> {
+    pub fn pending(&self) -> impl Iterator<Item = &MessageId> {
         self.next_step.iter().chain(&self.next_turn)
     }
 
@@ -144,7 +135,7 @@ impl History {
     }
 
     fn is_pending(&self, id: &MessageId) -> bool {
-        self.has_identity(id) && self.pending().any(|entry| entry.id == *id)
+        self.has_identity(id) && self.pending().any(|pending| pending == id)
     }
 
     /// Checks and applies one durable output; live outputs are ignored.
@@ -187,7 +178,7 @@ impl History {
             self.check_claim(splice)?;
         }
         let range = splice.start..splice.start + splice.removed_count;
-        let removed: Vec<Entry> = self.list_mut(splice.target).drain(range).collect();
+        let removed: Vec<MessageId> = self.list_mut(splice.target).drain(range).collect();
         let inserted = self.insert(splice)?;
         if claim {
             self.note_claim(splice.target);
@@ -199,7 +190,7 @@ impl History {
         })
     }
 
-    fn insert(&mut self, splice: &Splice) -> Result<Vec<Entry>, Violation> {
+    fn insert(&mut self, splice: &Splice) -> Result<Vec<MessageId>, Violation> {
         let mut inserted = Vec::with_capacity(splice.inserted.len());
         for (offset, message) in splice.inserted.iter().enumerate() {
             let id = message.id();
@@ -209,14 +200,9 @@ impl History {
                     splice.target.as_str()
                 )
             })?;
-            let entry = Entry {
-                id: id.clone(),
-                serial: self.serials,
-            };
-            self.serials += 1;
             self.list_mut(splice.target)
-                .insert(splice.start + offset, entry.clone());
-            inserted.push(entry);
+                .insert(splice.start + offset, id.clone());
+            inserted.push(id.clone());
         }
         Ok(inserted)
     }
