@@ -416,6 +416,24 @@ fn run_until_idle(agent: &mut Agent) -> Result<Vec<String>, Stalled> {
     Err(Stalled)
 }
 
+/// Writes a transcript of `inputs` fed to `agent`: each input as its command
+/// line, then `----` and what it printed. Counterexamples, shrunk race
+/// reports and regressions are all written this way, so they replay with
+/// `courier run`.
+pub fn record(agent: &mut Agent, inputs: &[Input]) -> String {
+    let mut text = String::new();
+    for input in inputs {
+        text.push_str(&command_line(input));
+        text.push_str("\n----\n");
+        for line in feed(agent, input.clone()) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text.push('\n');
+    }
+    text
+}
+
 /// One item of a transcript file, kept so `--rewrite` preserves the file.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Item {
@@ -540,5 +558,79 @@ impl Script {
             }
         }
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_input_prints_as_a_command_that_parses_back() {
+        let inputs = [
+            "send q next-turn no-wake source=goal",
+            "followup A",
+            "steer S source=plugin",
+            "inject c",
+            "append next-step r",
+            "prepend next-turn P",
+            "replace q r2",
+            "remove c",
+            "splice next-step 0 1 X Y",
+            "cancel hook:veto keep-inbox",
+            "cancel parent",
+            "dispose",
+            "when-idle",
+            "pre-step enter A X",
+            "pre-step enter",
+            "pre-step reject",
+            "step tool-calls",
+        ];
+        for line in inputs {
+            let Ok(Command::Input(input)) = parse_command(line) else {
+                panic!("`{line}` did not parse");
+            };
+            assert_eq!(command_line(&input), line);
+        }
+    }
+
+    #[test]
+    fn a_recorded_transcript_replays_clean() {
+        let inputs: Vec<Input> = ["followup A", "steer B", "pre-step pass", "step completed"]
+            .into_iter()
+            .map(|line| match parse_command(line) {
+                Ok(Command::Input(input)) => input,
+                other => panic!("{line}: {other:?}"),
+            })
+            .collect();
+        let text = record(&mut Agent::new(), &inputs);
+        let script = Script::parse(&text).unwrap();
+        let actual = script.run(&mut Agent::new()).unwrap();
+        let expected: Vec<Vec<String>> = script
+            .blocks()
+            .map(|b| b.expected.clone().unwrap())
+            .collect();
+        assert_eq!(actual, expected);
+        assert!(text.contains("~claimed B 1"), "{text}");
+    }
+
+    #[test]
+    fn malformed_lines_are_bad_commands() {
+        for line in [
+            "frobnicate A",
+            "cancel disposed",
+            "cancel hook:",
+            "splice next-turn -1 0",
+            "followup -A",
+            "followup A B",
+            "step done",
+            "remove A source=user",
+        ] {
+            assert_eq!(
+                parse_command(line),
+                Err(BadCommand(line.to_owned())),
+                "{line}"
+            );
+        }
     }
 }
