@@ -1,0 +1,80 @@
+//! Helpers shared by the integration tests: where the shared inputs live and
+//! how to list transcript files deterministically.
+//!
+//! Each test binary compiles this module on its own and uses only part of it,
+//! so unused items are expected here.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The `courier` package root (the workspace root).
+pub(crate) fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `<workspace>/../shared`, when the project's shared folder sits next to the
+/// checkout (it does on developer machines and in CI, not on a bare clone).
+pub(crate) fn shared_root() -> Option<PathBuf> {
+    let root = workspace().join("../shared");
+    root.is_dir().then_some(root)
+}
+
+/// The vendored copies that stand in for `../shared` on a bare clone.
+pub(crate) fn vendored_root() -> PathBuf {
+    workspace().join("tests/shared")
+}
+
+/// The shared scenarios: `../shared/scenarios`, else the vendored copy.
+pub(crate) fn shared_scenarios() -> PathBuf {
+    match shared_root() {
+        Some(root) => root.join("scenarios"),
+        None => vendored_root().join("scenarios"),
+    }
+}
+
+/// The recorded dsh logs: `../shared/fixtures/dsh-logs`, else the vendored copy.
+pub(crate) fn dsh_logs() -> PathBuf {
+    match shared_root() {
+        Some(root) => root.join("fixtures/dsh-logs"),
+        None => vendored_root().join("dsh-logs"),
+    }
+}
+
+/// The project's own scenario folders (`tests/regressions` may not exist yet).
+pub(crate) fn project_scenario_dirs() -> Vec<PathBuf> {
+    vec![
+        workspace().join("tests/scenarios"),
+        workspace().join("tests/regressions"),
+    ]
+}
+
+/// The files of `directory` ending in `.extension`, sorted by path so every
+/// run visits them in the same order; a missing folder lists nothing.
+pub(crate) fn files_with_extension(directory: &Path, extension: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .map(|entry| entry.expect("a readable folder entry").path())
+        .filter(|path| path.is_file())
+        .filter(|path| path.extension().is_some_and(|found| found == extension))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every transcript the transcript test runs: the shared ones, then the
+/// project's, each folder sorted.
+pub(crate) fn all_transcripts() -> Vec<PathBuf> {
+    let mut files = files_with_extension(&shared_scenarios(), "txn");
+    for directory in project_scenario_dirs() {
+        files.extend(files_with_extension(&directory, "txn"));
+    }
+    files
+}
+
+/// A path relative to the workspace when it is inside it, for short messages.
+pub(crate) fn display(path: &Path) -> String {
+    let shown = path.strip_prefix(workspace()).unwrap_or(path);
+    shown.display().to_string()
+}
