@@ -5,7 +5,7 @@
 
 use courier_core::log::{self, LogLine, SessionHeader};
 use courier_core::transcript::{self, Command, Script};
-use courier_core::{Agent, AwaitPoint, Input, Output, PreStepDecision, Status, StepOutcome};
+use courier_core::{Agent, Input, Output};
 
 /// The transcript whose log is pinned: three turns, a steer, an idle inject,
 /// a keep-inbox cancel and a latch replay.
@@ -39,20 +39,12 @@ fn outputs_per_block(script: &Script) -> Vec<Vec<Output>> {
     per_block
 }
 
-/// `run`: pass / completed until idle, as SPEC §9 defines it.
+/// `run`: the runner's default completions until idle, bounded like it.
 fn run_until_idle(agent: &mut Agent) -> Vec<Output> {
     let mut outputs = Vec::new();
     for _ in 0..RUN_INPUTS_MAX {
-        let input = match agent.status() {
-            Status::Idle => return outputs,
-            Status::Running {
-                awaiting: AwaitPoint::PreStep,
-                ..
-            } => Input::PreStep(PreStepDecision::Pass),
-            Status::Running {
-                awaiting: AwaitPoint::Step,
-                ..
-            } => Input::Step(StepOutcome::Completed),
+        let Some(input) = transcript::default_completion(agent) else {
+            return outputs;
         };
         outputs.extend(feed(agent, input));
     }
