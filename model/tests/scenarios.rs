@@ -1,38 +1,14 @@
 //! Every shared and project transcript runs clean under the checker; each
 //! planted-bug scenario breaks a property its SPEC §8 row names.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use courier_core::Agent;
 use courier_core::transcript::{Command, Script, default_completion, parse_command};
 use courier_model::{Checker, Violation};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// `../shared/scenarios` next to the workspace, else the vendored copy.
-fn shared_scenarios() -> PathBuf {
-    let beside = workspace().join("../shared/scenarios");
-    if beside.is_dir() {
-        beside
-    } else {
-        workspace().join("tests/shared/scenarios")
-    }
-}
-
-fn transcripts(folder: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "txn"))
-        .collect();
-    files.sort();
-    files
-}
+#[path = "../../tests/common/mod.rs"]
+mod common;
 
 /// Runs a transcript's commands through the checker; the first violation.
 fn check(file: &Path, mut agent: Agent) -> Option<Violation> {
@@ -64,8 +40,7 @@ fn run(checker: &mut Checker, agent: &mut Agent) -> Result<(), Violation> {
 
 #[test]
 fn every_scenario_holds_every_property() {
-    let mut files = transcripts(&shared_scenarios());
-    files.extend(transcripts(&workspace().join("tests/scenarios")));
+    let files = common::all_transcripts();
     assert!(files.len() >= 57, "found only {} scenarios", files.len());
     let failures: Vec<String> = files
         .iter()
@@ -88,7 +63,7 @@ fn planted_bug_scenarios_break_their_property() {
         ("m13", Mutant::EarlyIdle),
     ];
     for (prefix, mutant) in cases {
-        let file = transcripts(&shared_scenarios())
+        let file = common::files_with_extension(&common::shared_scenarios(), "txn")
             .into_iter()
             .find(|file| {
                 file.file_name()

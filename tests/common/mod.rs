@@ -7,9 +7,14 @@
 
 use std::path::{Path, PathBuf};
 
-/// The `courier` package root (the workspace root).
+/// The workspace root: the nearest folder above the compiling package that
+/// holds `Cargo.lock` (member crates include this module too).
 pub(crate) fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+    package
+        .ancestors()
+        .find(|folder| folder.join("Cargo.lock").is_file())
+        .unwrap_or(package)
 }
 
 /// `<workspace>/../shared`, when the project's shared folder sits next to the
