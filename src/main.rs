@@ -18,10 +18,13 @@ struct Courier {
 enum Command {
     /// Run transcripts (.txn) against a fresh agent each and compare outputs.
     Run(cli::run::Args),
+    /// Check recorded session logs (dsh JSONL) against the delivery properties.
+    Validate(cli::validate::Args),
 }
 
 fn main() -> ExitCode {
     match Courier::parse().command {
         Command::Run(args) => cli::run::main(&args),
+        Command::Validate(args) => cli::validate::main(&args),
     }
 }

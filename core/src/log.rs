@@ -94,6 +94,13 @@ pub fn parse_line(line: &str) -> Result<LogLine, serde_json::Error> {
     }
 }
 
+/// Whether [`parse_line`] reads every line of this event type as
+/// [`LogLine::Other`]: a streaming reader that already knows a line's type
+/// can skip such lines without deserializing their data.
+pub fn is_skipped_type(kind: &str) -> bool {
+    !matches!(kind, "session" | "session/end-seed") && !DELIVERY_TYPES.contains(&kind)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +146,21 @@ mod tests {
         );
         assert!(parse_line(r#"{"type":"turn/start","data":{}}"#).is_err());
         assert!(parse_line("{not json").is_err());
+    }
+
+    #[test]
+    fn skipped_types_are_exactly_the_ones_parsed_as_other() {
+        for kind in ["assistant/chunk", "goal/change", "session/title", ""] {
+            assert!(is_skipped_type(kind), "{kind}");
+            let line = format!(r#"{{"type":"{kind}","data":{{}}}}"#);
+            assert_eq!(parse_line(&line).unwrap(), LogLine::Other(kind.into()));
+        }
+        for kind in DELIVERY_TYPES
+            .into_iter()
+            .chain(["session", "session/end-seed"])
+        {
+            assert!(!is_skipped_type(kind), "{kind}");
+        }
     }
 
     #[test]

@@ -228,11 +228,14 @@ impl History {
             format!("{target} claim inside step {number}.{}", turn.last_step)
         })?;
         match splice.target {
-            Target::NextStep => ensure(
-                !turn.boundary_claims.contains(&Target::NextTurn),
-                Property::ClaimShape,
-                || format!("turn {number} claims next-step after the next-turn head"),
-            ),
+            Target::NextStep => {
+                ensure(
+                    !turn.boundary_claims.contains(&Target::NextTurn),
+                    Property::ClaimShape,
+                    || format!("turn {number} claims next-step after the next-turn head"),
+                )?;
+                self.check_whole_next_step(number, splice.removed_count)
+            }
             Target::NextTurn => {
                 ensure(
                     splice.removed_count == 1,
@@ -255,6 +258,17 @@ impl History {
                 })
             }
         }
+    }
+
+    /// A boundary claims all of `next-step` as it stood. In [`Mode::Core`]
+    /// the [`Checker`](crate::Checker) checks the whole boundary against the
+    /// transition; a log has no transitions, so [`Mode::Log`] checks it here.
+    fn check_whole_next_step(&self, turn: u64, removed: usize) -> Result<(), Violation> {
+        let length = self.next_step.len();
+        let whole = self.mode == Mode::Core || removed == length;
+        ensure(whole, Property::ClaimShape, || {
+            format!("turn {turn} claims {removed} of the {length} next-step messages, not all")
+        })
     }
 
     fn note_claim(&mut self, target: Target) {

@@ -3,9 +3,11 @@
 #![warn(missing_docs)]
 
 mod checker;
+pub mod goal;
 pub mod history;
 mod property;
 
 pub use checker::{Checker, Stepped};
+pub use goal::GoalRounds;
 pub use history::{History, Mode};
 pub use property::{Property, Violation};

@@ -1,0 +1,242 @@
+//! Conformance of recorded session logs: [`validate`] streams a dsh JSONL log
+//! (`fixtures/dsh-logs/README.md`) line by line through the durable half of
+//! the properties ([`History`] in [`Mode::Log`], plus [`GoalRounds`]) and
+//! reports each violation with the 1-based line of the offending event.
+//!
+//! Memory is constant in the log's length: one reused line buffer (a line may
+//! not exceed [`LINE_BYTES_MAX`]) and the ghost state, which holds only what
+//! is pending and the open turn.
+//!
+//! Choices the issue leaves open:
+//! - The first line must be a `session` header. A later header starts a new
+//!   session (empty inbox, turn numbers from 1), so concatenated logs check
+//!   as a series of sessions.
+//! - Every line must be JSON, including the events outside the contract,
+//!   which are skipped after that syntax check. Whitespace-only lines are
+//!   ignored.
+//! - A violation of [`History`] stops the file: its ghost state is no longer
+//!   the log's (a half-applied splice, an unknown turn number), so every
+//!   later report would be noise. A `goal-rounds` violation does not touch
+//!   that state, so checking goes on.
+
+use std::fmt;
+use std::io::{BufRead, Read};
+
+use courier_core::log::{LogLine, is_skipped_type, parse_line};
+use courier_model::{GoalRounds, History, Mode, Violation};
+use serde::de::IgnoredAny;
+
+/// The longest line read; a longer one makes the file unreadable rather
+/// than memory unbounded (dsh inlines images, so this is generous).
+pub const LINE_BYTES_MAX: u64 = 1 << 28;
+
+/// A violation at a line of the log.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Finding {
+    /// The 1-based line of the offending event.
+    pub line: u64,
+    /// The broken property and what was wrong.
+    pub violation: Violation,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}: {}", self.line, self.violation)
+    }
+}
+
+/// Why a file is not a readable dsh JSONL log.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Unreadable {
+    /// The 1-based line that could not be read or parsed.
+    pub line: u64,
+    /// What was wrong with it.
+    pub reason: String,
+}
+
+impl fmt::Display for Unreadable {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}: {}", self.line, self.reason)
+    }
+}
+
+/// What a readable log amounted to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Summary {
+    /// Lines read (up to where checking stopped).
+    pub lines: u64,
+    /// Violations reported.
+    pub violations: u64,
+    /// Checking stopped early, at a violation that left the replay untrustworthy.
+    pub stopped: bool,
+}
+
+impl Summary {
+    /// Whether the log holds every property.
+    pub fn is_valid(&self) -> bool {
+        self.violations == 0
+    }
+}
+
+/// Checks one log, handing each violation to `report` as it is found.
+pub fn validate<R: BufRead>(
+    mut reader: R,
+    mut report: impl FnMut(Finding),
+) -> Result<Summary, Unreadable> {
+    let mut buffer = Vec::new();
+    let mut replay: Option<Replay> = None;
+    let mut summary = Summary {
+        lines: 0,
+        violations: 0,
+        stopped: false,
+    };
+    while let Some(text) = next_line(&mut reader, &mut buffer, summary.lines + 1)? {
+        summary.lines += 1;
+        let line = summary.lines;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let event = read_event(text).map_err(|error| Unreadable {
+            line,
+            reason: cannot_parse(&error),
+        })?;
+        let broken = match (event, &mut replay) {
+            (Some(LogLine::Header(_)), slot) => {
+                *slot = Some(Replay::new());
+                continue;
+            }
+            (_, None) => {
+                let reason = "not a session log: the first line is not a `session` header";
+                return Err(Unreadable {
+                    line,
+                    reason: reason.into(),
+                });
+            }
+            (None, Some(_)) => continue,
+            (Some(event), Some(replay)) => match replay.observe(&event) {
+                Ok(()) => continue,
+                Err(broken) => broken,
+            },
+        };
+        summary.violations += 1;
+        report(Finding {
+            line,
+            violation: broken.violation,
+        });
+        if broken.fatal {
+            summary.stopped = true;
+            return Ok(summary);
+        }
+    }
+    if replay.is_none() {
+        return Err(Unreadable {
+            line: summary.lines.max(1),
+            reason: "not a session log: no `session` header".into(),
+        });
+    }
+    Ok(summary)
+}
+
+/// A parse error without serde_json's "at line 1" (the line is ours to name).
+fn cannot_parse(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    match text.strip_suffix(&position) {
+        Some(message) => format!("cannot parse: {message} (column {})", error.column()),
+        None => format!("cannot parse: {text}"),
+    }
+}
+
+/// Reads the next line into `buffer`, without its line ending; `None` at the end.
+fn next_line<'b, R: BufRead>(
+    reader: &mut R,
+    buffer: &'b mut Vec<u8>,
+    line: u64,
+) -> Result<Option<&'b str>, Unreadable> {
+    let unreadable = |reason: String| Unreadable { line, reason };
+    buffer.clear();
+    let read = reader
+        .by_ref()
+        .take(LINE_BYTES_MAX + 1)
+        .read_until(b'\n', buffer)
+        .map_err(|error| unreadable(format!("cannot read: {error}")))?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if buffer.last() == Some(&b'\n') {
+        buffer.pop();
+    } else if buffer.len() as u64 > LINE_BYTES_MAX {
+        return Err(unreadable(format!("longer than {LINE_BYTES_MAX} bytes")));
+    }
+    if buffer.last() == Some(&b'\r') {
+        buffer.pop();
+    }
+    std::str::from_utf8(buffer)
+        .map(Some)
+        .map_err(|error| unreadable(format!("not UTF-8: {error}")))
+}
+
+/// The line as a contract event; `None` for an event outside the contract.
+/// Such lines are only checked to be JSON: their type is peeked from the
+/// front of the line, so their data is never deserialized into values.
+fn read_event(text: &str) -> Result<Option<LogLine>, serde_json::Error> {
+    match peek_type(text) {
+        Some(kind) if is_skipped_type(kind) => {
+            serde_json::from_str::<IgnoredAny>(text).map(|_| None)
+        }
+        _ => match parse_line(text)? {
+            LogLine::Other(_) => Ok(None),
+            event => Ok(Some(event)),
+        },
+    }
+}
+
+/// The event type of a line that starts `{"type":"<kind>"` (how dsh and
+/// Courier write every line); `None` when the line is written otherwise.
+fn peek_type(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix(r#"{"type":""#)?;
+    let kind = &rest[..rest.find('"')?];
+    // An escape could hide the closing quote; let the parser decide.
+    (!kind.contains('\\')).then_some(kind)
+}
+
+/// The ghost replay of one session.
+struct Replay {
+    history: History,
+    goals: GoalRounds,
+}
+
+impl Replay {
+    fn new() -> Self {
+        Self {
+            history: History::new(Mode::Log),
+            goals: GoalRounds::new(),
+        }
+    }
+
+    /// Checks one contract event (not a header).
+    fn observe(&mut self, event: &LogLine) -> Result<(), Broken> {
+        let output = match event {
+            LogLine::Delivery(output) => output,
+            LogLine::EndSeed => {
+                self.history.end_seed();
+                return Ok(());
+            }
+            LogLine::Header(_) | LogLine::Other(_) => return Ok(()),
+        };
+        self.history.observe(output).map_err(|violation| Broken {
+            violation,
+            fatal: true,
+        })?;
+        self.goals.observe(output).map_err(|violation| Broken {
+            violation,
+            fatal: false,
+        })
+    }
+}
+
+/// A violation, and whether it leaves the replay untrustworthy.
+struct Broken {
+    violation: Violation,
+    fatal: bool,
+}

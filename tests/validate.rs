@@ -1,0 +1,488 @@
+//! `courier validate`: every recorded dsh log is accepted, every log the core
+//! writes is accepted, each hand-written bad log in `tests/logs/` is rejected
+//! with the property and line its header names, and broken input gives a
+//! clean error (never a panic).
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use courier::validate::{Finding, Summary, Unreadable, validate};
+use courier_core::Agent;
+use courier_core::log::{SessionHeader, durable_line};
+use courier_core::transcript::{Command as Line, Script, default_completion, parse_command};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `../shared/<beside>` next to the workspace, else the vendored copy.
+fn shared(beside: &str, vendored: &str) -> PathBuf {
+    let path = workspace().join("../shared").join(beside);
+    if path.is_dir() {
+        path
+    } else {
+        workspace().join("tests/shared").join(vendored)
+    }
+}
+
+fn files(folder: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == extension))
+        .collect();
+    files.sort();
+    files
+}
+
+fn fixtures() -> Vec<PathBuf> {
+    let fixtures = files(&shared("fixtures/dsh-logs", "dsh-logs"), "jsonl");
+    assert!(fixtures.len() >= 101, "found only {} logs", fixtures.len());
+    fixtures
+}
+
+/// Validates in memory; the findings, or why the log is unreadable.
+fn check(log: impl BufRead) -> (Vec<Finding>, Result<Summary, Unreadable>) {
+    let mut findings = Vec::new();
+    let outcome = validate(log, |finding| findings.push(finding));
+    (findings, outcome)
+}
+
+fn courier(arguments: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_courier"))
+        .args(arguments)
+        .current_dir(workspace())
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn every_recorded_dsh_log_is_accepted() {
+    for file in fixtures() {
+        let (findings, outcome) = check(std::fs::read(&file).unwrap().as_slice());
+        assert_eq!(findings, [], "{}", file.display());
+        let summary = outcome.unwrap_or_else(|e| panic!("{}:{e}", file.display()));
+        assert!(summary.lines > 1 && !summary.stopped, "{}", file.display());
+    }
+}
+
+#[test]
+fn the_cli_accepts_every_recorded_dsh_log() {
+    let mut arguments = vec!["validate".to_string()];
+    arguments.extend(fixtures().iter().map(|f| f.display().to_string()));
+    let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
+    let output = courier(&arguments);
+    assert_eq!(stdout(&output), "");
+    assert_eq!(output.status.code(), Some(0));
+    let summary = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        summary.ends_with(" valid, 0 invalid, 0 unreadable\n"),
+        "{summary}"
+    );
+}
+
+/// `(property, line)` pairs a `tests/logs` header promises under `expect`.
+fn expected(file: &Path) -> Vec<(String, u64)> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let pairs = header["expect"].as_array().expect("a header with `expect`");
+    pairs
+        .iter()
+        .map(|pair| {
+            let property = pair["property"].as_str().unwrap().to_string();
+            (property, pair["line"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn each_bad_log_is_rejected_with_its_property_and_line() {
+    let logs = files(&workspace().join("tests/logs"), "jsonl");
+    let mut properties = Vec::new();
+    for file in &logs {
+        let expected = expected(file);
+        let (findings, outcome) = check(std::fs::read(file).unwrap().as_slice());
+        assert!(outcome.is_ok(), "{}: {outcome:?}", file.display());
+        let found: Vec<(String, u64)> = findings
+            .iter()
+            .map(|f| (f.violation.property.to_string(), f.line))
+            .collect();
+        assert_eq!(found, expected, "{}: {findings:#?}", file.display());
+        let name = file.file_stem().unwrap().to_str().unwrap();
+        match expected.first() {
+            Some((property, _)) => assert!(name.starts_with(property.as_str()), "{name}"),
+            None => assert!(name.starts_with("valid-"), "{name}"),
+        }
+        properties.extend(expected.into_iter().map(|(property, _)| property));
+    }
+    for property in [
+        "splice-normalized",
+        "unique-pending",
+        "claim-shape",
+        "one-prompt-per-turn",
+        "balanced",
+        "admission",
+        "goal-rounds",
+    ] {
+        assert!(
+            properties.iter().any(|p| p == property),
+            "no bad log for {property}"
+        );
+    }
+}
+
+#[test]
+fn the_cli_names_file_line_property_and_detail() {
+    let output = courier(&[
+        "validate",
+        "tests/logs/claim-shape-head-before-steering.jsonl",
+        "tests/logs/goal-rounds-skips-and-repeats.jsonl",
+        "tests/logs/valid-concatenated-sessions.jsonl",
+    ]);
+    assert_eq!(
+        stdout(&output),
+        "tests/logs/claim-shape-head-before-steering.jsonl:6: claim-shape: \
+         turn 1 claims next-step after the next-turn head\n\
+         tests/logs/goal-rounds-skips-and-repeats.jsonl:13: goal-rounds: \
+         user/message r3 of goal g1 has round 3 after round 1 (expected 2)\n\
+         tests/logs/goal-rounds-skips-and-repeats.jsonl:34: goal-rounds: \
+         user/message r4 of goal g1 has round 4 after round 4 (expected 5)\n"
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let summary = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(summary, "1 valid, 2 invalid, 0 unreadable\n");
+}
+
+#[test]
+fn the_cli_reports_json_per_file() {
+    let output = courier(&[
+        "validate",
+        "--format",
+        "json",
+        "tests/logs/balanced-nested-turn.jsonl",
+        "tests/logs/valid-concatenated-sessions.jsonl",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let reports: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        reports[0],
+        serde_json::json!({
+            "file": "tests/logs/balanced-nested-turn.jsonl",
+            "status": "invalid",
+            "lines": 3,
+            "stopped": true,
+            "violations": [{
+                "line": 3,
+                "property": "balanced",
+                "detail": "turn/start 2 while turn 1 is open",
+            }],
+        })
+    );
+    assert_eq!(reports[1]["status"], "valid");
+    assert_eq!(reports.len(), 2);
+}
+
+#[test]
+fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
+    let folder = Path::new(env!("CARGO_TARGET_TMPDIR")).join("validate-cli");
+    std::fs::create_dir_all(&folder).unwrap();
+    let file = folder.join("truncated.jsonl");
+    let log = "{\"type\":\"session\",\"version\":0,\"id\":\"s\"}\n\
+               {\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n\
+               {\"type\":\"assistant/chunk\",\"data\":{\"text\":\"cut";
+    std::fs::write(&file, log).unwrap();
+    let name = file.display().to_string();
+    let output = courier(&[
+        "validate",
+        &name,
+        "tests/logs/valid-concatenated-sessions.jsonl",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let errors = String::from_utf8(output.stderr).unwrap();
+    let first = errors.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!("error: {name}:3: cannot parse: EOF while parsing")),
+        "{errors}"
+    );
+    assert!(
+        errors.ends_with("1 valid, 0 invalid, 1 unreadable\n"),
+        "{errors}"
+    );
+    let missing = courier(&["validate", "tests/logs/no-such-file.jsonl"]);
+    assert_eq!(missing.status.code(), Some(2));
+}
+
+/// The durable log of one transcript run on a fresh core agent.
+fn scenario_log(file: &Path) -> String {
+    let script = Script::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let mut agent = Agent::new();
+    let mut log = SessionHeader::new(file.display().to_string()).line() + "\n";
+    for block in script.blocks() {
+        match parse_command(&block.command) {
+            // A refusal changes nothing and emits nothing (SPEC §10).
+            Ok(Line::Input(input)) => {
+                let _ = agent.handle(input);
+            }
+            Ok(Line::Run) => run(&mut agent, &mut log),
+            _ => {}
+        }
+        drain(&mut agent, &mut log);
+    }
+    log
+}
+
+/// `run`: default completions until idle, bounded.
+fn run(agent: &mut Agent, log: &mut String) {
+    for _ in 0..1000 {
+        let Some(input) = default_completion(agent) else {
+            return;
+        };
+        agent.handle(input).unwrap();
+        drain(agent, log);
+    }
+    panic!("run did not reach idle within 1000 completions");
+}
+
+fn drain(agent: &mut Agent, log: &mut String) {
+    while let Some(output) = agent.poll_output() {
+        if let Some(line) = durable_line(&output) {
+            log.push_str(&line);
+            log.push('\n');
+        }
+    }
+}
+
+#[test]
+fn every_log_the_core_writes_is_accepted() {
+    let mut scenarios = files(&shared("scenarios", "scenarios"), "txn");
+    scenarios.extend(files(&workspace().join("tests/scenarios"), "txn"));
+    assert!(
+        scenarios.len() >= 57,
+        "found only {} scenarios",
+        scenarios.len()
+    );
+    let folder = Path::new(env!("CARGO_TARGET_TMPDIR")).join("validate-scenarios");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut written = vec!["validate".to_string()];
+    let mut logs = String::new();
+    for scenario in &scenarios {
+        let log = scenario_log(scenario);
+        let (findings, outcome) = check(log.as_bytes());
+        assert_eq!(findings, [], "{}:\n{log}", scenario.display());
+        assert!(outcome.unwrap().is_valid());
+        let file = folder
+            .join(scenario.file_stem().unwrap())
+            .with_extension("jsonl");
+        std::fs::write(&file, &log).unwrap();
+        written.push(file.display().to_string());
+        logs.push_str(&log);
+    }
+    // The logs exercise every durable shape, including canceled splices.
+    for shape in [
+        "\"agent/inbox/spliced\"",
+        "\"outcome\":\"canceled\"",
+        "\"turn/start\"",
+        "\"step/start\"",
+        "\"user/message\"",
+        "\"step/end\"",
+        "\"turn/end\"",
+    ] {
+        assert!(logs.contains(shape), "no {shape} in any scenario log");
+    }
+    let arguments: Vec<&str> = written.iter().map(String::as_str).collect();
+    let output = courier(&arguments);
+    assert_eq!(
+        (stdout(&output), output.status.code()),
+        (String::new(), Some(0))
+    );
+}
+
+#[test]
+fn a_log_must_open_with_a_session_header() {
+    let chunk = "{\"type\":\"assistant/chunk\",\"data\":{}}\n";
+    let (_, outcome) = check(chunk.as_bytes());
+    assert_eq!(outcome.unwrap_err().line, 1);
+    let (_, outcome) = check("\n \n".as_bytes());
+    let error = outcome.unwrap_err();
+    assert_eq!(
+        (error.line, error.reason.as_str()),
+        (2, "not a session log: no `session` header")
+    );
+    let header = "{\"type\":\"session\",\"version\":0,\"id\":\"s\"}\r\n\r\n";
+    let (findings, outcome) = check(header.as_bytes());
+    assert_eq!((findings, outcome.unwrap().lines), (vec![], 2));
+}
+
+#[test]
+fn non_utf8_bad_numbers_and_bad_shapes_are_unreadable_at_their_line() {
+    let header = "{\"type\":\"session\",\"version\":0,\"id\":\"s\"}\n";
+    let cases: [(&[u8], &str); 5] = [
+        (b"{\"type\":\"tool/result\",\"data\":\"\xff\"}", "not UTF-8"),
+        (
+            b"{\"type\":\"turn/start\",\"data\":{\"turn\":1e999}}",
+            "cannot parse",
+        ),
+        (
+            b"{\"type\":\"turn/start\",\"data\":{\"turn\":99999999999999999999}}",
+            "cannot parse",
+        ),
+        (
+            b"{\"type\":\"turn/start\",\"data\":{\"turn\":-1}}",
+            "cannot parse",
+        ),
+        (
+            b"{\"type\":\"goal/change\",\"data\":{}} trailing",
+            "cannot parse: trailing",
+        ),
+    ];
+    for (line, reason) in cases {
+        let log = [header.as_bytes(), line].concat();
+        let (_, outcome) = check(log.as_slice());
+        let error = outcome.unwrap_err();
+        assert_eq!(error.line, 2, "{error}");
+        assert!(error.reason.starts_with(reason), "{error}");
+    }
+}
+
+/// A proptest runner with a fixed seed and no regression files: the same
+/// cases every run.
+fn runner() -> TestRunner {
+    let config = Config {
+        cases: 200,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
+}
+
+/// The 1-based line holding byte `offset` of `log`.
+fn line_of(log: &[u8], offset: usize) -> u64 {
+    1 + log[..offset].iter().filter(|&&byte| byte == b'\n').count() as u64
+}
+
+#[test]
+fn a_log_cut_inside_a_line_is_unreadable_at_that_line() {
+    let logs: Vec<Vec<u8>> = fixtures()
+        .iter()
+        .map(|f| std::fs::read(f).unwrap())
+        .collect();
+    let cuts = (0..logs.len(), any::<prop::sample::Index>());
+    runner()
+        .run(&cuts, |(which, cut)| {
+            let log = &logs[which];
+            let cut = cut.index(log.len());
+            let line_start = log[..cut]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |n| n + 1);
+            // Keep at least one byte of the line and drop at least one.
+            prop_assume!(cut > line_start && log[cut] != b'\n');
+            let (findings, outcome) = check(&log[..cut]);
+            prop_assert_eq!(findings, vec![]);
+            let Err(error) = outcome else {
+                return Err(TestCaseError::fail(format!("accepted: {outcome:?}")));
+            };
+            prop_assert_eq!(error.line, line_of(log, cut));
+            prop_assert!(error.reason.starts_with("cannot parse"), "{}", error);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn garbled_bytes_give_a_clean_verdict_at_or_after_their_line() {
+    let logs: Vec<Vec<u8>> = fixtures()
+        .iter()
+        .map(|f| std::fs::read(f).unwrap())
+        .collect();
+    let garbles = (
+        0..logs.len(),
+        any::<prop::sample::Index>(),
+        prop::collection::vec(any::<u8>(), 1..24),
+        0..4usize,
+    );
+    // How many garbled logs came out valid, invalid and unreadable.
+    let verdicts = std::cell::Cell::new([0u32; 3]);
+    runner()
+        .run(&garbles, |(which, at, bytes, removed)| {
+            let mut log = logs[which].clone();
+            let at = at.index(log.len());
+            let end = (at + removed).min(log.len());
+            log.splice(at..end, bytes.iter().copied());
+            let line = line_of(&log, at);
+            let (findings, outcome) = check(log.as_slice());
+            for finding in &findings {
+                prop_assert!(finding.line >= line, "{} before line {}", finding, line);
+            }
+            let mut counts = verdicts.get();
+            match outcome {
+                Ok(summary) => counts[usize::from(!summary.is_valid())] += 1,
+                Err(error) => {
+                    let garbled = line + bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+                    prop_assert!((line..=garbled).contains(&error.line), "{}", error);
+                    counts[2] += 1;
+                }
+            }
+            verdicts.set(counts);
+            Ok(())
+        })
+        .unwrap();
+    // Byte noise almost always breaks the JSON; both verdicts must occur.
+    let [valid, _, unreadable] = verdicts.get();
+    assert!(
+        valid > 0 && unreadable > 0,
+        "{valid} valid, {unreadable} unreadable"
+    );
+}
+
+#[test]
+fn moved_lines_give_violations_at_or_after_the_move_and_never_a_panic() {
+    let logs: Vec<Vec<String>> = fixtures()
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect()
+        })
+        .collect();
+    let moves = (0..logs.len(), any::<prop::sample::Index>(), 0..3usize);
+    let invalid = std::cell::Cell::new(0);
+    runner()
+        .run(&moves, |(which, at, kind)| {
+            let mut lines = logs[which].clone();
+            // Never line 0: without its header the log is not a session log.
+            let at = 1 + at.index(lines.len() - 1);
+            let next = (at + 1).min(lines.len() - 1);
+            match kind {
+                0 => drop(lines.remove(at)),
+                1 => lines.insert(at, lines[at].clone()),
+                _ => lines.swap(at, next),
+            }
+            let (findings, outcome) = check(lines.join("\n").as_bytes());
+            prop_assert!(outcome.is_ok(), "{:?}", outcome);
+            for finding in &findings {
+                prop_assert!(
+                    finding.line > at as u64,
+                    "{} before line {}",
+                    finding,
+                    at + 1
+                );
+            }
+            invalid.set(invalid.get() + u32::from(!findings.is_empty()));
+            Ok(())
+        })
+        .unwrap();
+    assert!(invalid.get() > 0, "no moved line broke a property");
+}
