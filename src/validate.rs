@@ -22,7 +22,7 @@
 use std::fmt;
 use std::io::{BufRead, Read};
 
-use courier_core::log::{LogLine, is_skipped_type, parse_line};
+use courier_core::log::{LogLine, parse_contract_line, parse_line};
 use courier_model::{GoalRounds, History, Mode, Violation};
 use serde::de::IgnoredAny;
 
@@ -177,17 +177,19 @@ fn next_line<'b, R: BufRead>(
 }
 
 /// The line as a contract event; `None` for an event outside the contract.
-/// Such lines are only checked to be JSON: their type is peeked from the
-/// front of the line, so their data is never deserialized into values.
+/// The type is peeked from the front of the line, so each line is read in
+/// one pass, and lines outside the contract are only checked to be JSON:
+/// their data is never deserialized into values.
 fn read_event(text: &str) -> Result<Option<LogLine>, serde_json::Error> {
-    match peek_type(text) {
-        Some(kind) if is_skipped_type(kind) => {
-            serde_json::from_str::<IgnoredAny>(text).map(|_| None)
-        }
-        _ => match parse_line(text)? {
+    let Some(kind) = peek_type(text) else {
+        return match parse_line(text)? {
             LogLine::Other(_) => Ok(None),
             event => Ok(Some(event)),
-        },
+        };
+    };
+    match parse_contract_line(kind, text) {
+        Some(event) => event.map(Some),
+        None => serde_json::from_str::<IgnoredAny>(text).map(|_| None),
     }
 }
 

@@ -3,6 +3,7 @@
 //! header first, then `{"type": ..., "data": ...}` events. Every log Courier
 //! writes and reads goes through this module.
 
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -86,19 +87,24 @@ pub fn parse_line(line: &str) -> Result<LogLine, serde_json::Error> {
         kind: String,
     }
     let tagged: Tagged = serde_json::from_str(line)?;
-    match tagged.kind.as_str() {
-        "session" => serde_json::from_str(line).map(LogLine::Header),
-        "session/end-seed" => Ok(LogLine::EndSeed),
-        kind if DELIVERY_TYPES.contains(&kind) => serde_json::from_str(line).map(LogLine::Delivery),
-        _ => Ok(LogLine::Other(tagged.kind)),
-    }
+    parse_contract_line(&tagged.kind, line).unwrap_or(Ok(LogLine::Other(tagged.kind)))
 }
 
-/// Whether [`parse_line`] reads every line of this event type as
-/// [`LogLine::Other`]: a streaming reader that already knows a line's type
-/// can skip such lines without deserializing their data.
-pub fn is_skipped_type(kind: &str) -> bool {
-    !matches!(kind, "session" | "session/end-seed") && !DELIVERY_TYPES.contains(&kind)
+/// Parses, in one pass, a line whose `type` the caller already knows (a
+/// streaming reader peeks it at the front of the line); `None` when that
+/// type is outside the contract, whose data this module never reads. `kind`
+/// must be the line's own `type`.
+pub fn parse_contract_line(kind: &str, line: &str) -> Option<Result<LogLine, serde_json::Error>> {
+    match kind {
+        "session" => Some(serde_json::from_str(line).map(LogLine::Header)),
+        "session/end-seed" => {
+            Some(serde_json::from_str::<IgnoredAny>(line).map(|_| LogLine::EndSeed))
+        }
+        kind if DELIVERY_TYPES.contains(&kind) => {
+            Some(serde_json::from_str(line).map(LogLine::Delivery))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -149,18 +155,31 @@ mod tests {
     }
 
     #[test]
-    fn skipped_types_are_exactly_the_ones_parsed_as_other() {
-        for kind in ["assistant/chunk", "goal/change", "session/title", ""] {
-            assert!(is_skipped_type(kind), "{kind}");
-            let line = format!(r#"{{"type":"{kind}","data":{{}}}}"#);
-            assert_eq!(parse_line(&line).unwrap(), LogLine::Other(kind.into()));
+    fn a_known_type_parses_as_parse_line_does() {
+        let lines = [
+            r#"{"type":"session","version":0,"id":"s","parentSession":"p"}"#,
+            r#"{"type":"session/end-seed","data":{}}"#,
+            r#"{"type":"step/end","data":{"turn":1,"step":2}}"#,
+        ];
+        for line in lines {
+            let kind: Value = serde_json::from_str(line).unwrap();
+            let kind = kind["type"].as_str().unwrap();
+            let parsed = parse_contract_line(kind, line).unwrap().unwrap();
+            assert_eq!(parsed, parse_line(line).unwrap(), "{line}");
         }
-        for kind in DELIVERY_TYPES
-            .into_iter()
-            .chain(["session", "session/end-seed"])
-        {
-            assert!(!is_skipped_type(kind), "{kind}");
-        }
+        let chunk = r#"{"type":"assistant/chunk","data":{}}"#;
+        assert!(parse_contract_line("assistant/chunk", chunk).is_none());
+        let cut = r#"{"type":"session/end-seed","data":{"#;
+        assert!(
+            parse_contract_line("session/end-seed", cut)
+                .unwrap()
+                .is_err()
+        );
+        assert!(
+            parse_contract_line("turn/start", r#"{"type":"turn/start"}"#)
+                .unwrap()
+                .is_err()
+        );
     }
 
     #[test]

@@ -1,0 +1,92 @@
+//! Throughput of `courier::validate` in bytes per second, on one core, over
+//! two large in-memory logs:
+//! - `recorded`: every dsh fixture concatenated many times (each `session`
+//!   header starts a new session), a realistic mix where most lines are
+//!   events outside the contract (chunks, tool calls) that are only
+//!   syntax-checked;
+//! - `core`: a log the core writes over many turns, every line a delivery
+//!   event (the worst case: each line is fully deserialized and replayed).
+//!
+//! The goal is at least 100 MB/s. Run: `cargo bench --bench validate`.
+
+use std::path::{Path, PathBuf};
+
+use courier::validate::validate;
+use courier_core::log::{SessionHeader, durable_line};
+use courier_core::transcript::default_completion;
+use courier_core::{Agent, Input, Message};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+/// Each input is at least this large, so per-log setup is noise.
+const LOG_BYTES_MIN: usize = 16 << 20;
+
+fn fixtures() -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let beside = workspace.join("../shared/fixtures/dsh-logs");
+    if beside.is_dir() {
+        beside
+    } else {
+        workspace.join("tests/shared/dsh-logs")
+    }
+}
+
+fn recorded_log() -> Vec<u8> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    let once: Vec<u8> = files
+        .iter()
+        .flat_map(|f| std::fs::read(f).unwrap())
+        .collect();
+    assert!(!once.is_empty(), "no fixtures in {}", fixtures().display());
+    once.repeat(LOG_BYTES_MIN.div_ceil(once.len()))
+}
+
+/// Turns of a followup plus a steer, run to idle with `pass`/`completed`.
+fn core_log() -> Vec<u8> {
+    let mut agent = Agent::new();
+    let mut log = SessionHeader::new("bench").line() + "\n";
+    for turn in 0.. {
+        if log.len() >= LOG_BYTES_MIN {
+            break;
+        }
+        let prompt = Message::from(format!("prompt-{turn}").as_str());
+        let steer = Message::from(format!("steer-{turn}").as_str());
+        agent.handle(Input::followup(prompt)).unwrap();
+        agent.handle(Input::steer(steer)).unwrap();
+        for _ in 0..16 {
+            let Some(input) = default_completion(&agent) else {
+                break;
+            };
+            agent.handle(input).unwrap();
+        }
+        while let Some(output) = agent.poll_output() {
+            if let Some(line) = durable_line(&output) {
+                log.push_str(&line);
+                log.push('\n');
+            }
+        }
+    }
+    log.into_bytes()
+}
+
+fn bench(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("validate");
+    group.sample_size(10);
+    for (name, log) in [("recorded", recorded_log()), ("core", core_log())] {
+        group.throughput(Throughput::Bytes(log.len() as u64));
+        group.bench_function(name, |bencher| {
+            bencher.iter(|| {
+                let summary = validate(log.as_slice(), |finding| panic!("{finding}")).unwrap();
+                assert!(summary.is_valid() && summary.lines > 1000);
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
