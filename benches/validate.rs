@@ -9,7 +9,8 @@
 //!
 //! The goal is at least 100 MB/s. Run: `cargo bench --bench validate`.
 
-use std::path::{Path, PathBuf};
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 use courier::validate::validate;
 use courier_core::log::{SessionHeader, durable_line};
@@ -20,28 +21,17 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 /// Each input is at least this large, so per-log setup is noise.
 const LOG_BYTES_MIN: usize = 16 << 20;
 
-fn fixtures() -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let beside = workspace.join("../shared/fixtures/dsh-logs");
-    if beside.is_dir() {
-        beside
-    } else {
-        workspace.join("tests/shared/dsh-logs")
-    }
-}
-
 fn recorded_log() -> Vec<u8> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures())
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
+    let files = common::files_with_extension(&common::dsh_logs(), "jsonl");
     let once: Vec<u8> = files
         .iter()
         .flat_map(|f| std::fs::read(f).unwrap())
         .collect();
-    assert!(!once.is_empty(), "no fixtures in {}", fixtures().display());
+    assert!(
+        !once.is_empty(),
+        "no logs in {}",
+        common::dsh_logs().display()
+    );
     once.repeat(LOG_BYTES_MIN.div_ceil(once.len()))
 }
 

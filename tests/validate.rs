@@ -3,6 +3,8 @@
 //! with the property and line its header names, and broken input gives a
 //! clean error (never a panic).
 
+mod common;
+
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -14,32 +16,8 @@ use courier_core::transcript::{Command as Line, Script, default_completion, pars
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `../shared/<beside>` next to the workspace, else the vendored copy.
-fn shared(beside: &str, vendored: &str) -> PathBuf {
-    let path = workspace().join("../shared").join(beside);
-    if path.is_dir() {
-        path
-    } else {
-        workspace().join("tests/shared").join(vendored)
-    }
-}
-
-fn files(folder: &Path, extension: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == extension))
-        .collect();
-    files.sort();
-    files
-}
-
 fn fixtures() -> Vec<PathBuf> {
-    let fixtures = files(&shared("fixtures/dsh-logs", "dsh-logs"), "jsonl");
+    let fixtures = common::files_with_extension(&common::dsh_logs(), "jsonl");
     assert!(fixtures.len() >= 101, "found only {} logs", fixtures.len());
     fixtures
 }
@@ -54,7 +32,7 @@ fn check(log: impl BufRead) -> (Vec<Finding>, Result<Summary, Unreadable>) {
 fn courier(arguments: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_courier"))
         .args(arguments)
-        .current_dir(workspace())
+        .current_dir(common::workspace())
         .output()
         .unwrap()
 }
@@ -104,7 +82,7 @@ fn expected(file: &Path) -> Vec<(String, u64)> {
 
 #[test]
 fn each_bad_log_is_rejected_with_its_property_and_line() {
-    let logs = files(&workspace().join("tests/logs"), "jsonl");
+    let logs = common::files_with_extension(&common::workspace().join("tests/logs"), "jsonl");
     let mut properties = Vec::new();
     for file in &logs {
         let expected = expected(file);
@@ -194,9 +172,8 @@ fn the_cli_reports_json_per_file() {
 
 #[test]
 fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
-    let folder = Path::new(env!("CARGO_TARGET_TMPDIR")).join("validate-cli");
-    std::fs::create_dir_all(&folder).unwrap();
-    let file = folder.join("truncated.jsonl");
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("truncated.jsonl");
     let log = "{\"type\":\"session\",\"version\":0,\"id\":\"s\"}\n\
                {\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n\
                {\"type\":\"assistant/chunk\",\"data\":{\"text\":\"cut";
@@ -226,7 +203,7 @@ fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
 fn scenario_log(file: &Path) -> String {
     let script = Script::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
     let mut agent = Agent::new();
-    let mut log = SessionHeader::new(file.display().to_string()).line() + "\n";
+    let mut log = SessionHeader::new(common::display(file)).line() + "\n";
     for block in script.blocks() {
         match parse_command(&block.command) {
             // A refusal changes nothing and emits nothing (SPEC §10).
@@ -264,23 +241,22 @@ fn drain(agent: &mut Agent, log: &mut String) {
 
 #[test]
 fn every_log_the_core_writes_is_accepted() {
-    let mut scenarios = files(&shared("scenarios", "scenarios"), "txn");
-    scenarios.extend(files(&workspace().join("tests/scenarios"), "txn"));
+    let scenarios = common::all_transcripts();
     assert!(
         scenarios.len() >= 57,
         "found only {} scenarios",
         scenarios.len()
     );
-    let folder = Path::new(env!("CARGO_TARGET_TMPDIR")).join("validate-scenarios");
-    std::fs::create_dir_all(&folder).unwrap();
+    let folder = tempfile::tempdir().unwrap();
     let mut written = vec!["validate".to_string()];
     let mut logs = String::new();
     for scenario in &scenarios {
         let log = scenario_log(scenario);
         let (findings, outcome) = check(log.as_bytes());
-        assert_eq!(findings, [], "{}:\n{log}", scenario.display());
+        assert_eq!(findings, [], "{}:\n{log}", common::display(scenario));
         assert!(outcome.unwrap().is_valid());
         let file = folder
+            .path()
             .join(scenario.file_stem().unwrap())
             .with_extension("jsonl");
         std::fs::write(&file, &log).unwrap();
