@@ -10,7 +10,9 @@
 //! skipped (transcripts' `source=goal` sends round 0). Rounds are keyed by
 //! `goalId` only, across revisions: dsh keeps `roundsStarted` when a goal's
 //! revision changes. Only admissions count; an inserted or discarded goal
-//! message advances nothing.
+//! message advances nothing. Message ids play no part (the recorded goal
+//! messages all carry the placeholder `{{sessionId}}`), and goal ids are
+//! compared as written, placeholders included (`goal-{{sessionId}}`).
 
 use std::collections::BTreeMap;
 
