@@ -20,11 +20,20 @@ enum Command {
     Run(cli::run::Args),
     /// Check recorded session logs (dsh JSONL) against the delivery properties.
     Validate(cli::validate::Args),
+    /// Run seeded random workloads under every property (swarm, then liveness).
+    Sim(cli::sim::Args),
+    /// Re-run a race report written by `courier sim`.
+    Replay(cli::replay::Args),
+    /// Minimize a race report's trace into a transcript.
+    Shrink(cli::shrink::Args),
 }
 
 fn main() -> ExitCode {
     match Courier::parse().command {
         Command::Run(args) => cli::run::main(&args),
         Command::Validate(args) => cli::validate::main(&args),
+        Command::Sim(args) => cli::sim::main(&args),
+        Command::Replay(args) => cli::replay::main(&args),
+        Command::Shrink(args) => cli::shrink::main(&args),
     }
 }

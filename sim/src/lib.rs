@@ -1,1 +1,32 @@
-//! Seeded deterministic simulator over the Courier core (filled by the simulator issue).
+//! `courier-sim`: the seeded deterministic simulator of Courier.
+//!
+//! One seed decides a whole run (TigerBeetle's VOPR): it draws a swarm
+//! configuration, then a workload of the core's own [`courier_core::Input`]s,
+//! each checked by the shared [`courier_model::Checker`] before the next;
+//! a liveness phase then requires the agent to settle idle with nothing owed.
+//! A failure becomes a [`Report`] that replays exactly ([`evaluate`]) and
+//! shrinks to a minimal trace ([`shrink`]). No clock, threads or entropy
+//! reach a result: only the seed does.
+#![warn(missing_docs)]
+
+mod coverage;
+mod generate;
+mod hash;
+mod prng;
+mod report;
+mod run;
+mod session;
+mod shrink;
+mod swarm;
+mod sweep;
+
+pub use coverage::Coverage;
+pub use generate::Generator;
+pub use hash::OutputHash;
+pub use prng::Prng;
+pub use report::{REPORT_FORMAT, Report, ReportError};
+pub use run::{Evaluation, SeedRun, draw, evaluate, simulate};
+pub use session::{LIVENESS_INPUTS_MAX, STALL_INPUTS_MAX, Session, pending_reason};
+pub use shrink::{EVALUATIONS_MAX, NotReproduced, Shrunk, shrink};
+pub use swarm::{InputWeights, POOL_SIZE_MAX, PreStepWeights, StepWeights, Swarm};
+pub use sweep::{Finding, Outcome, Plan, sweep};

@@ -1,4 +1,7 @@
 //! One module per subcommand.
 
+pub(crate) mod replay;
 pub(crate) mod run;
 pub(crate) mod validate;
+pub(crate) mod shrink;
+pub(crate) mod sim;

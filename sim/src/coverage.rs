@@ -1,0 +1,58 @@
+//! Coverage: the distinct abstract states a sweep reached, counted with the
+//! model checker's own fingerprint so the two numbers measure the same thing.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+use courier_core::Agent;
+use courier_model::Checker;
+
+/// The fingerprints are already hashes: store them through an identity
+/// hasher (fixed, no process entropy; the set is only ever counted).
+#[derive(Default)]
+struct Identity(u64);
+
+impl Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}
+
+/// A set of state fingerprints.
+#[derive(Default, Clone)]
+pub struct Coverage(HashSet<u64, BuildHasherDefault<Identity>>);
+
+impl Coverage {
+    /// Records the state `(agent, checker)`.
+    pub fn visit(&mut self, agent: &Agent, checker: &Checker) {
+        self.0.insert(fingerprint(agent, checker));
+    }
+
+    /// Adds another worker's states.
+    pub fn merge(&mut self, other: Coverage) {
+        self.0.extend(other.0);
+    }
+
+    /// How many distinct states were reached.
+    pub fn states(&self) -> usize {
+        self.0.len()
+    }
+}
+
+// TEMPORARY stand-in until courier-model's shared fingerprint lands.
+fn fingerprint(agent: &Agent, checker: &Checker) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    agent.hash(&mut hasher);
+    checker.hash(&mut hasher);
+    hasher.finish()
+}

@@ -1,0 +1,286 @@
+//! Draws the next [`Input`] from a seed's stream, looking at the agent only
+//! through its public getters (so every drawn input is one a client could
+//! send). Completions aim at the point the driver awaits, edits mostly name
+//! pending ids, and everything else is drawn blind, so refusals happen too.
+//!
+//! Messages are built exactly as the transcript parser builds them (text
+//! content, `user` or `plugin` source; entered ids as `plugin` messages), so
+//! a trace written with `courier_core::transcript::record` replays the same
+//! run under `courier run`.
+
+use courier_core::{
+    Agent, AwaitPoint, CancelCause, Input, Message, PreStepDecision, Source, Status, StepOutcome,
+    Target, Wakeup,
+};
+
+use crate::prng::Prng;
+use crate::swarm::{POOL_SIZE_MAX, Swarm};
+
+/// The ids a pool draws from, in order.
+const POOL_IDS: [&str; POOL_SIZE_MAX as usize] = ["A", "B", "C", "D", "E", "F", "G", "H"];
+
+/// One kind of input, in the order of [`Generator::kind_weights`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Send(Target, Wakeup),
+    Append,
+    Prepend,
+    Replace,
+    Remove,
+    Splice,
+    Cancel,
+    Dispose,
+    WhenIdle,
+    Completion,
+    StrayCompletion,
+}
+
+const KINDS: [Kind; 14] = [
+    Kind::Send(Target::NextTurn, Wakeup::Wake),
+    Kind::Send(Target::NextStep, Wakeup::Wake),
+    Kind::Send(Target::NextStep, Wakeup::NoWake),
+    Kind::Send(Target::NextTurn, Wakeup::NoWake),
+    Kind::Append,
+    Kind::Prepend,
+    Kind::Replace,
+    Kind::Remove,
+    Kind::Splice,
+    Kind::Cancel,
+    Kind::Dispose,
+    Kind::WhenIdle,
+    Kind::Completion,
+    Kind::StrayCompletion,
+];
+
+/// A seed's input stream.
+pub struct Generator {
+    prng: Prng,
+    swarm: Swarm,
+    kind_weights: [u32; KINDS.len()],
+    /// The pool's messages with a `user` source, then with a `plugin` source
+    /// (built once: messages are shared values).
+    users: Vec<Message>,
+    plugins: Vec<Message>,
+}
+
+impl Generator {
+    /// The stream of one seed's workload under `swarm`.
+    pub fn new(prng: Prng, swarm: Swarm) -> Self {
+        let w = &swarm.inputs;
+        let kind_weights = [
+            w.followup,
+            w.steer,
+            w.inject,
+            w.queue,
+            w.append,
+            w.prepend,
+            w.replace,
+            w.remove,
+            w.splice,
+            w.cancel,
+            w.dispose,
+            w.when_idle,
+            w.completion,
+            w.stray_completion,
+        ];
+        let ids = &POOL_IDS[..swarm.pool_size as usize];
+        let build = |kind: &str| -> Vec<Message> {
+            ids.iter()
+                .map(|id| Message::text(*id, Source::of_kind(kind)))
+                .collect()
+        };
+        Self {
+            prng,
+            swarm,
+            kind_weights,
+            users: build("user"),
+            plugins: build("plugin"),
+        }
+    }
+
+    /// The next input for `agent` as it stands.
+    pub fn next_input(&mut self, agent: &Agent) -> Input {
+        let kind = self
+            .prng
+            .pick(&self.kind_weights)
+            .map_or(Kind::Completion, |index| KINDS[index]);
+        match kind {
+            Kind::Send(target, wakeup) => Input::send(self.message(), target, wakeup),
+            Kind::Append => Input::Append {
+                target: self.target(),
+                message: self.message(),
+            },
+            Kind::Prepend => Input::Prepend {
+                target: self.target(),
+                message: self.message(),
+            },
+            Kind::Replace => Input::Replace {
+                id: self.edited(agent).id().clone(),
+                message: self.message(),
+            },
+            Kind::Remove => Input::Remove {
+                id: self.edited(agent).id().clone(),
+            },
+            Kind::Splice => self.splice(agent),
+            Kind::Cancel => self.cancel(),
+            Kind::Dispose => Input::Dispose,
+            Kind::WhenIdle => Input::WhenIdle,
+            Kind::Completion => self.completion(agent),
+            Kind::StrayCompletion => self.stray_completion(agent),
+        }
+    }
+
+    fn target(&mut self) -> Target {
+        if self.prng.chance(1, 2) {
+            Target::NextTurn
+        } else {
+            Target::NextStep
+        }
+    }
+
+    /// A pool message; its source is `plugin` at the swarm's rate.
+    fn message(&mut self) -> Message {
+        let plugin = self.prng.chance(self.swarm.plugin_percent, 100);
+        self.message_of(plugin)
+    }
+
+    fn message_of(&mut self, plugin: bool) -> Message {
+        let index = self.prng.index(self.users.len()).expect("a non-empty pool");
+        let pool = if plugin { &self.plugins } else { &self.users };
+        pool[index].clone()
+    }
+
+    /// The message an edit names: usually a pending one, else any pool id
+    /// (which the core refuses as `not-pending` unless it happens to be).
+    fn edited(&mut self, agent: &Agent) -> Message {
+        let inbox = agent.inbox();
+        if inbox.is_empty() || self.prng.chance(1, 4) {
+            return self.message_of(false);
+        }
+        let index = self.prng.index(inbox.len()).expect("a non-empty inbox");
+        let steering = inbox.list(Target::NextStep);
+        match steering.get(index) {
+            Some(message) => message.clone(),
+            None => inbox.list(Target::NextTurn)[index - steering.len()].clone(),
+        }
+    }
+
+    /// A raw splice: coordinates may overshoot (the core clamps them); all
+    /// inserted messages share one source, as the transcript line prints it.
+    fn splice(&mut self, agent: &Agent) -> Input {
+        let target = self.target();
+        let length = agent.inbox().list(target).len() as u64;
+        let start = self.prng.below(length + 2) as usize;
+        let removed = self.prng.below(3) as usize;
+        let plugin = self.prng.chance(self.swarm.plugin_percent, 100);
+        let count = self.prng.below(3);
+        let inserted = (0..count).map(|_| self.message_of(plugin)).collect();
+        Input::Splice {
+            target,
+            start,
+            removed,
+            inserted,
+        }
+    }
+
+    fn cancel(&mut self) -> Input {
+        let cause = match self.prng.below(4) {
+            0 | 1 => CancelCause::User,
+            2 => CancelCause::Parent,
+            _ => CancelCause::Hook {
+                reason: "veto".to_owned(),
+            },
+        };
+        let keep_inbox = self.prng.chance(self.swarm.keep_inbox_percent, 100);
+        Input::Cancel { cause, keep_inbox }
+    }
+
+    /// The completion the driver awaits; a refused one when idle.
+    fn completion(&mut self, agent: &Agent) -> Input {
+        match agent.status() {
+            Status::Running {
+                awaiting: AwaitPoint::PreStep,
+                ..
+            } => Input::PreStep(self.pre_step(agent)),
+            Status::Running {
+                awaiting: AwaitPoint::Step,
+                ..
+            } => Input::Step(self.step()),
+            Status::Idle => self.stray_completion(agent),
+        }
+    }
+
+    /// A completion for a point the driver is not awaiting.
+    fn stray_completion(&mut self, agent: &Agent) -> Input {
+        match agent.status() {
+            Status::Running {
+                awaiting: AwaitPoint::PreStep,
+                ..
+            } => Input::Step(self.step()),
+            Status::Running {
+                awaiting: AwaitPoint::Step,
+                ..
+            } => Input::PreStep(self.pre_step(agent)),
+            Status::Idle if self.prng.chance(1, 2) => Input::Step(self.step()),
+            Status::Idle => Input::PreStep(self.pre_step(agent)),
+        }
+    }
+
+    fn pre_step(&mut self, agent: &Agent) -> PreStepDecision {
+        let weights = &self.swarm.pre_step;
+        let table = [weights.pass, weights.enter, weights.reject, weights.fail];
+        match self.prng.pick(&table) {
+            Some(1) => PreStepDecision::Enter(self.entering(agent.claimed().unwrap_or(&[]))),
+            Some(2) => PreStepDecision::Reject,
+            Some(3) => PreStepDecision::Fail,
+            _ => PreStepDecision::Pass,
+        }
+    }
+
+    /// An entering batch: each claimed message kept with probability 3/4,
+    /// maybe two swapped, maybe one context message from the pool (which
+    /// fails the pre-step if that id is pending, as SPEC §10 says).
+    fn entering(&mut self, claimed: &[Message]) -> Vec<Message> {
+        let mut entering: Vec<Message> = Vec::with_capacity(claimed.len() + 1);
+        for message in claimed {
+            if self.prng.chance(3, 4) {
+                entering.push(self.as_entered(message));
+            }
+        }
+        if entering.len() > 1 && self.prng.chance(1, 4) {
+            let first = self.prng.index(entering.len()).expect("non-empty");
+            let second = self.prng.index(entering.len()).expect("non-empty");
+            entering.swap(first, second);
+        }
+        if self.prng.chance(1, 4) {
+            entering.push(self.message_of(true));
+        }
+        entering
+    }
+
+    /// The transcript names entered ids only, and parses them as `plugin`
+    /// messages; the core matches claimed ones by id.
+    fn as_entered(&self, message: &Message) -> Message {
+        self.plugins
+            .iter()
+            .find(|pooled| pooled.id() == message.id())
+            .cloned()
+            .unwrap_or_else(|| Message::text(message.id().clone(), Source::of_kind("plugin")))
+    }
+
+    fn step(&mut self) -> StepOutcome {
+        let weights = &self.swarm.step;
+        let table = [
+            weights.completed,
+            weights.max_tokens,
+            weights.tool_calls,
+            weights.fail,
+        ];
+        match self.prng.pick(&table) {
+            Some(1) => StepOutcome::MaxTokens,
+            Some(2) => StepOutcome::ToolCalls,
+            Some(3) => StepOutcome::Fail,
+            _ => StepOutcome::Completed,
+        }
+    }
+}

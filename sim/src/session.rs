@@ -1,0 +1,163 @@
+//! One agent under the shared [`Checker`]: every input is fed, its outputs
+//! drained and checked against every SPEC §7 property before the next one.
+//! The same session runs a generated workload, replays a report's trace and
+//! evaluates a shrinking candidate, so all three judge a trace identically.
+
+use courier_core::transcript::default_completion;
+use courier_core::{Activity, Agent, Input, Output};
+use courier_model::{Checker, Property, Violation};
+
+use crate::coverage::Coverage;
+use crate::hash::OutputHash;
+
+/// The liveness phase's stall budget: completions fed since the last claim
+/// or retirement. The correct core makes progress every two or three
+/// completions once no client input arrives; the budget resets on progress
+/// (TigerBeetle's VOPR resets its tick budget on each new reply).
+pub const STALL_INPUTS_MAX: usize = 16;
+
+/// A hard cap on the whole liveness phase, so even a core that keeps making
+/// "progress" forever ends in a reported failure, never a hang.
+pub const LIVENESS_INPUTS_MAX: usize = 4096;
+
+/// An agent, its checker and what was fed to it.
+pub struct Session<'a> {
+    agent: Agent,
+    checker: Checker,
+    fed: Vec<Input>,
+    /// Reused for every transition's outputs.
+    outputs: Vec<Output>,
+    hash: Option<OutputHash>,
+    coverage: Option<&'a mut Coverage>,
+}
+
+impl<'a> Session<'a> {
+    /// A session on a clone of `prototype` (the default agent or a mutant).
+    /// `hash` turns on the output hash (it formats every output, so the
+    /// throughput path leaves it off); `coverage` collects state fingerprints.
+    pub fn new(prototype: &Agent, hash: bool, coverage: Option<&'a mut Coverage>) -> Self {
+        Self {
+            agent: prototype.clone(),
+            checker: Checker::new(),
+            fed: Vec::new(),
+            outputs: Vec::new(),
+            hash: hash.then(OutputHash::default),
+            coverage,
+        }
+    }
+
+    /// The agent as it stands.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// Every input fed so far, the violating one included.
+    pub fn fed(&self) -> &[Input] {
+        &self.fed
+    }
+
+    /// Gives up the fed inputs.
+    pub fn into_fed(self) -> Vec<Input> {
+        self.fed
+    }
+
+    /// The output hash so far, when it is on.
+    pub fn output_hash(&self) -> Option<OutputHash> {
+        self.hash
+    }
+
+    /// Feeds one input and checks the transition. Returns whether it made
+    /// liveness progress (a claim or a retirement).
+    pub fn feed(&mut self, input: Input) -> Result<bool, Violation> {
+        let result = self.agent.handle(input.clone());
+        self.outputs.clear();
+        self.outputs
+            .extend(std::iter::from_fn(|| self.agent.poll_output()));
+        // The core checks its invariants after every input in debug builds;
+        // never let a release build run the simulator with them off.
+        if !cfg!(debug_assertions) {
+            self.agent.check_invariants();
+        }
+        if let Some(hash) = &mut self.hash {
+            hash.add(&result, &self.outputs);
+        }
+        let checked = self
+            .checker
+            .observe(&input, &result, &self.outputs)
+            .and_then(|()| self.checker.check_inbox(self.agent.inbox()));
+        self.fed.push(input);
+        checked?;
+        if let Some(coverage) = &mut self.coverage {
+            coverage.visit(&self.agent, &self.checker);
+        }
+        Ok(self.outputs.iter().any(is_progress))
+    }
+
+    /// The liveness phase: no client inputs, only the completions the driver
+    /// awaits (`pass`, `completed`, as the transcript's `run` feeds them),
+    /// until nothing is pending. Fails on a property, or with a liveness
+    /// failure when the stall budget or the phase cap runs out.
+    pub fn settle(&mut self) -> Result<(), Violation> {
+        let mut stalled = 0;
+        for _ in 0..LIVENESS_INPUTS_MAX {
+            if pending_reason(&self.agent, &self.checker).is_none() {
+                return Ok(());
+            }
+            let Some(input) = default_completion(&self.agent) else {
+                break;
+            };
+            if stalled == STALL_INPUTS_MAX {
+                return Err(self.liveness_failure(&format!(
+                    "after {STALL_INPUTS_MAX} completions without a claim or a retirement"
+                )));
+            }
+            stalled = if self.feed(input)? { 0 } else { stalled + 1 };
+        }
+        match pending_reason(&self.agent, &self.checker) {
+            None => Ok(()),
+            Some(_) => Err(self.liveness_failure("when the liveness phase ended")),
+        }
+    }
+
+    /// Names the unmet liveness goal: a lost wake when a waking send is
+    /// still owed, else the agent is not quiescent.
+    fn liveness_failure(&self, when: &str) -> Violation {
+        let reason = pending_reason(&self.agent, &self.checker).unwrap_or("nothing");
+        let property = if self.checker.owed_count() > 0 {
+            Property::NoLostWakeup
+        } else {
+            Property::QuiescentWhenIdle
+        };
+        Violation {
+            property,
+            detail: format!("liveness: {reason} {when}"),
+        }
+    }
+}
+
+/// What still keeps the run from being quiescent, or `None` when it is
+/// (TigerBeetle's `pending()`).
+pub fn pending_reason(agent: &Agent, checker: &Checker) -> Option<&'static str> {
+    if agent.status() != courier_core::Status::Idle {
+        Some("a driver is still running")
+    } else if checker.owed_count() > 0 {
+        Some("a waking send is still owed a claim")
+    } else if agent.idle_waiters() > 0 {
+        Some("a when-idle waiter is unresolved")
+    } else if !checker.quiescent() {
+        Some("the checker's ghost agent is not quiescent")
+    } else {
+        None
+    }
+}
+
+/// A claim or a retirement: the liveness phase's notion of progress.
+fn is_progress(output: &Output) -> bool {
+    matches!(
+        output,
+        Output::Claimed { .. }
+            | Output::Status {
+                status: Activity::Idle
+            }
+    )
+}

@@ -1,0 +1,175 @@
+//! Many seeds, on one thread or several, with a result that does not depend
+//! on thread scheduling: seeds are handed out in increasing order, a worker
+//! stops taking seeds above the lowest failure found so far, and the lowest
+//! failing seed is the one reported.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use courier_core::Agent;
+
+use crate::coverage::Coverage;
+use crate::run::{SeedRun, simulate};
+
+/// What to sweep.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The seeds, in order.
+    pub seeds: Range<u64>,
+    /// Worker threads (at least one).
+    pub jobs: usize,
+    /// Run each seed twice and compare the runs and their output hashes.
+    pub check_determinism: bool,
+}
+
+/// Why a seed failed.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Finding {
+    /// A property broke.
+    Violation(SeedRun),
+    /// Two runs of the same seed differed.
+    Nondeterminism {
+        /// The seed.
+        seed: u64,
+        /// What differed.
+        difference: String,
+    },
+}
+
+impl Finding {
+    /// The failing seed.
+    pub fn seed(&self) -> u64 {
+        match self {
+            Self::Violation(run) => run.seed,
+            Self::Nondeterminism { seed, .. } => *seed,
+        }
+    }
+}
+
+/// A finished sweep.
+pub struct Outcome {
+    /// Seeds run (all of them when nothing failed).
+    pub seeds: u64,
+    /// Inputs fed over all seeds run, counting one run per seed.
+    pub inputs: u64,
+    /// Distinct abstract states reached.
+    pub coverage: Coverage,
+    /// The lowest failing seed's finding.
+    pub finding: Option<Finding>,
+}
+
+/// Shared between workers.
+struct Shared<'a> {
+    plan: &'a Plan,
+    prototype: &'a Agent,
+    next_index: AtomicU64,
+    lowest_failure: AtomicU64,
+    findings: Mutex<BTreeMap<u64, Finding>>,
+    on_seed: &'a (dyn Fn(u64) + Sync),
+}
+
+/// Runs every seed of `plan` on clones of `prototype`. `on_seed` hears the
+/// input count of each finished seed (for a progress bar).
+pub fn sweep(plan: &Plan, prototype: &Agent, on_seed: &(dyn Fn(u64) + Sync)) -> Outcome {
+    let shared = Shared {
+        plan,
+        prototype,
+        next_index: AtomicU64::new(0),
+        lowest_failure: AtomicU64::new(u64::MAX),
+        findings: Mutex::new(BTreeMap::new()),
+        on_seed,
+    };
+    let totals: Vec<(u64, u64, Coverage)> = if plan.jobs <= 1 {
+        vec![work(&shared)]
+    } else {
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..plan.jobs)
+                .map(|_| scope.spawn(|| work(&shared)))
+                .collect();
+            workers
+                .into_iter()
+                .map(|worker| worker.join().expect("a sweep worker panicked"))
+                .collect()
+        })
+    };
+    let mut outcome = Outcome {
+        seeds: 0,
+        inputs: 0,
+        coverage: Coverage::default(),
+        finding: None,
+    };
+    for (seeds, inputs, coverage) in totals {
+        outcome.seeds += seeds;
+        outcome.inputs += inputs;
+        outcome.coverage.merge(coverage);
+    }
+    let findings = shared.findings.into_inner().expect("no worker panicked");
+    outcome.finding = findings.into_values().next();
+    outcome
+}
+
+/// One worker: takes seeds in order until they run out or a lower seed failed.
+fn work(shared: &Shared<'_>) -> (u64, u64, Coverage) {
+    let range = &shared.plan.seeds;
+    let length = range.end.saturating_sub(range.start);
+    let mut coverage = Coverage::default();
+    let (mut seeds, mut inputs) = (0, 0);
+    loop {
+        let taken = shared
+            .next_index
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |index| {
+                (index < length).then_some(index + 1)
+            });
+        let Ok(index) = taken else { break };
+        let seed = range.start + index;
+        if seed > shared.lowest_failure.load(Ordering::Relaxed) {
+            break;
+        }
+        let (run_inputs, finding) = run_seed(shared, seed, &mut coverage);
+        seeds += 1;
+        inputs += run_inputs;
+        (shared.on_seed)(run_inputs);
+        if let Some(finding) = finding {
+            shared.lowest_failure.fetch_min(seed, Ordering::Relaxed);
+            let mut findings = shared.findings.lock().expect("no worker panicked");
+            findings.insert(seed, finding);
+        }
+    }
+    (seeds, inputs, coverage)
+}
+
+fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Option<Finding>) {
+    let check = shared.plan.check_determinism;
+    let run = simulate(seed, shared.prototype, check, Some(coverage));
+    let inputs = run.trace.len() as u64;
+    if check {
+        let again = simulate(seed, shared.prototype, true, None);
+        if let Some(difference) = difference(&run, &again) {
+            return (inputs, Some(Finding::Nondeterminism { seed, difference }));
+        }
+    }
+    let finding = run.violation.is_some().then_some(Finding::Violation(run));
+    (inputs, finding)
+}
+
+/// What differs between two runs of one seed, if anything.
+fn difference(first: &SeedRun, second: &SeedRun) -> Option<String> {
+    if first.swarm != second.swarm {
+        return Some("the swarm configuration differs".to_owned());
+    }
+    if let Some(index) = (0..first.trace.len().max(second.trace.len()))
+        .find(|&index| first.trace.get(index) != second.trace.get(index))
+    {
+        return Some(format!("the traces differ at input {}", index + 1));
+    }
+    if first.output_hash != second.output_hash {
+        return Some(format!(
+            "the outputs differ: {} then {}",
+            first.output_hash.as_deref().unwrap_or("none"),
+            second.output_hash.as_deref().unwrap_or("none")
+        ));
+    }
+    (first.violation != second.violation).then(|| "the verdicts differ".to_owned())
+}

@@ -1,0 +1,72 @@
+//! `courier replay REPORT`: re-runs a race report's trace on the report's
+//! variant and prints the same `violation: <property> seed=<n>` line and
+//! output hash that `courier sim` printed; exit 1 on a violation, 0 if the
+//! trace now passes, 2 on a file that is not a report this build reads.
+//! It also regenerates the seed and says so if the generator has drifted.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use courier_core::Agent;
+use courier_sim::{Report, evaluate, simulate};
+
+/// Arguments of `courier replay`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// A race report written by `courier sim`.
+    #[arg(value_name = "REPORT")]
+    report: PathBuf,
+}
+
+pub(crate) fn main(args: &Args) -> ExitCode {
+    let (report, prototype) = match load(&args.report) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let mutant = report.mutant.as_deref().unwrap_or("none");
+    println!("seed={} mutant={mutant} {}", report.seed, report.swarm);
+    let regenerated = simulate(report.seed, &prototype, false, None);
+    if regenerated.trace != report.trace {
+        println!(
+            "note: seed {} now generates a different trace (the generator changed); \
+             replaying the recorded one",
+            report.seed
+        );
+    }
+    let evaluation = evaluate(&prototype, &report.trace);
+    let same_hash = if evaluation.output_hash == report.output_hash {
+        "same as the report".to_owned()
+    } else {
+        format!("the report says {}", report.output_hash)
+    };
+    let Some(violation) = evaluation.violation else {
+        println!(
+            "no violation: the trace passes (the report says {})",
+            report.property
+        );
+        println!("outputs: {} ({same_hash})", evaluation.output_hash);
+        return ExitCode::SUCCESS;
+    };
+    println!("violation: {} seed={}", violation.property, report.seed);
+    println!("detail: {}", violation.detail);
+    println!("outputs: {} ({same_hash})", evaluation.output_hash);
+    if violation.property != report.property {
+        println!("note: the report says {}", report.property);
+    }
+    ExitCode::from(1)
+}
+
+/// Reads a report and builds its variant's agent; any problem is printed
+/// and becomes exit 2.
+pub(crate) fn load(path: &Path) -> Result<(Report, Agent), ExitCode> {
+    let shown = path.display();
+    let fail = |message: String| {
+        eprintln!("error: {shown}: {message}");
+        ExitCode::from(2)
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|error| fail(format!("cannot read: {error}")))?;
+    let report = Report::parse(&text).map_err(|error| fail(error.to_string()))?;
+    let prototype = courier::variant::fresh_agent(report.mutant.as_deref()).map_err(fail)?;
+    Ok((report, prototype))
+}

@@ -1,0 +1,73 @@
+//! `courier shrink REPORT --out FILE.txn`: minimizes a race report's trace
+//! (delta debugging, keeping only traces that break the same property) and
+//! writes it as a transcript recorded on the report's variant, so
+//! `courier run [--mutant NAME] FILE.txn` replays it. Exit 0 when written,
+//! 2 when the report cannot be read or does not reproduce.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use courier_core::transcript::record;
+use courier_sim::shrink;
+
+/// Arguments of `courier shrink`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// A race report written by `courier sim`.
+    #[arg(value_name = "REPORT")]
+    report: PathBuf,
+    /// Where to write the minimal transcript.
+    #[arg(long, value_name = "FILE.txn")]
+    out: PathBuf,
+}
+
+pub(crate) fn main(args: &Args) -> ExitCode {
+    let (report, prototype) = match super::replay::load(&args.report) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let shrunk = match shrink(&prototype, &report.trace, report.property) {
+        Ok(shrunk) => shrunk,
+        Err(error) => {
+            eprintln!("error: {}: {error}", args.report.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut text = header(&report, &shrunk.violation.detail);
+    text.push_str(&record(&mut prototype.clone(), &shrunk.inputs));
+    if let Err(error) = std::fs::write(&args.out, text) {
+        eprintln!("error: {}: cannot write: {error}", args.out.display());
+        return ExitCode::from(2);
+    }
+    println!(
+        "shrunk {} inputs to {} ({} evaluations)",
+        report.trace.len(),
+        shrunk.inputs.len(),
+        shrunk.evaluations
+    );
+    println!(
+        "violation: {} seed={}",
+        shrunk.violation.property, report.seed
+    );
+    println!("detail: {}", shrunk.violation.detail);
+    println!("wrote {}", args.out.display());
+    ExitCode::SUCCESS
+}
+
+/// Comment lines saying where the transcript came from and how it runs.
+fn header(report: &courier_sim::Report, detail: &str) -> String {
+    let seed = report.seed;
+    let property = report.property;
+    match &report.mutant {
+        Some(mutant) => format!(
+            "# Shrunk by `courier shrink` from seed {seed} of `courier sim --mutant {mutant}`.\n\
+             # violation: {property}: {detail}\n\
+             # The expected outputs are the mutant's: `courier run --mutant {mutant}` \
+             passes, the correct core differs.\n\n"
+        ),
+        None => format!(
+            "# Shrunk by `courier shrink` from seed {seed} of `courier sim`.\n\
+             # violation: {property}: {detail}\n\n"
+        ),
+    }
+}

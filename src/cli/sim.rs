@@ -1,0 +1,255 @@
+//! `courier sim --seeds A..B [--mutant NAME] [--report FILE] [--jobs J]
+//! [--shard I/N] [--check-determinism]`: runs every seed of the range (see
+//! `courier-sim`). The first failing seed (the lowest, whatever `--jobs`)
+//! prints `violation: <property> seed=<n>`, writes a race report and the
+//! commands that replay it, and exits 1; otherwise a summary and exit 0.
+//! Exit 2 on bad arguments.
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use courier_core::Agent;
+use courier_sim::{Finding, Plan, REPORT_FORMAT, Report, SeedRun, draw, evaluate, sweep};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Arguments of `courier sim`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Seeds to run: `A..B` (B excluded) or a single seed `N`.
+    #[arg(long, value_parser = parse_seeds, value_name = "A..B")]
+    seeds: Range<u64>,
+    /// Run against a planted bug of SPEC §8 (needs `--features mutants`).
+    #[arg(long, value_name = "NAME")]
+    mutant: Option<String>,
+    /// Where to write the race report of a failure (default `race-<seed>.json`).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Worker threads (the result does not depend on it).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: u16,
+    /// Run only shard I of N (1-based): a contiguous slice of the seed range.
+    #[arg(long, value_parser = parse_shard, value_name = "I/N")]
+    shard: Option<(u64, u64)>,
+    /// Run each seed twice and fail on any difference.
+    #[arg(long)]
+    check_determinism: bool,
+}
+
+pub(crate) fn main(args: &Args) -> ExitCode {
+    let prototype = match courier::variant::fresh_agent(args.mutant.as_deref()) {
+        Ok(agent) => agent,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let seeds = match args.shard {
+        Some(shard) => shard_of(&args.seeds, shard),
+        None => args.seeds.clone(),
+    };
+    print_banner(args, &seeds);
+    let plan = Plan {
+        seeds: seeds.clone(),
+        jobs: usize::from(args.jobs),
+        check_determinism: args.check_determinism,
+    };
+    let started = Instant::now();
+    let inputs = AtomicU64::new(0);
+    let bar = progress_bar(seeds.end - seeds.start);
+    let on_seed = |count: u64| {
+        let total = inputs.fetch_add(count, Ordering::Relaxed) + count;
+        bar.inc(1);
+        bar.set_message(format!("{} inputs/s", rate(total, bar.elapsed())));
+    };
+    let outcome = sweep(&plan, &prototype, &on_seed);
+    bar.finish_and_clear();
+    let elapsed = started.elapsed();
+    match outcome.finding {
+        Some(Finding::Violation(run)) => report_violation(args, &prototype, &run),
+        Some(Finding::Nondeterminism { seed, difference }) => {
+            println!("nondeterminism: seed={seed}: {difference}");
+            println!("rerun: {}", rerun_command(args, seed));
+            ExitCode::from(1)
+        }
+        None => {
+            println!(
+                "passed: {} seeds, {} inputs in {:.2} s ({} inputs/s), {} distinct abstract states",
+                outcome.seeds,
+                outcome.inputs,
+                elapsed.as_secs_f64(),
+                rate(outcome.inputs, elapsed),
+                outcome.coverage.states()
+            );
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// The banner: one seed prints every swarm knob it drew (TigerBeetle's
+/// VOPR); a range prints the run's settings. Either says whether the core's
+/// debug assertions are compiled in (the invariant sweep runs regardless).
+fn print_banner(args: &Args, seeds: &Range<u64>) {
+    let mutant = args.mutant.as_deref().unwrap_or("none");
+    let asserts = if cfg!(debug_assertions) {
+        "on"
+    } else {
+        "off (invariants still checked; `--profile sim` turns them on)"
+    };
+    if seeds.end - seeds.start == 1 {
+        let (swarm, _) = draw(seeds.start);
+        println!("seed={} mutant={mutant} {swarm}", seeds.start);
+    } else {
+        println!(
+            "sim seeds={}..{} mutant={mutant} jobs={} report-format={REPORT_FORMAT}",
+            seeds.start, seeds.end, args.jobs
+        );
+    }
+    println!("core debug assertions: {asserts}");
+}
+
+fn progress_bar(seeds: u64) -> ProgressBar {
+    let bar = ProgressBar::new(seeds);
+    let style = ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} seeds  {per_sec:.0} seeds/s  {msg}  eta {eta}",
+    )
+    .expect("a valid progress template");
+    bar.set_style(style.with_key(
+        "per_sec",
+        |state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write| {
+            let _ = write!(out, "{:.0}", state.per_sec());
+        },
+    ));
+    bar
+}
+
+/// Writes the report of a failing seed and prints how to replay it.
+fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
+    let violation = run.violation.as_ref().expect("a violation finding");
+    let evaluation = evaluate(prototype, &run.trace);
+    if evaluation.violation.as_ref().map(|v| v.property) != Some(violation.property) {
+        println!(
+            "nondeterminism: seed={}: the trace does not reproduce `{}` on replay",
+            run.seed, violation.property
+        );
+        return ExitCode::from(1);
+    }
+    let report = Report {
+        format: REPORT_FORMAT,
+        seed: run.seed,
+        mutant: args.mutant.clone(),
+        swarm: run.swarm,
+        property: violation.property,
+        detail: violation.detail.clone(),
+        output_hash: evaluation.output_hash,
+        trace: run.trace.clone(),
+    };
+    let path = args
+        .report
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("race-{}.json", run.seed)));
+    println!("violation: {} seed={}", violation.property, run.seed);
+    println!("detail: {}", violation.detail);
+    println!("outputs: {}", report.output_hash);
+    if let Err(error) = std::fs::write(&path, report.to_json()) {
+        eprintln!(
+            "error: {}: cannot write the report: {error}",
+            path.display()
+        );
+        return ExitCode::from(2);
+    }
+    let shown = path.display();
+    println!("report: {shown} ({} inputs)", run.trace.len());
+    println!("replay: courier replay {shown}");
+    println!("shrink: courier shrink {shown} --out shrunk.txn");
+    println!("rerun: {}", rerun_command(args, run.seed));
+    ExitCode::from(1)
+}
+
+fn rerun_command(args: &Args, seed: u64) -> String {
+    let mutant = args
+        .mutant
+        .as_ref()
+        .map_or_else(String::new, |name| format!(" --mutant {name}"));
+    format!("courier sim --seeds {seed}{mutant}")
+}
+
+/// Inputs per second as a short figure (`2.1M`, `830k`).
+fn rate(count: u64, elapsed: Duration) -> String {
+    let per_second = count as f64 / elapsed.as_secs_f64().max(1e-9);
+    match per_second {
+        rate if rate >= 1e6 => format!("{:.2}M", rate / 1e6),
+        rate if rate >= 1e3 => format!("{:.0}k", rate / 1e3),
+        rate => format!("{rate:.0}"),
+    }
+}
+
+/// `A..B` or `N` (meaning `N..N+1`).
+fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
+    let number = |word: &str| {
+        word.parse::<u64>()
+            .map_err(|_| format!("`{word}` is not a seed (a non-negative integer)"))
+    };
+    let range = match text.split_once("..") {
+        Some((start, end)) => number(start)?..number(end)?,
+        None => {
+            let seed = number(text)?;
+            seed..seed.checked_add(1).ok_or("seed too large")?
+        }
+    };
+    if range.start >= range.end {
+        return Err(format!("`{text}` is an empty range"));
+    }
+    Ok(range)
+}
+
+/// `I/N` with `1 <= I <= N`.
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("`{text}` is not a shard `I/N` with 1 <= I <= N");
+    let (index, count) = text.split_once('/').ok_or_else(bad)?;
+    let index: u64 = index.parse().map_err(|_| bad())?;
+    let count: u64 = count.parse().map_err(|_| bad())?;
+    if index == 0 || index > count {
+        return Err(bad());
+    }
+    Ok((index, count))
+}
+
+/// Shard `index` of `count`: the `index`-th of `count` contiguous slices
+/// (sizes differ by at most one), so shards together cover the range once.
+fn shard_of(seeds: &Range<u64>, (index, count): (u64, u64)) -> Range<u64> {
+    let length = u128::from(seeds.end - seeds.start);
+    let bound = |slice: u64| {
+        let offset = length * u128::from(slice) / u128::from(count);
+        seeds.start + u64::try_from(offset).expect("an offset inside the range")
+    };
+    bound(index - 1)..bound(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_parse_as_ranges_or_single_seeds() {
+        assert_eq!(parse_seeds("0..5000"), Ok(0..5000));
+        assert_eq!(parse_seeds("17"), Ok(17..18));
+        assert!(parse_seeds("5..5").is_err());
+        assert!(parse_seeds("a..b").is_err());
+    }
+
+    #[test]
+    fn shards_cover_the_range_once() {
+        let seeds = 10..27;
+        let shards: Vec<Range<u64>> = (1..=4).map(|i| shard_of(&seeds, (i, 4))).collect();
+        assert_eq!(shards.first().map(|s| s.start), Some(10));
+        assert_eq!(shards.last().map(|s| s.end), Some(27));
+        for pair in shards.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start);
+        }
+        assert_eq!(parse_shard("2/4"), Ok((2, 4)));
+        assert!(parse_shard("0/4").is_err() && parse_shard("5/4").is_err());
+    }
+}
