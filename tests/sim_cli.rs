@@ -1,0 +1,151 @@
+//! `courier sim`, `courier replay` and `courier shrink` end to end: exit
+//! codes, the lines users and scripts read, and the report round trip.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn courier(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_courier"))
+        .args(args)
+        .output()
+        .expect("the courier binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A fresh scratch file under cargo's per-target temp folder.
+fn scratch(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sim_cli-{name}"));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+#[test]
+fn a_passing_range_prints_a_summary_and_exits_0() {
+    let output = courier(&["sim", "--seeds", "0..40", "--jobs", "2"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("sim seeds=0..40 mutant=none jobs=2"),
+        "{text}"
+    );
+    assert!(text.contains("passed: 40 seeds, "), "{text}");
+    assert!(text.contains("distinct abstract states"), "{text}");
+}
+
+#[test]
+fn a_single_seed_prints_its_swarm_banner() {
+    let output = courier(&["sim", "--seeds", "0", "--check-determinism"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("seed=0 mutant=none inputs_max=24 pool_size=6 "),
+        "{text}"
+    );
+    assert!(text.contains("passed: 1 seeds, 27 inputs"), "{text}");
+}
+
+#[test]
+fn shards_split_the_range() {
+    let output = courier(&["sim", "--seeds", "0..40", "--shard", "2/4"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("sim seeds=10..20 "), "{text}");
+    assert!(text.contains("passed: 10 seeds"), "{text}");
+}
+
+#[test]
+fn bad_arguments_and_bad_reports_exit_2() {
+    assert_eq!(courier(&["sim", "--seeds", "5..5"]).status.code(), Some(2));
+    assert_eq!(
+        courier(&["sim", "--seeds", "0..4", "--shard", "0/2"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let missing = scratch("missing.json");
+    let output = courier(&["replay", missing.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(2));
+
+    let malformed = scratch("malformed.json");
+    std::fs::write(&malformed, "{\"format\": 1, \"seed\": \"x\"}").expect("writable");
+    let output = courier(&["replay", malformed.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(error.contains("not a race report"), "{error}");
+
+    let future = scratch("future.json");
+    std::fs::write(&future, "{\"format\": 99}").expect("writable");
+    let output = courier(&["replay", future.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        error.contains("format 99, but this build reads format 1"),
+        "{error}"
+    );
+    let output = courier(&["shrink", future.to_str().expect("utf-8"), "--out", "x.txn"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// The must-show loop on one planted bug: sim finds it and writes a report,
+/// replay prints the same violation line and hash, shrink writes a small
+/// transcript that passes on the mutant and fails on the correct core.
+#[cfg(feature = "mutants")]
+#[test]
+fn a_planted_bug_is_found_replayed_and_shrunk_from_the_command_line() {
+    let report = scratch("no-latch.json");
+    let report_path = report.to_str().expect("utf-8");
+    let found = courier(&[
+        "sim",
+        "--seeds",
+        "0..100",
+        "--mutant",
+        "no-latch",
+        "--report",
+        report_path,
+    ]);
+    let found_text = stdout(&found);
+    assert_eq!(found.status.code(), Some(1), "{found_text}");
+    let violation = line_starting(&found_text, "violation: ");
+    assert!(
+        violation.starts_with("violation: no-lost-wakeup seed="),
+        "{found_text}"
+    );
+    let hash = line_starting(&found_text, "outputs: ");
+    assert!(found_text.contains(&format!("replay: courier replay {report_path}")));
+
+    let replayed = courier(&["replay", report_path]);
+    let replayed_text = stdout(&replayed);
+    assert_eq!(replayed.status.code(), Some(1), "{replayed_text}");
+    assert_eq!(line_starting(&replayed_text, "violation: "), violation);
+    assert_eq!(
+        line_starting(&replayed_text, "outputs: "),
+        format!("{hash} (same as the report)")
+    );
+    assert!(!replayed_text.contains("note: "), "{replayed_text}");
+
+    let shrunk = scratch("no-latch.txn");
+    let shrunk_path = shrunk.to_str().expect("utf-8");
+    let output = courier(&["shrink", report_path, "--out", shrunk_path]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let transcript = std::fs::read_to_string(&shrunk).expect("written");
+    let commands = transcript.lines().filter(|line| *line == "----").count();
+    assert!(
+        (1..=12).contains(&commands),
+        "{commands} commands:\n{transcript}"
+    );
+    let on_mutant = courier(&["run", "--mutant", "no-latch", shrunk_path]);
+    assert_eq!(on_mutant.status.code(), Some(0), "{}", stdout(&on_mutant));
+    let on_correct = courier(&["run", shrunk_path]);
+    assert_eq!(on_correct.status.code(), Some(1), "{}", stdout(&on_correct));
+}
+
+#[cfg(feature = "mutants")]
+fn line_starting(text: &str, prefix: &str) -> String {
+    text.lines()
+        .find(|line| line.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{text}"))
+        .to_owned()
+}
