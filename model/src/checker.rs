@@ -5,6 +5,7 @@
 //! engine share this one checker.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::hash::{Hash, Hasher};
 
 use courier_core::{
     Activity, Agent, Inbox, Input, Message, MessageId, Output, Refusal, Target, TurnEnd, Wakeup,
@@ -564,6 +565,26 @@ impl Checker {
                 self.parked.extend(self.history.pending().cloned());
             }
         }
+    }
+
+    /// Feeds the ghost state to `hasher` for [`crate::fingerprint`]: ids go
+    /// through `hasher` (which renames them) and the id sets are fed in
+    /// canonical `rank` order, so states equal up to renaming hash alike.
+    pub(crate) fn hash_canonical<H: Hasher>(
+        &self,
+        hasher: &mut H,
+        rank: impl Fn(&MessageId) -> usize,
+    ) {
+        self.history.hash(hasher);
+        self.status.hash(hasher);
+        for set in [&self.owed, &self.parked] {
+            let mut ranks: Vec<usize> = set.iter().map(&rank).collect();
+            ranks.sort_unstable();
+            ranks.hash(hasher);
+        }
+        self.aborted.hash(hasher);
+        self.replay_owed.hash(hasher);
+        self.disposed.hash(hasher);
     }
 
     fn owed_ids(&self) -> String {

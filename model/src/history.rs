@@ -115,6 +115,11 @@ impl History {
         self.turn.as_ref().is_some_and(|turn| turn.step_open)
     }
 
+    /// The ids admitted in the open step, in admission order.
+    pub fn admitted(&self) -> &[MessageId] {
+        self.turn.as_ref().map_or(&[], |turn| &turn.admitted)
+    }
+
     /// The last turn number opened.
     pub fn last_turn(&self) -> u64 {
         self.last_turn

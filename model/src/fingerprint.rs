@@ -1,0 +1,151 @@
+//! A 64-bit fingerprint of the abstract state (core agent plus checker ghost)
+//! that is the same for two states equal up to a renaming of message ids.
+//!
+//! Ids are opaque (SPEC §1): a state where `A` is queued behind `B` behaves
+//! like the one where `B` is queued behind `A`, so the model checker counts
+//! them once and the simulator's coverage does too. Every id a state holds
+//! sits in an ordered list (the two pending lists, the claimed batch, the ids
+//! admitted in the open step; the ghost's id sets are subsets of pending), so
+//! ranking ids by first appearance in those lists is canonical. The state is
+//! then hashed through a [`Renaming`] hasher that writes each id as its rank.
+//! This works on the core's derived `Hash` without reading its private
+//! fields: a `str` hashes as one `write` of its bytes (then `write_u8(0xff)`),
+//! and the core hashes ids only as strings inside ordered containers.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use courier_core::{Agent, Message, MessageId, Target};
+
+use crate::checker::Checker;
+
+/// The fingerprint the simulator and the model checker share: stable across
+/// runs (std's `DefaultHasher::new()` has fixed keys), canonical over ids.
+pub fn fingerprint(agent: &Agent, checker: &Checker) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    hash_canonical(agent, checker, &mut hasher);
+    hasher.finish()
+}
+
+/// Feeds the canonical form of `(agent, checker)` to any hasher; the model
+/// checker's state hashes through this so its dedup merges renamed states.
+pub fn hash_canonical<H: Hasher>(agent: &Agent, checker: &Checker, hasher: &mut H) {
+    let ranks = Ranks::of(agent, checker);
+    let mut renaming = Renaming {
+        inner: hasher,
+        ranks: &ranks,
+    };
+    agent.hash(&mut renaming);
+    checker.hash_canonical(&mut renaming, |id| ranks.rank(id));
+}
+
+/// Ids in canonical order: first appearance in `next-step`, `next-turn`, the
+/// claimed batch, then the ids admitted in the open step.
+#[derive(Debug, Default)]
+pub(crate) struct Ranks {
+    ids: Vec<MessageId>,
+}
+
+impl Ranks {
+    /// The canonical order of the ids `(agent, checker)` hold.
+    pub(crate) fn of(agent: &Agent, checker: &Checker) -> Self {
+        let inbox = agent.inbox();
+        let batch = agent.claimed().unwrap_or(&[]);
+        let listed = inbox.list(Target::NextStep).iter();
+        let listed = listed.chain(inbox.list(Target::NextTurn)).chain(batch);
+        let mut ranks = Self::default();
+        for id in listed.map(Message::id).chain(checker.history().admitted()) {
+            if !ranks.ids.contains(id) {
+                ranks.ids.push(id.clone());
+            }
+        }
+        ranks
+    }
+
+    /// The rank of `id`; ids outside the lists rank after all listed ones.
+    pub(crate) fn rank(&self, id: &MessageId) -> usize {
+        self.position(id.as_str().as_bytes())
+            .unwrap_or(self.ids.len())
+    }
+
+    fn position(&self, bytes: &[u8]) -> Option<usize> {
+        self.ids
+            .iter()
+            .position(|id| id.as_str().as_bytes() == bytes)
+    }
+}
+
+/// Forwards everything to `inner`, except that a byte string equal to a
+/// ranked id is written as its rank (tagged, so it cannot pass for raw bytes).
+struct Renaming<'a, H> {
+    inner: &'a mut H,
+    ranks: &'a Ranks,
+}
+
+/// Marks a renamed id in the hashed stream.
+const RANK_TAG: u8 = 0xfe;
+
+impl<H: Hasher> Hasher for Renaming<'_, H> {
+    fn finish(&self) -> u64 {
+        self.inner.finish()
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        match self.ranks.position(bytes) {
+            Some(rank) => {
+                self.inner.write_u8(RANK_TAG);
+                self.inner.write_usize(rank);
+            }
+            None => self.inner.write(bytes),
+        }
+    }
+
+    // Fixed-width writes never carry an id: forward them untouched (the
+    // default would route them through `write`).
+    fn write_u8(&mut self, value: u8) {
+        self.inner.write_u8(value);
+    }
+
+    fn write_u16(&mut self, value: u16) {
+        self.inner.write_u16(value);
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.inner.write_u32(value);
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.inner.write_u64(value);
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.inner.write_u128(value);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.inner.write_usize(value);
+    }
+
+    fn write_i8(&mut self, value: i8) {
+        self.inner.write_i8(value);
+    }
+
+    fn write_i16(&mut self, value: i16) {
+        self.inner.write_i16(value);
+    }
+
+    fn write_i32(&mut self, value: i32) {
+        self.inner.write_i32(value);
+    }
+
+    fn write_i64(&mut self, value: i64) {
+        self.inner.write_i64(value);
+    }
+
+    fn write_i128(&mut self, value: i128) {
+        self.inner.write_i128(value);
+    }
+
+    fn write_isize(&mut self, value: isize) {
+        self.inner.write_isize(value);
+    }
+}
