@@ -1,11 +1,13 @@
 //! Coverage: the distinct abstract states a sweep reached, counted with the
-//! model checker's own fingerprint so the two numbers measure the same thing.
+//! model checker's own fingerprint ([`courier_model::fingerprint`]: the
+//! agent plus the checker's ghost, canonical over id renaming), so the two
+//! numbers measure the same thing.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use courier_core::Agent;
-use courier_model::Checker;
+use courier_model::{Checker, fingerprint};
 
 /// The fingerprints are already hashes: store them through an identity
 /// hasher (fixed, no process entropy; the set is only ever counted).
@@ -49,10 +51,26 @@ impl Coverage {
     }
 }
 
-// TEMPORARY stand-in until courier-model's shared fingerprint lands.
-fn fingerprint(agent: &Agent, checker: &Checker) -> u64 {
-    let mut hasher = std::hash::DefaultHasher::new();
-    agent.hash(&mut hasher);
-    checker.hash(&mut hasher);
-    hasher.finish()
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use courier_core::{Input, Message, Source};
+
+    #[test]
+    fn a_state_counts_once_and_a_new_one_adds_one() {
+        let mut coverage = Coverage::default();
+        let mut agent = Agent::new();
+        let mut checker = Checker::new();
+        coverage.visit(&agent, &checker);
+        coverage.visit(&agent, &checker);
+        assert_eq!(coverage.states(), 1);
+        let send = Input::inject(Message::text("A", Source::user()));
+        checker.step(&mut agent, send).expect("holds");
+        coverage.visit(&agent, &checker);
+        assert_eq!(coverage.states(), 2);
+        let mut other = Coverage::default();
+        other.visit(&Agent::new(), &Checker::new());
+        coverage.merge(other);
+        assert_eq!(coverage.states(), 2);
+    }
 }

@@ -35,10 +35,15 @@ impl<'a> Session<'a> {
     /// A session on a clone of `prototype` (the default agent or a mutant).
     /// `hash` turns on the output hash (it formats every output, so the
     /// throughput path leaves it off); `coverage` collects state fingerprints.
-    pub fn new(prototype: &Agent, hash: bool, coverage: Option<&'a mut Coverage>) -> Self {
+    pub fn new(prototype: &Agent, hash: bool, mut coverage: Option<&'a mut Coverage>) -> Self {
+        let agent = prototype.clone();
+        let checker = Checker::new();
+        if let Some(coverage) = &mut coverage {
+            coverage.visit(&agent, &checker);
+        }
         Self {
-            agent: prototype.clone(),
-            checker: Checker::new(),
+            agent,
+            checker,
             fed: Vec::new(),
             outputs: Vec::new(),
             hash: hash.then(OutputHash::default),
@@ -87,7 +92,8 @@ impl<'a> Session<'a> {
             .and_then(|()| self.checker.check_inbox(self.agent.inbox()));
         self.fed.push(input);
         checked?;
-        if let Some(coverage) = &mut self.coverage {
+        // A refused input changes nothing, so its state is already counted.
+        if let (Some(coverage), Ok(())) = (&mut self.coverage, &result) {
             coverage.visit(&self.agent, &self.checker);
         }
         Ok(self.outputs.iter().any(is_progress))
