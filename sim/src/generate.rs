@@ -19,6 +19,21 @@ use crate::swarm::{POOL_SIZE_MAX, Swarm};
 /// The ids a pool draws from, in order.
 const POOL_IDS: [&str; POOL_SIZE_MAX as usize] = ["A", "B", "C", "D", "E", "F", "G", "H"];
 
+thread_local! {
+    /// Every pool message with a `user` source, then with a `plugin` source,
+    /// built once per thread: a message allocates its JSON content, and
+    /// seeds are short enough for that to show.
+    static POOL: (Vec<Message>, Vec<Message>) = {
+        let build = |kind: &str| -> Vec<Message> {
+            POOL_IDS
+                .iter()
+                .map(|id| Message::text(*id, Source::of_kind(kind)))
+                .collect()
+        };
+        (build("user"), build("plugin"))
+    };
+}
+
 /// One kind of input, in the order of [`Generator::kind_weights`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
@@ -57,8 +72,7 @@ pub struct Generator {
     prng: Prng,
     swarm: Swarm,
     kind_weights: [u32; KINDS.len()],
-    /// The pool's messages with a `user` source, then with a `plugin` source
-    /// (built once: messages are shared values).
+    /// The seed's pool with a `user` source, then with a `plugin` source.
     users: Vec<Message>,
     plugins: Vec<Message>,
 }
@@ -83,18 +97,16 @@ impl Generator {
             w.completion,
             w.stray_completion,
         ];
-        let ids = &POOL_IDS[..swarm.pool_size as usize];
-        let build = |kind: &str| -> Vec<Message> {
-            ids.iter()
-                .map(|id| Message::text(*id, Source::of_kind(kind)))
-                .collect()
-        };
+        let size = swarm.pool_size as usize;
+        let (users, plugins) = POOL.with(|(users, plugins)| {
+            (users[..size].to_vec(), plugins[..size].to_vec())
+        });
         Self {
             prng,
             swarm,
             kind_weights,
-            users: build("user"),
-            plugins: build("plugin"),
+            users,
+            plugins,
         }
     }
 

@@ -9,10 +9,9 @@
 use courier_core::{Agent, Input};
 use courier_model::Violation;
 
-use crate::coverage::Coverage;
 use crate::generate::Generator;
 use crate::prng::Prng;
-use crate::session::Session;
+use crate::session::{Record, Session};
 use crate::swarm::Swarm;
 
 /// What one seed did.
@@ -22,7 +21,10 @@ pub struct SeedRun {
     pub seed: u64,
     /// The configuration it drew.
     pub swarm: Swarm,
-    /// Every input fed, both phases, up to and including a violating one.
+    /// How many inputs were fed, both phases, up to and including a
+    /// violating one.
+    pub inputs: u64,
+    /// Those inputs, when the trace was recorded (else empty).
     pub trace: Vec<Input>,
     /// The first broken property, if any.
     pub violation: Option<Violation>,
@@ -38,16 +40,10 @@ pub fn draw(seed: u64) -> (Swarm, Generator) {
     (swarm, generator)
 }
 
-/// Runs `seed` against a clone of `prototype`. `hash` adds the output hash
-/// (slower: it formats every output); `coverage` collects visited states.
-pub fn simulate(
-    seed: u64,
-    prototype: &Agent,
-    hash: bool,
-    coverage: Option<&mut Coverage>,
-) -> SeedRun {
+/// Runs `seed` against a clone of `prototype`, keeping what `record` asks.
+pub fn simulate(seed: u64, prototype: &Agent, record: Record<'_>) -> SeedRun {
     let (swarm, mut generator) = draw(seed);
-    let mut session = Session::new(prototype, hash, coverage);
+    let mut session = Session::new(prototype, record);
     let mut violation = None;
     for _ in 0..swarm.inputs_max {
         let input = generator.next_input(session.agent());
@@ -63,7 +59,8 @@ pub fn simulate(
     SeedRun {
         seed,
         swarm,
-        trace: session.into_fed(),
+        inputs: session.inputs(),
+        trace: session.into_trace(),
         violation,
         output_hash,
     }
@@ -86,7 +83,12 @@ pub struct Evaluation {
 /// evaluates to the report's violation and hash; a shrinking candidate is
 /// kept when it evaluates to the same property.
 pub fn evaluate(prototype: &Agent, trace: &[Input]) -> Evaluation {
-    let mut session = Session::new(prototype, true, None);
+    let record = Record {
+        trace: true,
+        hash: true,
+        coverage: None,
+    };
+    let mut session = Session::new(prototype, record);
     let mut violation = None;
     for input in trace {
         if let Err(broken) = session.feed(input.clone()) {
@@ -103,7 +105,7 @@ pub fn evaluate(prototype: &Agent, trace: &[Input]) -> Evaluation {
         .text();
     Evaluation {
         violation,
-        fed: session.into_fed(),
+        fed: session.into_trace(),
         output_hash,
     }
 }

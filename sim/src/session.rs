@@ -20,11 +20,27 @@ pub const STALL_INPUTS_MAX: usize = 16;
 /// "progress" forever ends in a reported failure, never a hang.
 pub const LIVENESS_INPUTS_MAX: usize = 4096;
 
+/// What a session keeps besides checking; the throughput path keeps
+/// nothing but coverage.
+#[derive(Default)]
+pub struct Record<'a> {
+    /// Keep every fed input (reports, replay and shrinking need the trace;
+    /// a sweep re-runs a failing seed to get it).
+    pub trace: bool,
+    /// Hash every printed output line (formats every output: slower).
+    pub hash: bool,
+    /// Collect the fingerprints of the states reached.
+    pub coverage: Option<&'a mut Coverage>,
+}
+
 /// An agent, its checker and what was fed to it.
 pub struct Session<'a> {
     agent: Agent,
     checker: Checker,
+    /// Inputs fed, kept only when recording the trace.
     fed: Vec<Input>,
+    inputs: u64,
+    keep_trace: bool,
     /// Reused for every transition's outputs.
     outputs: Vec<Output>,
     hash: Option<OutputHash>,
@@ -33,11 +49,10 @@ pub struct Session<'a> {
 
 impl<'a> Session<'a> {
     /// A session on a clone of `prototype` (the default agent or a mutant).
-    /// `hash` turns on the output hash (it formats every output, so the
-    /// throughput path leaves it off); `coverage` collects state fingerprints.
-    pub fn new(prototype: &Agent, hash: bool, mut coverage: Option<&'a mut Coverage>) -> Self {
+    pub fn new(prototype: &Agent, record: Record<'a>) -> Self {
         let agent = prototype.clone();
         let checker = Checker::new();
+        let mut coverage = record.coverage;
         if let Some(coverage) = &mut coverage {
             coverage.visit(&agent, &checker);
         }
@@ -45,8 +60,10 @@ impl<'a> Session<'a> {
             agent,
             checker,
             fed: Vec::new(),
+            inputs: 0,
+            keep_trace: record.trace,
             outputs: Vec::new(),
-            hash: hash.then(OutputHash::default),
+            hash: record.hash.then(OutputHash::default),
             coverage,
         }
     }
@@ -56,13 +73,13 @@ impl<'a> Session<'a> {
         &self.agent
     }
 
-    /// Every input fed so far, the violating one included.
-    pub fn fed(&self) -> &[Input] {
-        &self.fed
+    /// How many inputs were fed, the violating one included.
+    pub fn inputs(&self) -> u64 {
+        self.inputs
     }
 
-    /// Gives up the fed inputs.
-    pub fn into_fed(self) -> Vec<Input> {
+    /// Gives up the fed inputs (empty unless the trace was recorded).
+    pub fn into_trace(self) -> Vec<Input> {
         self.fed
     }
 
@@ -90,7 +107,10 @@ impl<'a> Session<'a> {
             .checker
             .observe(&input, &result, &self.outputs)
             .and_then(|()| self.checker.check_inbox(self.agent.inbox()));
-        self.fed.push(input);
+        self.inputs += 1;
+        if self.keep_trace {
+            self.fed.push(input);
+        }
         checked?;
         // A refused input changes nothing, so its state is already counted.
         if let (Some(coverage), Ok(())) = (&mut self.coverage, &result) {
@@ -166,4 +186,29 @@ fn is_progress(output: &Output) -> bool {
                 status: Activity::Idle
             }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use courier_core::{Message, Source};
+
+    #[test]
+    fn settling_resolves_every_await_and_leaves_nothing_pending() {
+        let mut session = Session::new(&Agent::new(), Record::default());
+        assert_eq!(pending_reason(&session.agent, &session.checker), None);
+        let followup = Input::followup(Message::text("A", Source::user()));
+        assert_eq!(session.feed(followup), Ok(true), "the first claim is progress");
+        let steer = Input::steer(Message::text("B", Source::user()));
+        assert_eq!(session.feed(steer), Ok(false));
+        assert_eq!(
+            pending_reason(&session.agent, &session.checker),
+            Some("a driver is still running")
+        );
+        assert_eq!(session.settle(), Ok(()));
+        assert_eq!(pending_reason(&session.agent, &session.checker), None);
+        assert_eq!(session.agent.status(), courier_core::Status::Idle);
+        assert!(session.inputs() > 2, "settling fed completions");
+        assert!(session.into_trace().is_empty(), "the trace was not recorded");
+    }
 }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,6 +13,7 @@ use courier_core::Agent;
 
 use crate::coverage::Coverage;
 use crate::run::{SeedRun, simulate};
+use crate::session::Record;
 
 /// What to sweep.
 #[derive(Clone, Debug)]
@@ -29,6 +31,13 @@ pub struct Plan {
 pub enum Finding {
     /// A property broke.
     Violation(SeedRun),
+    /// The core (or a checker) panicked: an assertion failed.
+    Panic {
+        /// The seed.
+        seed: u64,
+        /// The panic message.
+        message: String,
+    },
     /// Two runs of the same seed differed.
     Nondeterminism {
         /// The seed.
@@ -43,7 +52,7 @@ impl Finding {
     pub fn seed(&self) -> u64 {
         match self {
             Self::Violation(run) => run.seed,
-            Self::Nondeterminism { seed, .. } => *seed,
+            Self::Panic { seed, .. } | Self::Nondeterminism { seed, .. } => *seed,
         }
     }
 }
@@ -140,24 +149,70 @@ fn work(shared: &Shared<'_>) -> (u64, u64, Coverage) {
     (seeds, inputs, coverage)
 }
 
+/// One seed; a panic inside it (a failed assertion in the core) becomes a
+/// finding for that seed instead of taking the sweep down without one.
+/// Only determinism checks keep the trace and hash on the first run; a
+/// failing seed is run again with its trace recorded (runs are
+/// deterministic, which `--check-determinism` checks).
 fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Option<Finding>) {
     let check = shared.plan.check_determinism;
-    let run = simulate(seed, shared.prototype, check, Some(coverage));
-    let inputs = run.trace.len() as u64;
-    if check {
-        let again = simulate(seed, shared.prototype, true, None);
-        if let Some(difference) = difference(&run, &again) {
-            return (inputs, Some(Finding::Nondeterminism { seed, difference }));
+    let prototype = shared.prototype;
+    let guarded = panic::catch_unwind(AssertUnwindSafe(|| {
+        let record = Record {
+            trace: check,
+            hash: check,
+            coverage: Some(&mut *coverage),
+        };
+        let run = simulate(seed, prototype, record);
+        let again = (check || run.violation.is_some()).then(|| simulate(seed, prototype, traced()));
+        (run, again)
+    }));
+    let (run, again) = match guarded {
+        Ok(runs) => runs,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-text panic".to_owned());
+            return (0, Some(Finding::Panic { seed, message }));
         }
+    };
+    let inputs = run.inputs;
+    let Some(again) = again else {
+        return (inputs, None);
+    };
+    let differs = if check {
+        difference(&run, &again)
+    } else {
+        (again.violation != run.violation).then(|| "the verdicts differ".to_owned())
+    };
+    if let Some(difference) = differs {
+        return (inputs, Some(Finding::Nondeterminism { seed, difference }));
     }
-    let finding = run.violation.is_some().then_some(Finding::Violation(run));
+    let finding = again
+        .violation
+        .is_some()
+        .then_some(Finding::Violation(again));
     (inputs, finding)
+}
+
+/// A run that keeps its trace and output hash.
+fn traced() -> Record<'static> {
+    Record {
+        trace: true,
+        hash: true,
+        coverage: None,
+    }
 }
 
 /// What differs between two runs of one seed, if anything.
 fn difference(first: &SeedRun, second: &SeedRun) -> Option<String> {
     if first.swarm != second.swarm {
         return Some("the swarm configuration differs".to_owned());
+    }
+    if first.inputs != second.inputs {
+        return Some(format!("{} inputs, then {}", first.inputs, second.inputs));
     }
     if let Some(index) = (0..first.trace.len().max(second.trace.len()))
         .find(|&index| first.trace.get(index) != second.trace.get(index))

@@ -3,7 +3,15 @@
 
 use courier_core::Agent;
 use courier_core::transcript::command_line;
-use courier_sim::{Plan, evaluate, simulate, sweep};
+use courier_sim::{Plan, Record, evaluate, simulate, sweep};
+
+fn traced() -> Record<'static> {
+    Record {
+        trace: true,
+        hash: true,
+        coverage: None,
+    }
+}
 
 /// Seeds the debug-build test sweeps (the CLI's `0..5000` runs in release).
 const SEEDS: std::ops::Range<u64> = 0..300;
@@ -48,7 +56,7 @@ fn jobs_do_not_change_the_result() {
 #[test]
 fn a_trace_evaluates_to_what_its_run_saw() {
     for seed in 0..40 {
-        let run = simulate(seed, &Agent::new(), true, None);
+        let run = simulate(seed, &Agent::new(), traced());
         assert_eq!(run.violation, None, "seed {seed}");
         let evaluation = evaluate(&Agent::new(), &run.trace);
         assert_eq!(evaluation.violation, None, "seed {seed}");
@@ -65,7 +73,7 @@ fn a_trace_evaluates_to_what_its_run_saw() {
 /// deliberate (bump `REPORT_FORMAT` with it).
 #[test]
 fn seed_zero_is_pinned() {
-    let run = simulate(0, &Agent::new(), true, None);
+    let run = simulate(0, &Agent::new(), traced());
     assert_eq!(
         run.swarm.to_string(),
         "inputs_max=24 pool_size=6 keep_inbox=98% plugin=26% \
@@ -104,7 +112,7 @@ fn seed_zero_is_pinned() {
 #[test]
 fn every_run_ends_idle() {
     for seed in 0..40 {
-        let run = simulate(seed, &Agent::new(), false, None);
+        let run = simulate(seed, &Agent::new(), traced());
         let mut agent = Agent::new();
         for input in run.trace {
             let _ = agent.handle(input);
@@ -121,7 +129,7 @@ fn every_run_ends_idle() {
 fn generated_inputs_survive_the_transcript_round_trip() {
     use courier_core::transcript::{Command, parse_command};
     for seed in 0..60 {
-        for input in simulate(seed, &Agent::new(), false, None).trace {
+        for input in simulate(seed, &Agent::new(), traced()).trace {
             let line = command_line(&input);
             let parsed = parse_command(&line).map(|command| match command {
                 Command::Input(parsed) => Some(parsed),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use courier_core::Agent;
-use courier_sim::{Report, evaluate, simulate};
+use courier_sim::{Record, Report, evaluate, simulate};
 
 /// Arguments of `courier replay`.
 #[derive(clap::Args)]
@@ -25,7 +25,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     };
     let mutant = report.mutant.as_deref().unwrap_or("none");
     println!("seed={} mutant={mutant} {}", report.seed, report.swarm);
-    let regenerated = simulate(report.seed, &prototype, false, None);
+    let record = Record {
+        trace: true,
+        ..Record::default()
+    };
+    let regenerated = simulate(report.seed, &prototype, record);
     if regenerated.trace != report.trace {
         println!(
             "note: seed {} now generates a different trace (the generator changed); \

@@ -69,6 +69,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let elapsed = started.elapsed();
     match outcome.finding {
         Some(Finding::Violation(run)) => report_violation(args, &prototype, &run),
+        Some(Finding::Panic { seed, message }) => {
+            println!("panic: seed={seed}: {message}");
+            println!("rerun: {}", rerun_command(args, seed));
+            ExitCode::from(1)
+        }
         Some(Finding::Nondeterminism { seed, difference }) => {
             println!("nondeterminism: seed={seed}: {difference}");
             println!("rerun: {}", rerun_command(args, seed));
