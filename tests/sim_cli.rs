@@ -48,6 +48,17 @@ fn a_single_seed_prints_its_swarm_banner() {
 }
 
 #[test]
+fn coverage_can_be_turned_off() {
+    let output = courier(&["sim", "--seeds", "0..20", "--no-coverage"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("passed: 20 seeds, ") && text.contains("coverage off"),
+        "{text}"
+    );
+}
+
+#[test]
 fn shards_split_the_range() {
     let output = courier(&["sim", "--seeds", "0..40", "--shard", "2/4"]);
     let text = stdout(&output);

@@ -98,9 +98,8 @@ impl Generator {
             w.stray_completion,
         ];
         let size = swarm.pool_size as usize;
-        let (users, plugins) = POOL.with(|(users, plugins)| {
-            (users[..size].to_vec(), plugins[..size].to_vec())
-        });
+        let (users, plugins) =
+            POOL.with(|(users, plugins)| (users[..size].to_vec(), plugins[..size].to_vec()));
         Self {
             prng,
             swarm,

@@ -198,7 +198,11 @@ mod tests {
         let mut session = Session::new(&Agent::new(), Record::default());
         assert_eq!(pending_reason(&session.agent, &session.checker), None);
         let followup = Input::followup(Message::text("A", Source::user()));
-        assert_eq!(session.feed(followup), Ok(true), "the first claim is progress");
+        assert_eq!(
+            session.feed(followup),
+            Ok(true),
+            "the first claim is progress"
+        );
         let steer = Input::steer(Message::text("B", Source::user()));
         assert_eq!(session.feed(steer), Ok(false));
         assert_eq!(
@@ -209,6 +213,9 @@ mod tests {
         assert_eq!(pending_reason(&session.agent, &session.checker), None);
         assert_eq!(session.agent.status(), courier_core::Status::Idle);
         assert!(session.inputs() > 2, "settling fed completions");
-        assert!(session.into_trace().is_empty(), "the trace was not recorded");
+        assert!(
+            session.into_trace().is_empty(),
+            "the trace was not recorded"
+        );
     }
 }

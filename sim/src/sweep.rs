@@ -24,6 +24,9 @@ pub struct Plan {
     pub jobs: usize,
     /// Run each seed twice and compare the runs and their output hashes.
     pub check_determinism: bool,
+    /// Count distinct abstract states (the fingerprint costs about as much
+    /// as generating and checking an input).
+    pub coverage: bool,
 }
 
 /// Why a seed failed.
@@ -63,7 +66,7 @@ pub struct Outcome {
     pub seeds: u64,
     /// Inputs fed over all seeds run, counting one run per seed.
     pub inputs: u64,
-    /// Distinct abstract states reached.
+    /// Distinct abstract states reached (empty when coverage is off).
     pub coverage: Coverage,
     /// The lowest failing seed's finding.
     pub finding: Option<Finding>,
@@ -161,7 +164,7 @@ fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Op
         let record = Record {
             trace: check,
             hash: check,
-            coverage: Some(&mut *coverage),
+            coverage: shared.plan.coverage.then_some(&mut *coverage),
         };
         let run = simulate(seed, prototype, record);
         let again = (check || run.violation.is_some()).then(|| simulate(seed, prototype, traced()));

@@ -22,6 +22,7 @@ fn the_correct_core_passes_every_seed() {
         seeds: SEEDS,
         jobs: 2,
         check_determinism: false,
+        coverage: true,
     };
     let outcome = sweep(&plan, &Agent::new(), &|_| {});
     assert!(
@@ -45,6 +46,7 @@ fn jobs_do_not_change_the_result() {
             seeds: 0..60,
             jobs,
             check_determinism: true,
+            coverage: true,
         };
         let outcome = sweep(&plan, &Agent::new(), &|_| {});
         assert!(outcome.finding.is_none(), "{:?}", outcome.finding);

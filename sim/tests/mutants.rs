@@ -20,6 +20,7 @@ fn first_failure(mutant: Mutant) -> SeedRun {
         seeds: SEEDS,
         jobs: 1,
         check_determinism: false,
+        coverage: true,
     };
     match sweep(&plan, &Agent::with_mutant(Some(mutant)), &|_| {}).finding {
         Some(Finding::Violation(run)) => run,
@@ -99,6 +100,7 @@ fn a_mutant_sweep_reports_the_lowest_failing_seed_whatever_the_jobs() {
             seeds: 0..200,
             jobs,
             check_determinism: false,
+            coverage: true,
         };
         let outcome = sweep(&plan, &Agent::with_mutant(Some(Mutant::EarlyIdle)), &|_| {});
         outcome.finding.map(|finding| finding.seed())
