@@ -1,10 +1,12 @@
 //! `tests/regressions/*.txn`: minimal traces the simulator found and shrank.
-//! Each holds the correct core's outputs; the correct core must reproduce
-//! them and break no property on them. A file naming a planted bug
-//! (`# mutant: NAME`, `# violates: PROPERTY`) must still catch it: under that
-//! mutant the shared checker reports that property.
+//! Each holds the correct core's outputs (`tests/transcripts.rs` compares
+//! them); here the correct core must also break no property on them, and a
+//! file naming a planted bug (`# mutant: NAME`, `# violates: PROPERTY`) must
+//! still catch it: under that mutant the shared checker reports that property.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 
 use courier_core::Agent;
 use courier_core::transcript::{
@@ -16,17 +18,11 @@ use courier_model::{Checker, Violation};
 const REGRESSIONS_MIN: usize = 9;
 
 fn regression_files() -> Vec<PathBuf> {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
-        .expect("tests/regressions exists")
-        .map(|entry| entry.expect("a readable entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "txn"))
-        .collect();
-    files.sort();
-    files
+    common::files_with_extension(&common::workspace().join("tests/regressions"), "txn")
 }
 
 /// The value of a `# key: value` header line.
+#[cfg(feature = "mutants")]
 fn header<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     let prefix = format!("# {key}: ");
     text.lines().find_map(|line| line.strip_prefix(&prefix))
@@ -61,7 +57,7 @@ fn settle(checker: &mut Checker, agent: &mut Agent) -> Result<(), Violation> {
 }
 
 #[test]
-fn every_regression_holds_on_the_correct_core() {
+fn the_correct_core_breaks_no_property_on_any_regression() {
     let files = regression_files();
     assert!(
         files.len() >= REGRESSIONS_MIN,
@@ -69,21 +65,9 @@ fn every_regression_holds_on_the_correct_core() {
         files.len()
     );
     for path in files {
-        let name = path.display();
         let text = std::fs::read_to_string(&path).expect("readable");
         let script = Script::parse(&text).expect("a well-formed transcript");
-        let actual = script.run(&mut Agent::new()).expect("settles");
-        for (block, actual) in script.blocks().zip(&actual) {
-            assert_eq!(
-                block.expected.as_ref(),
-                Some(actual),
-                "{name}:{}: {}",
-                block.line,
-                block.command
-            );
-        }
-        assert_eq!(check(&script, Agent::new()), None, "{name}");
-        assert!(header(&text, "pins").is_some(), "{name}: no `# pins:` line");
+        assert_eq!(check(&script, Agent::new()), None, "{}", path.display());
     }
 }
 

@@ -2,6 +2,6 @@
 
 pub(crate) mod replay;
 pub(crate) mod run;
-pub(crate) mod validate;
 pub(crate) mod shrink;
 pub(crate) mod sim;
+pub(crate) mod validate;
