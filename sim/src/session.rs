@@ -124,6 +124,10 @@ impl<'a> Session<'a> {
     /// until nothing is pending. Fails on a property, or with a liveness
     /// failure when the stall budget or the phase cap runs out.
     pub fn settle(&mut self) -> Result<(), Violation> {
+        self.settle_within(STALL_INPUTS_MAX)
+    }
+
+    fn settle_within(&mut self, stall_inputs_max: usize) -> Result<(), Violation> {
         let mut stalled = 0;
         for _ in 0..LIVENESS_INPUTS_MAX {
             if pending_reason(&self.agent, &self.checker).is_none() {
@@ -132,9 +136,9 @@ impl<'a> Session<'a> {
             let Some(input) = default_completion(&self.agent) else {
                 break;
             };
-            if stalled == STALL_INPUTS_MAX {
+            if stalled == stall_inputs_max {
                 return Err(self.liveness_failure(&format!(
-                    "after {STALL_INPUTS_MAX} completions without a claim or a retirement"
+                    "after {stall_inputs_max} completions without a claim or a retirement"
                 )));
             }
             stalled = if self.feed(input)? { 0 } else { stalled + 1 };
@@ -217,5 +221,23 @@ mod tests {
             session.into_trace().is_empty(),
             "the trace was not recorded"
         );
+    }
+
+    #[test]
+    fn a_stall_is_a_liveness_failure_naming_what_is_owed() {
+        let mut session = Session::new(&Agent::new(), Record::default());
+        let followup = Input::followup(Message::text("A", Source::user()));
+        session.feed(followup).expect("holds");
+        let stall = session.settle_within(0).expect_err("no budget to settle");
+        assert_eq!(stall.property, Property::QuiescentWhenIdle);
+        assert_eq!(
+            stall.detail,
+            "liveness: a driver is still running \
+             after 0 completions without a claim or a retirement"
+        );
+        let steer = Input::steer(Message::text("B", Source::user()));
+        session.feed(steer).expect("holds");
+        let stall = session.settle_within(0).expect_err("no budget to settle");
+        assert_eq!(stall.property, Property::NoLostWakeup, "B is owed a claim");
     }
 }
