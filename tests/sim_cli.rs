@@ -41,7 +41,11 @@ fn a_single_seed_prints_its_swarm_banner() {
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(
-        text.starts_with("seed=0 mutant=none inputs_max=24 pool_size=6 "),
+        text.starts_with(concat!(
+            "seed=0 version=",
+            env!("CARGO_PKG_VERSION"),
+            " mutant=none inputs_max=24 pool_size=6 "
+        )),
         "{text}"
     );
     assert!(text.contains("passed: 1 seeds, 27 inputs"), "{text}");

@@ -113,7 +113,11 @@ fn print_banner(args: &Args, seeds: &Range<u64>) {
     };
     if seeds.end - seeds.start == 1 {
         let (swarm, _) = draw(seeds.start);
-        println!("seed={} mutant={mutant} {swarm}", seeds.start);
+        println!(
+            "seed={} version={} mutant={mutant} {swarm}",
+            seeds.start,
+            env!("CARGO_PKG_VERSION")
+        );
     } else {
         println!(
             "sim seeds={}..{} mutant={mutant} jobs={} report-format={REPORT_FORMAT}",
