@@ -1,7 +1,10 @@
 //! Coverage: the distinct abstract states a sweep reached, counted with the
 //! model checker's own fingerprint ([`courier_model::fingerprint`]: the
 //! agent plus the checker's ghost, canonical over id renaming), so the two
-//! numbers measure the same thing.
+//! numbers measure the same thing. Only the count is reported: the fraction
+//! of the model checker's state set would need that set (the model exposes
+//! counts only) and the same bound (its runs bound messages and depth, the
+//! simulator's bound run length and an id pool).
 
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
