@@ -29,7 +29,7 @@ pub struct Report {
     pub property: Property,
     /// What was wrong, as the checker said it.
     pub detail: String,
-    /// FNV-1a 64 of every line the run printed (see [`crate::hash`]).
+    /// FNV-1a 64 of every line the run printed (see [`crate::OutputHash`]).
     pub output_hash: String,
     /// Every input fed, up to and including the violating one.
     pub trace: Vec<Input>,

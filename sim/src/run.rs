@@ -28,7 +28,7 @@ pub struct SeedRun {
     pub trace: Vec<Input>,
     /// The first broken property, if any.
     pub violation: Option<Violation>,
-    /// The output hash, when requested (see [`crate::hash`]).
+    /// The output hash, when requested (see [`crate::OutputHash`]).
     pub output_hash: Option<String>,
 }
 
