@@ -1,5 +1,6 @@
-//! The `courier` package: the CLI's shared pieces (and, later, the async
-//! runtime) over `courier-core`.
+//! The `courier` package: the CLI's shared pieces and the async runtime over
+//! `courier-core`.
 
+pub mod runtime;
 pub mod validate;
 pub mod variant;

@@ -1,0 +1,204 @@
+//! The agent handle: cheap to clone, shareable across threads, and the only
+//! way clients reach the core. Each call is one atomic transition; a refused
+//! input returns the core's [`Refusal`] and changed nothing.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use courier_core::{
+    CancelCause, Inbox, Input, Message, MessageId, Output, Refusal, Status, Target, Wakeup,
+};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::driver::Driver;
+use super::hooks::{Model, PreStep};
+use super::shared::Shared;
+use super::sink::Sink;
+use super::sync::Arc;
+
+/// A handle to one running agent (`Clone + Send + Sync`). Dropping the last
+/// handle disposes the agent, which lets its driver finish.
+pub struct Agent {
+    shared: Arc<Shared>,
+}
+
+impl Agent {
+    /// A fresh idle agent whose durable log goes to `sink` (header first,
+    /// with `session_id`), and the driver that serves its hooks.
+    pub fn new<P: PreStep, M: Model>(
+        session_id: &str,
+        pre_step: P,
+        model: M,
+        sink: impl Sink,
+    ) -> (Self, Driver<P, M>) {
+        let shared = Arc::new(Shared::new(Box::new(sink), session_id));
+        let driver = Driver::new(Arc::clone(&shared), pre_step, model);
+        (Self { shared }, driver)
+    }
+
+    /// `send(message, target, wakeup)`; refused when disposed or when the id
+    /// is already pending.
+    pub fn send(
+        &self,
+        message: impl Into<Message>,
+        target: Target,
+        wakeup: Wakeup,
+    ) -> Result<(), Refusal> {
+        self.shared
+            .input(Input::send(message.into(), target, wakeup))
+    }
+
+    /// `followup = (next-turn, wake)`.
+    pub fn followup(&self, message: impl Into<Message>) -> Result<(), Refusal> {
+        self.send(message, Target::NextTurn, Wakeup::Wake)
+    }
+
+    /// `steer = (next-step, wake)`.
+    pub fn steer(&self, message: impl Into<Message>) -> Result<(), Refusal> {
+        self.send(message, Target::NextStep, Wakeup::Wake)
+    }
+
+    /// `inject = (next-step, no-wake)`.
+    pub fn inject(&self, message: impl Into<Message>) -> Result<(), Refusal> {
+        self.send(message, Target::NextStep, Wakeup::NoWake)
+    }
+
+    /// Edit: add at the end of a list (never wakes).
+    pub fn append(&self, target: Target, message: impl Into<Message>) -> Result<(), Refusal> {
+        let message = message.into();
+        self.shared.input(Input::Append { target, message })
+    }
+
+    /// Edit: add at the front of a list (never wakes).
+    pub fn prepend(&self, target: Target, message: impl Into<Message>) -> Result<(), Refusal> {
+        let message = message.into();
+        self.shared.input(Input::Prepend { target, message })
+    }
+
+    /// Edit: swap the pending `id` for `message` in place.
+    pub fn replace(
+        &self,
+        id: impl Into<MessageId>,
+        message: impl Into<Message>,
+    ) -> Result<(), Refusal> {
+        let (id, message) = (id.into(), message.into());
+        self.shared.input(Input::Replace { id, message })
+    }
+
+    /// Edit: drop the pending `id`.
+    pub fn remove(&self, id: impl Into<MessageId>) -> Result<(), Refusal> {
+        self.shared.input(Input::Remove { id: id.into() })
+    }
+
+    /// Edit: the raw splice; `start` and `removed` are clamped.
+    pub fn splice(
+        &self,
+        target: Target,
+        start: usize,
+        removed: usize,
+        inserted: Vec<Message>,
+    ) -> Result<(), Refusal> {
+        self.shared.input(Input::Splice {
+            target,
+            start,
+            removed,
+            inserted,
+        })
+    }
+
+    /// Aborts the running turn (its hook in flight is dropped); without
+    /// `keep_inbox`, discards everything pending. Never refused.
+    pub fn cancel(&self, cause: CancelCause, keep_inbox: bool) {
+        let cancelled = self.shared.input(Input::Cancel { cause, keep_inbox });
+        cancelled.expect("cancel is never refused");
+    }
+
+    /// Resolves at the next quiescence: at once when idle, else at the next
+    /// retirement that starts no other driver. The waiter is registered by
+    /// this call, not by the first poll, so it sees the state as of the call.
+    pub fn when_idle(&self) -> WhenIdle {
+        WhenIdle {
+            ticket: self.shared.when_idle(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Disposes the agent (discards everything pending, aborts the turn, and
+    /// refuses every later insertion), waits until it is idle, and flushes
+    /// the log. Returns the first error the sink ever reported.
+    pub async fn dispose(&self) -> io::Result<()> {
+        let disposed = self.shared.input(Input::Dispose);
+        disposed.expect("dispose is never refused");
+        self.when_idle().await;
+        self.shared.flush()
+    }
+
+    /// Every output from now on, in emission order: the durable events and
+    /// the live notifications alike (filter with [`Output::is_durable`]).
+    /// Lossless: a reader that falls behind only uses more memory.
+    pub fn subscribe(&self) -> Notifications {
+        Notifications {
+            receiver: self.shared.subscribe(),
+        }
+    }
+
+    /// Idle, or the open turn, its last opened step and the awaited point.
+    pub fn status(&self) -> Status {
+        self.shared.status()
+    }
+
+    /// A copy of both pending lists.
+    pub fn inbox(&self) -> Inbox {
+        self.shared.inbox()
+    }
+}
+
+impl Clone for Agent {
+    fn clone(&self) -> Self {
+        self.shared.handle_cloned();
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.shared.handle_dropped();
+    }
+}
+
+/// The future of [`Agent::when_idle`].
+#[must_use = "a when-idle waiter does nothing unless awaited"]
+pub struct WhenIdle {
+    shared: Arc<Shared>,
+    ticket: u64,
+}
+
+impl Future for WhenIdle {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
+        self.shared.poll_idle(self.ticket, context)
+    }
+}
+
+/// A subscription to an agent's outputs; see [`Agent::subscribe`].
+pub struct Notifications {
+    receiver: UnboundedReceiver<Output>,
+}
+
+impl Notifications {
+    /// The next output; `None` once the agent and its driver are gone and
+    /// everything was read.
+    pub async fn recv(&mut self) -> Option<Output> {
+        self.receiver.recv().await
+    }
+
+    /// The next output already delivered, without waiting.
+    pub fn try_recv(&mut self) -> Option<Output> {
+        self.receiver.try_recv().ok()
+    }
+}

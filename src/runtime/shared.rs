@@ -1,0 +1,286 @@
+//! The sync layer: the core behind one mutex, with the driver task's wake slot
+//! and the `when_idle` tickets beside it. Each handle call and each driver
+//! completion is one critical section that runs the core's transition, hands
+//! its outputs to the fanout in emission order and picks whom to wake; wakers
+//! run after the lock is released.
+//!
+//! Why no wake is lost: the driver looks for work and parks its waker in one
+//! critical section, and an input that gives it work (starts a driver, aborts
+//! the turn, disposes) takes that waker in the critical section that gave the
+//! work. Splitting the look and the park across two critical sections loses a
+//! wake sent between them; the `racy` loom test plants exactly that.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::task::{Context, Poll, Waker};
+
+use courier_core::{Agent as Core, AwaitPoint, Inbox, Input, Message, Output, Refusal, Status};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::fanout::Fanout;
+use super::hooks::{Boundary, StepCall};
+use super::sink::Sink;
+use super::sync::{Mutex, lock};
+
+/// What the driver task must do next for the core.
+pub(crate) enum Job {
+    /// Ask the pre-step hook about a claimed batch.
+    PreStep(Boundary),
+    /// Run the model step.
+    Step(StepCall),
+}
+
+pub(crate) struct Shared {
+    locked: Mutex<Locked>,
+}
+
+struct Locked {
+    core: Core,
+    /// The driver task's waker while it waits for work or for an abort.
+    driver: Option<Waker>,
+    /// The last turn a cancel or dispose aborted (0: none). The core keeps
+    /// the abort to itself; the runtime only needs to know which hook to drop.
+    aborted_turn: u64,
+    /// What the open step entered, read off `user/message` outputs.
+    entered: Vec<Message>,
+    idle: Tickets,
+    fanout: Fanout,
+    /// Live [`super::Agent`] handles; the last one to go disposes the agent.
+    handles: usize,
+    /// Wakers to run once the lock is released.
+    wake: Vec<Waker>,
+}
+
+/// `when_idle` waiters. The core resolves waiters in the order they
+/// registered, one `idle` output each, so the n-th ticket is resolved by the
+/// n-th `idle`.
+#[derive(Default)]
+struct Tickets {
+    issued: u64,
+    resolved: u64,
+    waiting: BTreeMap<u64, Waker>,
+}
+
+impl Shared {
+    pub(crate) fn new(sink: Box<dyn Sink>, session_id: &str) -> Self {
+        let locked = Locked {
+            core: Core::new(),
+            driver: None,
+            aborted_turn: 0,
+            entered: Vec::new(),
+            idle: Tickets::default(),
+            fanout: Fanout::new(sink, session_id),
+            handles: 1,
+            wake: Vec::new(),
+        };
+        Self {
+            locked: Mutex::new(locked),
+        }
+    }
+
+    /// One critical section; wakes whoever it chose after unlocking.
+    fn with<R>(&self, body: impl FnOnce(&mut Locked) -> R) -> R {
+        let mut locked = lock(&self.locked);
+        let result = body(&mut locked);
+        let wake = std::mem::take(&mut locked.wake);
+        drop(locked);
+        for waker in wake {
+            waker.wake();
+        }
+        result
+    }
+
+    /// A client input: one transition of the core.
+    pub(crate) fn input(&self, input: Input) -> Result<(), Refusal> {
+        debug_assert!(!input.is_completion(), "completions belong to the driver");
+        self.with(|locked| locked.run(input))
+    }
+
+    /// The driver's completion of the point it was awaiting.
+    pub(crate) fn complete(&self, completion: Input) {
+        debug_assert!(completion.is_completion(), "clients feed no completions");
+        self.with(|locked| {
+            let fed = locked.run(completion);
+            // Only the driver feeds completions and no client input moves the
+            // awaited point, so the point the job named is still awaited.
+            fed.expect("the driver completes the point it was given");
+        });
+    }
+
+    /// Registers a `when_idle` waiter now and returns its ticket.
+    pub(crate) fn when_idle(&self) -> u64 {
+        self.with(|locked| {
+            let ticket = locked.idle.issue();
+            let registered = locked.run(Input::WhenIdle);
+            registered.expect("when-idle is never refused");
+            ticket
+        })
+    }
+
+    pub(crate) fn poll_idle(&self, ticket: u64, context: &mut Context<'_>) -> Poll<()> {
+        self.with(|locked| locked.idle.poll(ticket, context.waker()))
+    }
+
+    /// The next job, `None` once the agent is disposed and idle (the driver's
+    /// end), or a parked waker.
+    pub(crate) fn poll_job(&self, context: &mut Context<'_>) -> Poll<Option<Job>> {
+        self.with(|locked| match locked.look() {
+            Poll::Pending => {
+                park(&mut locked.driver, context.waker());
+                Poll::Pending
+            }
+            ready => ready,
+        })
+    }
+
+    /// Planted race: looks under one lock and parks under another, so a send
+    /// that starts a driver in between finds no waker and the driver sleeps
+    /// through it. Only the `racy` loom test runs this.
+    #[cfg(feature = "mutants")]
+    pub(crate) fn poll_job_racy(&self, context: &mut Context<'_>) -> Poll<Option<Job>> {
+        if let ready @ Poll::Ready(_) = self.with(Locked::look) {
+            return ready;
+        }
+        self.with(|locked| park(&mut locked.driver, context.waker()));
+        Poll::Pending
+    }
+
+    /// Ready once a cancel or dispose aborted `turn`; parks the driver's waker
+    /// otherwise, so the abort reaches the hook in flight.
+    pub(crate) fn poll_aborted(&self, turn: u64, context: &mut Context<'_>) -> Poll<()> {
+        self.with(|locked| {
+            if locked.aborted_turn == turn {
+                return Poll::Ready(());
+            }
+            park(&mut locked.driver, context.waker());
+            Poll::Pending
+        })
+    }
+
+    pub(crate) fn subscribe(&self) -> UnboundedReceiver<Output> {
+        self.with(|locked| locked.fanout.subscribe())
+    }
+
+    pub(crate) fn status(&self) -> Status {
+        self.with(|locked| locked.core.status())
+    }
+
+    pub(crate) fn inbox(&self) -> Inbox {
+        self.with(|locked| locked.core.inbox().clone())
+    }
+
+    pub(crate) fn flush(&self) -> io::Result<()> {
+        self.with(|locked| locked.fanout.flush())
+    }
+
+    pub(crate) fn handle_cloned(&self) {
+        self.with(|locked| locked.handles += 1);
+    }
+
+    /// The last handle disposes, so the driver task ends instead of waiting
+    /// for inputs that can no longer come.
+    pub(crate) fn handle_dropped(&self) {
+        self.with(|locked| {
+            assert!(locked.handles > 0, "more handles dropped than made");
+            locked.handles -= 1;
+            if locked.handles == 0 && !locked.core.is_disposed() {
+                let disposed = locked.run(Input::Dispose);
+                disposed.expect("dispose is never refused");
+            }
+        });
+    }
+}
+
+impl Locked {
+    /// Runs one transition, delivers its outputs and picks whom to wake.
+    fn run(&mut self, input: Input) -> Result<(), Refusal> {
+        let before = self.core.status();
+        let aborts = matches!(input, Input::Cancel { .. } | Input::Dispose);
+        self.core.handle(input)?;
+        if let (true, Status::Running { turn, .. }) = (aborts, before) {
+            // A cancel or dispose while running aborts the open turn
+            // (SPEC §5), whether or not an earlier cancel already did.
+            self.aborted_turn = turn;
+        }
+        let started = before == Status::Idle && self.core.status() != Status::Idle;
+        if started || aborts {
+            self.wake.extend(self.driver.take());
+        }
+        self.drain();
+        Ok(())
+    }
+
+    fn drain(&mut self) {
+        while let Some(output) = self.core.poll_output() {
+            match &output {
+                Output::StepStart { .. } => self.entered.clear(),
+                Output::UserMessage(message) => self.entered.push(message.clone()),
+                Output::Idle => self.wake.extend(self.idle.resolve_next()),
+                _ => {}
+            }
+            self.fanout.deliver(&output);
+        }
+    }
+
+    /// The job the core's state asks for: `Ready(None)` when the driver is
+    /// done for good, `Pending` when it must wait for a wake.
+    fn look(&mut self) -> Poll<Option<Job>> {
+        let job = match self.core.status() {
+            Status::Idle if self.core.is_disposed() => return Poll::Ready(None),
+            Status::Idle => return Poll::Pending,
+            Status::Running {
+                turn,
+                step,
+                awaiting: AwaitPoint::PreStep,
+            } => {
+                let batch = self.core.claimed().expect("pre-step awaits a batch");
+                Job::PreStep(Boundary {
+                    turn,
+                    step,
+                    batch: batch.to_vec(),
+                })
+            }
+            Status::Running {
+                turn,
+                step,
+                awaiting: AwaitPoint::Step,
+            } => Job::Step(StepCall {
+                turn,
+                step,
+                entered: self.entered.clone(),
+            }),
+        };
+        Poll::Ready(Some(job))
+    }
+}
+
+/// Keeps the driver's latest waker; the task is the same between polls, so
+/// an equal waker is not cloned again.
+fn park(slot: &mut Option<Waker>, waker: &Waker) {
+    match slot {
+        Some(parked) if parked.will_wake(waker) => {}
+        _ => *slot = Some(waker.clone()),
+    }
+}
+
+impl Tickets {
+    fn issue(&mut self) -> u64 {
+        self.issued += 1;
+        self.issued
+    }
+
+    /// One `idle` output: the oldest unresolved ticket resolves.
+    fn resolve_next(&mut self) -> Option<Waker> {
+        self.resolved += 1;
+        assert!(self.resolved <= self.issued, "an idle nobody waited for");
+        self.waiting.remove(&self.resolved)
+    }
+
+    fn poll(&mut self, ticket: u64, waker: &Waker) -> Poll<()> {
+        if ticket <= self.resolved {
+            return Poll::Ready(());
+        }
+        self.waiting.insert(ticket, waker.clone());
+        Poll::Pending
+    }
+}

@@ -1,0 +1,83 @@
+//! Where the durable outputs go: a session log in the dsh JSONL shapes of
+//! `courier_core::log`, header first. The runtime writes every line under the
+//! agent's lock, so the log keeps the core's emission order, and flushes at
+//! every turn end and on dispose, so a reader never waits on a whole session.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use super::sync::{Arc, Mutex, lock};
+
+/// A destination for log lines. Writes happen inside the agent's critical
+/// section, so an implementation should buffer rather than block.
+pub trait Sink: Send + 'static {
+    /// Appends one JSONL line, given without its newline.
+    fn write_line(&mut self, line: &str) -> io::Result<()>;
+    /// Makes every line written so far durable.
+    fn flush(&mut self) -> io::Result<()>;
+}
+
+/// A log kept in memory. Clones share the lines, so a test keeps one clone
+/// and reads what the agent wrote through the other.
+#[derive(Clone)]
+pub struct MemoryLog {
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl MemoryLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self {
+            lines: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Every line written so far, header first.
+    pub fn lines(&self) -> Vec<String> {
+        lock(&self.lines).clone()
+    }
+}
+
+impl Default for MemoryLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sink for MemoryLog {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        lock(&self.lines).push(line.to_owned());
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A JSONL file behind a buffer: lines reach the disk when the runtime
+/// flushes (turn end, dispose) or when the buffer fills.
+pub struct JsonlFile {
+    writer: BufWriter<File>,
+}
+
+impl JsonlFile {
+    /// Creates (or truncates) the file at `path`.
+    pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
+        let file = File::create(path)?;
+        Ok(Self {
+            writer: BufWriter::new(file),
+        })
+    }
+}
+
+impl Sink for JsonlFile {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        writeln!(self.writer, "{line}")
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer.flush()
+    }
+}
