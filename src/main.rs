@@ -26,6 +26,8 @@ enum Command {
     Replay(cli::replay::Args),
     /// Minimize a race report's trace into a transcript.
     Shrink(cli::shrink::Args),
+    /// A scripted session on the async runtime with a fake model, printed live.
+    Demo(cli::demo::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,5 +37,6 @@ fn main() -> ExitCode {
         Command::Sim(args) => cli::sim::main(&args),
         Command::Replay(args) => cli::replay::main(&args),
         Command::Shrink(args) => cli::shrink::main(&args),
+        Command::Demo(args) => cli::demo::main(&args),
     }
 }

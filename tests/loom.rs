@@ -65,7 +65,7 @@ fn finish(agent: Agent, driver: thread::JoinHandle<()>, log: &MemoryLog) -> Ledg
     block_on(agent.dispose()).expect("a memory log never fails");
     drop(agent);
     driver.join().expect("the driver does not panic");
-    let (ledger, pending) = Ledger::from_log(&log.lines());
+    let (ledger, pending) = Ledger::from_log(log.lines());
     assert!(pending.is_empty(), "dispose leaves nothing pending");
     ledger
 }

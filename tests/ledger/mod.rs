@@ -10,7 +10,7 @@ use courier_core::log::{LogLine, parse_line};
 use courier_core::{Inbox, MessageId, Output, Target};
 
 /// How many times each id was inserted, claimed and discarded.
-#[derive(Default, PartialEq, Eq, Debug)]
+#[derive(Clone, Default, PartialEq, Eq, Debug)]
 pub(crate) struct Ledger {
     pub(crate) inserted: BTreeMap<MessageId, u32>,
     pub(crate) claimed: BTreeMap<MessageId, u32>,
@@ -35,15 +35,18 @@ impl Ledger {
     /// with `courier_core::log::parse_line`, and each `spliced` is applied to
     /// an inbox rebuilt from empty (a removal with `outcome` is a discard,
     /// one without is a claim). Returns the ledger and the rebuilt inbox.
-    pub(crate) fn from_log(lines: &[String]) -> (Self, Inbox) {
+    pub(crate) fn from_log<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> (Self, Inbox) {
         let mut ledger = Self::default();
         let mut inbox = Inbox::default();
-        let (header, events) = lines.split_first().expect("a log has a header");
+        let mut lines = lines.into_iter();
+        let header = lines.next().expect("a log has a header");
+        let header = header.as_ref();
         assert!(
             matches!(parse_line(header), Ok(LogLine::Header(_))),
             "the first line is the session header: {header}"
         );
-        for line in events {
+        for line in lines {
+            let line = line.as_ref();
             match parse_line(line) {
                 Ok(LogLine::Delivery(Output::Spliced(splice))) => {
                     let exits = if splice.outcome.is_some() {
@@ -66,17 +69,26 @@ impl Ledger {
     }
 
     /// Counts the live `inserted`, `claimed` and `discarded` notifications.
+    #[cfg_attr(
+        not(loom),
+        allow(dead_code, reason = "only the loom suite reads a whole stream")
+    )]
     pub(crate) fn from_live<'a>(outputs: impl IntoIterator<Item = &'a Output>) -> Self {
         let mut ledger = Self::default();
         for output in outputs {
-            match output {
-                Output::Inserted { message } => bump(&mut ledger.inserted, message.id()),
-                Output::Claimed { message, .. } => bump(&mut ledger.claimed, message.id()),
-                Output::Discarded { message } => bump(&mut ledger.discarded, message.id()),
-                _ => {}
-            }
+            ledger.observe(output);
         }
         ledger
+    }
+
+    /// Counts one live notification (other outputs are ignored).
+    pub(crate) fn observe(&mut self, output: &Output) {
+        match output {
+            Output::Inserted { message } => bump(&mut self.inserted, message.id()),
+            Output::Claimed { message, .. } => bump(&mut self.claimed, message.id()),
+            Output::Discarded { message } => bump(&mut self.discarded, message.id()),
+            _ => {}
+        }
     }
 
     /// Asserts that every inserted id is claimed xor discarded xor still in
@@ -117,6 +129,7 @@ impl Ledger {
     }
 
     /// Whether `id` was claimed exactly once.
+    #[cfg_attr(not(loom), allow(dead_code, reason = "only the loom suite names ids"))]
     pub(crate) fn claimed_once(&self, id: &str) -> bool {
         self.claimed.get(&MessageId::from(id)) == Some(&1)
     }

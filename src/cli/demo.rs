@@ -1,0 +1,223 @@
+//! `courier demo [--log FILE]`: a scripted session on the async runtime with
+//! a fake model the script answers step by step. It shows followups, a steer
+//! during a step, an idle inject, a keep-inbox cancel that reaches the step in
+//! flight, and a send latched behind it and replayed. `>` lines are the
+//! script, `model` lines the fake model, and the rest are the core's outputs
+//! in transcript form (live ones start with `~`), printed as they happen.
+//!
+//! The output is deterministic: the runtime is single-threaded, and the
+//! script waits at points the session must reach (the model entered a step,
+//! the agent is idle) before printing. The cancel and the latched send are
+//! two calls with no await between them, so the send always lands while the
+//! aborted turn is still running.
+
+use std::future::{Future, ready};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use courier::runtime::{Agent, JsonlFile, MemoryLog, Model, Notifications, StepCall, pre_step_fn};
+use courier_core::transcript::command_line;
+use courier_core::{CancelCause, Input, Message, PreStepDecision, Source, StepOutcome};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// Arguments of `courier demo`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Also write the durable session log, as JSONL, to FILE.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+}
+
+pub(crate) fn main(args: &Args) -> ExitCode {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a single-threaded tokio runtime");
+    let (events, model) = ScriptedModel::new();
+    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
+    let (agent, driver) = match &args.log {
+        None => Agent::new("demo", pre_step, model, MemoryLog::new()),
+        Some(path) => match JsonlFile::create(path) {
+            Ok(file) => Agent::new("demo", pre_step, model, file),
+            Err(error) => {
+                eprintln!("error: {}: cannot create: {error}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let written = runtime.block_on(async {
+        let driver = tokio::spawn(driver.run());
+        let mut session = Session {
+            printer: agent.subscribe(),
+            events,
+        };
+        session.script(&agent).await;
+        let written = agent.dispose().await;
+        session.print_outputs();
+        drop(agent);
+        driver.await.expect("the driver does not panic");
+        written
+    });
+    match (written, &args.log) {
+        (Ok(()), Some(path)) => println!("log written to {}", path.display()),
+        (Ok(()), None) => {}
+        (Err(error), _) => {
+            eprintln!("error: writing the log: {error}");
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// What the fake model tells the script.
+enum Event {
+    /// A step began with these messages; it waits for the script's answer.
+    Entered(StepCall),
+    /// A step was dropped before the script answered it.
+    Dropped { turn: u64, step: u64 },
+}
+
+/// A model whose every answer comes from the script.
+struct ScriptedModel {
+    events: UnboundedSender<Event>,
+    answers: UnboundedReceiver<StepOutcome>,
+}
+
+/// The script's side of the model: where steps show up and answers go.
+struct Events {
+    events: UnboundedReceiver<Event>,
+    answers: UnboundedSender<StepOutcome>,
+}
+
+impl ScriptedModel {
+    fn new() -> (Events, Self) {
+        let (event_sender, event_receiver) = unbounded_channel();
+        let (answer_sender, answer_receiver) = unbounded_channel();
+        let events = Events {
+            events: event_receiver,
+            answers: answer_sender,
+        };
+        let model = Self {
+            events: event_sender,
+            answers: answer_receiver,
+        };
+        (events, model)
+    }
+}
+
+/// Reports a step dropped before it was answered.
+struct DropNotice<'a> {
+    events: &'a UnboundedSender<Event>,
+    turn: u64,
+    step: u64,
+    answered: bool,
+}
+
+impl Drop for DropNotice<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            let (turn, step) = (self.turn, self.step);
+            // The script may be gone already; then nobody needs the notice.
+            let _ = self.events.send(Event::Dropped { turn, step });
+        }
+    }
+}
+
+impl Model for ScriptedModel {
+    fn step(&mut self, call: StepCall) -> impl Future<Output = StepOutcome> + Send {
+        async move {
+            let mut notice = DropNotice {
+                events: &self.events,
+                turn: call.turn,
+                step: call.step,
+                answered: false,
+            };
+            let _ = self.events.send(Event::Entered(call));
+            let outcome = self.answers.recv().await;
+            notice.answered = true;
+            outcome.unwrap_or(StepOutcome::Fail)
+        }
+    }
+}
+
+struct Session {
+    printer: Notifications,
+    events: Events,
+}
+
+impl Session {
+    /// The story of `tests/scenarios/demo-latch-replay.txn`, told live.
+    async fn script(&mut self, agent: &Agent) {
+        self.say("followup A");
+        agent.followup("A").expect("A is fresh");
+        self.until_step().await;
+        self.say("steer S            (during step 1.1: it joins the next step)");
+        agent.steer("S").expect("S is fresh");
+        self.print_outputs();
+        self.answer(StepOutcome::ToolCalls).await;
+        self.answer(StepOutcome::Completed).await;
+        agent.when_idle().await;
+        self.print_outputs();
+        self.say("inject c           (idle: no wake, it waits for the next turn)");
+        let context = Message::text("c", Source::plugin("demo"));
+        agent.inject(context).expect("c is fresh");
+        self.print_outputs();
+        self.say("followup B");
+        agent.followup("B").expect("B is fresh");
+        self.until_step().await;
+        self.say("cancel user keep-inbox   (during step 2.1)");
+        agent.cancel(CancelCause::User, true);
+        self.print_outputs();
+        self.say("followup C         (turn 2 is aborted but running: the wake is latched)");
+        agent.followup("C").expect("C is fresh");
+        self.print_outputs();
+        self.until_step().await;
+        self.answer(StepOutcome::Completed).await;
+        agent.when_idle().await;
+        self.print_outputs();
+        self.say("dispose");
+    }
+
+    fn say(&self, line: &str) {
+        println!("> {line}");
+    }
+
+    /// Prints every output delivered so far, in emission order.
+    fn print_outputs(&mut self) {
+        while let Some(output) = self.printer.try_recv() {
+            println!("  {output}");
+        }
+    }
+
+    /// Answers the step in flight; waits for the next step, if the answer
+    /// leads to one.
+    async fn answer(&mut self, outcome: StepOutcome) {
+        println!("  model: {}", command_line(&Input::Step(outcome)));
+        self.events
+            .answers
+            .send(outcome)
+            .expect("the model listens");
+        if outcome == StepOutcome::ToolCalls {
+            self.until_step().await;
+        }
+    }
+
+    /// Waits until the model entered a step, then prints what led there. A
+    /// drop notice prints first: the driver drops a step before it completes
+    /// it, and every output before the drop was printed already.
+    async fn until_step(&mut self) {
+        loop {
+            match self.events.events.recv().await.expect("the model lives") {
+                Event::Dropped { turn, step } => {
+                    println!("  model: step {turn}.{step} dropped by the cancel");
+                }
+                Event::Entered(call) => {
+                    self.print_outputs();
+                    let ids: Vec<&str> = call.entered.iter().map(|m| m.id().as_str()).collect();
+                    let (turn, step) = (call.turn, call.step);
+                    println!("  model: step {turn}.{step} reads {}", ids.join(" "));
+                    return;
+                }
+            }
+        }
+    }
+}

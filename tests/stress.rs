@@ -1,0 +1,310 @@
+//! Stress: the runtime on a multi-thread tokio runtime. Eight client tasks
+//! send concurrently, mixed with seeded random edits and cancels, while a fake
+//! model answers after random short delays (yields, not timers: no clock).
+//! At the quiescence that follows, every message is claimed xor discarded xor
+//! still pending, counted from the live notifications, and the durable log
+//! (replayed from its JSONL file) agrees with them exactly.
+//!
+//! `cargo test --test stress` runs a small size; the full size (8 x 100k
+//! sends) is `cargo test --release --test stress -- --ignored --nocapture`.
+#![cfg(not(loom))]
+
+mod ledger;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use courier::runtime::{Agent, Boundary, JsonlFile, StepCall, model_fn, pre_step_fn};
+use courier_core::{
+    CancelCause, Inbox, Message, MessageId, Output, PreStepDecision, Refusal, Source, StepOutcome,
+    Target, Wakeup,
+};
+use ledger::{Counts, Ledger};
+use serde_json::Value;
+use tokio::task::yield_now;
+
+const TASKS: u64 = 8;
+const SEED: u64 = 0x00c0_ffee;
+/// Messages injected once the clients are done, to be pending at the end.
+const TAIL: usize = 3;
+
+#[test]
+fn stress_small() {
+    stress("small", 1_500);
+}
+
+#[test]
+#[ignore = "full size; run with --release -- --ignored --nocapture"]
+fn stress_full() {
+    stress("full", 100_000);
+}
+
+/// A message of the stress workload: identity is all delivery reads.
+fn message(id: String) -> Message {
+    Message::new(MessageId::new(id), Value::Null, Source::user())
+}
+
+/// What one client task saw accepted or refused.
+#[derive(Default)]
+struct Accepted {
+    inserted: usize,
+    refused: usize,
+    cancels: usize,
+}
+
+/// One client: `sends` sends of every kind, with an edit after about one in
+/// ten and a cancel after about one in two hundred, yielding now and then.
+async fn client(agent: Agent, task: u64, sends: usize) -> Accepted {
+    let mut rng = fastrand::Rng::with_seed(SEED ^ task);
+    let mut accepted = Accepted::default();
+    let mut recent: VecDeque<MessageId> = VecDeque::new();
+    for n in 0..sends {
+        let id = format!("t{task}.{n}");
+        let (target, wakeup) = match rng.u8(..10) {
+            0..4 => (Target::NextTurn, Wakeup::Wake),
+            4..7 => (Target::NextStep, Wakeup::Wake),
+            7..9 => (Target::NextStep, Wakeup::NoWake),
+            _ => (Target::NextTurn, Wakeup::NoWake),
+        };
+        recent.push_front(MessageId::new(id.as_str()));
+        recent.truncate(16);
+        tally(
+            &mut accepted,
+            agent.send(message(id.clone()), target, wakeup),
+            1,
+        );
+        if rng.u8(..10) == 0 {
+            edit(&agent, &mut rng, &recent, &id, &mut accepted);
+        }
+        if rng.u8(..200) == 0 {
+            agent.cancel(CancelCause::User, rng.bool());
+            accepted.cancels += 1;
+        }
+        if rng.u8(..8) == 0 {
+            yield_now().await;
+        }
+    }
+    accepted
+}
+
+/// Counts an input's insertions; the only refusal this workload can meet is
+/// an edit of a message that already left.
+fn tally(accepted: &mut Accepted, result: Result<(), Refusal>, inserted: usize) {
+    match result {
+        Ok(()) => accepted.inserted += inserted,
+        Err(Refusal::NotPending(_)) => accepted.refused += 1,
+        Err(refusal) => panic!("unexpected refusal: {refusal}"),
+    }
+}
+
+/// One random edit; new ids derive from the send it follows (`id`).
+fn edit(
+    agent: &Agent,
+    rng: &mut fastrand::Rng,
+    recent: &VecDeque<MessageId>,
+    id: &str,
+    accepted: &mut Accepted,
+) {
+    let target = if rng.bool() {
+        Target::NextTurn
+    } else {
+        Target::NextStep
+    };
+    let old = recent[rng.usize(..recent.len())].clone();
+    match rng.u8(..5) {
+        0 => tally(accepted, agent.append(target, message(format!("{id}a"))), 1),
+        1 => tally(
+            accepted,
+            agent.prepend(target, message(format!("{id}p"))),
+            1,
+        ),
+        2 => tally(accepted, agent.replace(old, message(format!("{id}r"))), 1),
+        3 => tally(accepted, agent.remove(old), 0),
+        _ => {
+            let inserted: Vec<Message> = (0..rng.usize(..3))
+                .map(|k| message(format!("{id}s{k}")))
+                .collect();
+            let count = inserted.len();
+            let splice = agent.splice(target, rng.usize(..4), rng.usize(..3), inserted);
+            tally(accepted, splice, count);
+        }
+    }
+}
+
+/// Counts hooks dropped by a cancel before they answered.
+struct InFlight {
+    cancelled: Arc<AtomicUsize>,
+    answered: bool,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Waits a random number of scheduler turns, then answers; a cancel that
+/// drops the future first is counted.
+async fn answer<T>(delay: usize, answer: T, cancelled: Arc<AtomicUsize>) -> T {
+    let mut in_flight = InFlight {
+        cancelled,
+        answered: false,
+    };
+    for _ in 0..delay {
+        yield_now().await;
+    }
+    in_flight.answered = true;
+    answer
+}
+
+/// Mostly `pass`; sometimes reject, fail, or enter all but the last claimed
+/// message plus a fresh context message.
+fn decide(rng: &mut fastrand::Rng, boundary: Boundary, context: &mut usize) -> PreStepDecision {
+    match rng.u8(..100) {
+        0..2 => PreStepDecision::Reject,
+        2..3 => PreStepDecision::Fail,
+        3..6 => {
+            let mut entering = boundary.batch;
+            entering.pop();
+            *context += 1;
+            entering.push(message(format!("ctx.{context}")));
+            PreStepDecision::Enter(entering)
+        }
+        _ => PreStepDecision::Pass,
+    }
+}
+
+fn outcome(rng: &mut fastrand::Rng, _call: StepCall) -> StepOutcome {
+    match rng.u8(..100) {
+        0..60 => StepOutcome::Completed,
+        60..90 => StepOutcome::ToolCalls,
+        90..97 => StepOutcome::MaxTokens,
+        _ => StepOutcome::Fail,
+    }
+}
+
+/// What the live subscriber counted: everything, and a snapshot at each
+/// `idle` (the test asks `when_idle` twice, then `dispose` once more).
+struct Live {
+    at_idle: Vec<Ledger>,
+    total: Ledger,
+    turns: usize,
+}
+
+async fn listen(mut notifications: courier::runtime::Notifications) -> Live {
+    let mut live = Live {
+        at_idle: Vec::new(),
+        total: Ledger::default(),
+        turns: 0,
+    };
+    while let Some(output) = notifications.recv().await {
+        live.total.observe(&output);
+        match output {
+            Output::Idle => live.at_idle.push(live.total.clone()),
+            Output::TurnStart { .. } => live.turns += 1,
+            _ => {}
+        }
+    }
+    live
+}
+
+fn stress(size: &str, sends: usize) {
+    let log_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("stress-{size}.jsonl"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("a tokio runtime");
+    let (accepted, live, pending, cancelled) = runtime.block_on(run(&log_path, sends));
+    let lines = std::io::BufRead::lines(std::io::BufReader::new(
+        std::fs::File::open(&log_path).expect("the log exists"),
+    ))
+    .map(|line| line.expect("the log reads back"));
+    let (logged, after_dispose) = Ledger::from_log(lines);
+    std::fs::remove_file(&log_path).expect("the log is ours to remove");
+
+    // The second `idle` is the quiescence before dispose (see `run`).
+    assert_eq!(live.at_idle.len(), 3, "two waits and a dispose");
+    let counts = live.at_idle[1].balance(&pending);
+    assert!(
+        counts.pending >= TAIL,
+        "the tail injected while idle stays pending"
+    );
+    assert_eq!(
+        counts.inserted, accepted.inserted,
+        "accepted inserts != inserted"
+    );
+    assert_eq!(
+        logged, live.total,
+        "the durable log and the live notifications disagree"
+    );
+    let disposed = logged.balance(&after_dispose);
+    assert_eq!(disposed.pending, 0, "dispose leaves nothing pending");
+    assert_eq!(
+        disposed.discarded,
+        counts.discarded + counts.pending,
+        "dispose discards exactly what was pending"
+    );
+    let Counts {
+        inserted,
+        claimed,
+        discarded,
+        pending,
+    } = counts;
+    let lost = inserted - claimed - discarded - pending;
+    println!(
+        "stress {size}: {TASKS} tasks x {sends} sends, seed {SEED:#x}: {inserted} inserted, \
+         {claimed} claimed, {discarded} discarded, {pending} pending at quiescence, {lost} lost; \
+         {} turns, {} cancels, {cancelled} hooks cancelled in flight, {} edits refused",
+        live.turns, accepted.cancels, accepted.refused
+    );
+}
+
+async fn run(log_path: &std::path::Path, sends: usize) -> (Accepted, Live, Inbox, usize) {
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let mut pre_step_rng = fastrand::Rng::with_seed(SEED);
+    let mut context = 0;
+    let pre_step_cancelled = Arc::clone(&cancelled);
+    let pre_step = pre_step_fn(move |boundary| {
+        let delay = pre_step_rng.usize(..3);
+        let decision = decide(&mut pre_step_rng, boundary, &mut context);
+        answer(delay, decision, Arc::clone(&pre_step_cancelled))
+    });
+    let mut model_rng = fastrand::Rng::with_seed(!SEED);
+    let model_cancelled = Arc::clone(&cancelled);
+    let model = model_fn(move |call| {
+        let delay = model_rng.usize(..4);
+        let outcome = outcome(&mut model_rng, call);
+        answer(delay, outcome, Arc::clone(&model_cancelled))
+    });
+    let sink = JsonlFile::create(log_path).expect("the log file can be created");
+    let (agent, driver) = Agent::new("stress", pre_step, model, sink);
+    let listener = tokio::spawn(listen(agent.subscribe()));
+    let driver = tokio::spawn(driver.run());
+    let clients: Vec<_> = (0..TASKS)
+        .map(|task| tokio::spawn(client(agent.clone(), task, sends)))
+        .collect();
+    let mut accepted = Accepted::default();
+    for client in clients {
+        let seen = client.await.expect("a client does not panic");
+        accepted.inserted += seen.inserted;
+        accepted.refused += seen.refused;
+        accepted.cancels += seen.cancels;
+    }
+    agent.when_idle().await;
+    // A tail of no-wake sends while idle: work that quiescence leaves pending.
+    for n in 0..TAIL {
+        let inject = agent.inject(message(format!("tail.{n}")));
+        tally(&mut accepted, inject, 1);
+    }
+    agent.when_idle().await;
+    let pending = agent.inbox();
+    agent.dispose().await.expect("the log was written");
+    drop(agent);
+    driver.await.expect("the driver does not panic");
+    let live = listener.await.expect("the listener does not panic");
+    (accepted, live, pending, cancelled.load(Ordering::Relaxed))
+}
