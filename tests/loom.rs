@@ -17,13 +17,14 @@ compile_error!(
 
 mod ledger;
 
+use std::collections::BTreeSet;
 use std::future::ready;
 // Counted outside the model: loom does not see or explore these.
 use std::sync::Arc as OutsideArc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use courier::runtime::{Agent, Driver, MemoryLog, Model, PreStep, model_fn, pre_step_fn};
-use courier_core::{CancelCause, Inbox, Output, PreStepDecision, StepOutcome};
+use courier_core::{CancelCause, Output, PreStepDecision, StepOutcome};
 use ledger::Ledger;
 use loom::future::block_on;
 use loom::thread;
@@ -96,7 +97,7 @@ fn sends(racy: bool) {
     for id in ["A", "B", "C"] {
         assert!(ledger.claimed_once(id), "{id} not claimed exactly once");
     }
-    ledger.balance(&Inbox::default());
+    ledger.balance(&BTreeSet::new());
 }
 
 #[test]
@@ -124,7 +125,7 @@ fn cancel_races_send() {
     for id in ["A", "B", "C"] {
         assert!(ledger.claimed_once(id), "{id} not claimed exactly once");
     }
-    ledger.balance(&Inbox::default());
+    ledger.balance(&BTreeSet::new());
 }
 
 #[test]
@@ -155,7 +156,7 @@ fn idle_is_quiescent() {
     assert_eq!(opened.count(), closed.count(), "resolved with a turn open");
     let ledger = Ledger::from_live(before);
     assert!(ledger.claimed_once("A"), "resolved before A was claimed");
-    ledger.balance(&Inbox::default());
+    ledger.balance(&BTreeSet::new());
     sender.join().expect("the sender does not panic");
     finish(agent, driver, &log);
 }

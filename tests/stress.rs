@@ -2,8 +2,9 @@
 //! send concurrently, mixed with seeded random edits and cancels, while a fake
 //! model answers after random short delays (yields, not timers: no clock).
 //! At the quiescence that follows, every message is claimed xor discarded xor
-//! still pending, counted from the live notifications, and the durable log
-//! (replayed from its JSONL file) agrees with them exactly.
+//! still pending, counted from the live notifications; the durable log, read
+//! back from its JSONL file, passes `courier-model`'s durable checks and
+//! agrees with the notifications exactly.
 //!
 //! `cargo test --test stress` runs a small size; the full size (8 x 100k
 //! sends) is `cargo test --release --test stress -- --ignored --nocapture`.
@@ -11,15 +12,15 @@
 
 mod ledger;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use courier::runtime::{Agent, Boundary, JsonlFile, StepCall, model_fn, pre_step_fn};
 use courier_core::{
-    CancelCause, Inbox, Message, MessageId, Output, PreStepDecision, Refusal, Source, StepOutcome,
-    Target, Wakeup,
+    CancelCause, Message, MessageId, Output, PreStepDecision, Refusal, Source, StepOutcome, Target,
+    Wakeup,
 };
 use ledger::{Counts, Ledger};
 use serde_json::Value;
@@ -263,7 +264,10 @@ fn stress(size: &str, sends: usize) {
     );
 }
 
-async fn run(log_path: &std::path::Path, sends: usize) -> (Accepted, Live, Inbox, usize) {
+async fn run(
+    log_path: &std::path::Path,
+    sends: usize,
+) -> (Accepted, Live, BTreeSet<MessageId>, usize) {
     let cancelled = Arc::new(AtomicUsize::new(0));
     let mut pre_step_rng = fastrand::Rng::with_seed(SEED);
     let mut context = 0;
@@ -301,7 +305,7 @@ async fn run(log_path: &std::path::Path, sends: usize) -> (Accepted, Live, Inbox
         tally(&mut accepted, inject, 1);
     }
     agent.when_idle().await;
-    let pending = agent.inbox();
+    let pending = Ledger::pending(&agent.inbox());
     agent.dispose().await.expect("the log was written");
     drop(agent);
     driver.await.expect("the driver does not panic");

@@ -11,7 +11,7 @@
 //! two calls with no await between them, so the send always lands while the
 //! aborted turn is still running.
 
-use std::future::{Future, ready};
+use std::future::ready;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -123,19 +123,17 @@ impl Drop for DropNotice<'_> {
 }
 
 impl Model for ScriptedModel {
-    fn step(&mut self, call: StepCall) -> impl Future<Output = StepOutcome> + Send {
-        async move {
-            let mut notice = DropNotice {
-                events: &self.events,
-                turn: call.turn,
-                step: call.step,
-                answered: false,
-            };
-            let _ = self.events.send(Event::Entered(call));
-            let outcome = self.answers.recv().await;
-            notice.answered = true;
-            outcome.unwrap_or(StepOutcome::Fail)
-        }
+    async fn step(&mut self, call: StepCall) -> StepOutcome {
+        let mut notice = DropNotice {
+            events: &self.events,
+            turn: call.turn,
+            step: call.step,
+            answered: false,
+        };
+        let _ = self.events.send(Event::Entered(call));
+        let outcome = self.answers.recv().await;
+        notice.answered = true;
+        outcome.unwrap_or(StepOutcome::Fail)
     }
 }
 
@@ -147,16 +145,15 @@ struct Session {
 impl Session {
     /// The story of `tests/scenarios/demo-latch-replay.txn`, told live.
     async fn script(&mut self, agent: &Agent) {
+        println!("# > the script, `model` the fake model, the rest the core's outputs (~ live)");
         self.say("followup A");
         agent.followup("A").expect("A is fresh");
         self.until_step().await;
         self.say("steer S            (during step 1.1: it joins the next step)");
         agent.steer("S").expect("S is fresh");
         self.print_outputs();
-        self.answer(StepOutcome::ToolCalls).await;
-        self.answer(StepOutcome::Completed).await;
-        agent.when_idle().await;
-        self.print_outputs();
+        self.call_tools().await;
+        self.finish_turn(agent).await;
         self.say("inject c           (idle: no wake, it waits for the next turn)");
         let context = Message::text("c", Source::plugin("demo"));
         agent.inject(context).expect("c is fresh");
@@ -171,9 +168,7 @@ impl Session {
         agent.followup("C").expect("C is fresh");
         self.print_outputs();
         self.until_step().await;
-        self.answer(StepOutcome::Completed).await;
-        agent.when_idle().await;
-        self.print_outputs();
+        self.finish_turn(agent).await;
         self.say("dispose");
     }
 
@@ -188,17 +183,32 @@ impl Session {
         }
     }
 
-    /// Answers the step in flight; waits for the next step, if the answer
-    /// leads to one.
-    async fn answer(&mut self, outcome: StepOutcome) {
-        println!("  model: {}", command_line(&Input::Step(outcome)));
+    /// Answers the step in flight with `tool-calls` and waits for the step
+    /// the model then owes.
+    async fn call_tools(&mut self) {
+        let outcome = StepOutcome::ToolCalls;
+        self.say(&command_line(&Input::Step(outcome)));
         self.events
             .answers
             .send(outcome)
             .expect("the model listens");
-        if outcome == StepOutcome::ToolCalls {
-            self.until_step().await;
-        }
+        self.until_step().await;
+    }
+
+    /// Completes the step in flight, which ends the turn, and waits until
+    /// the agent is idle.
+    async fn finish_turn(&mut self, agent: &Agent) {
+        let outcome = StepOutcome::Completed;
+        self.say(&format!(
+            "{}; when-idle",
+            command_line(&Input::Step(outcome))
+        ));
+        self.events
+            .answers
+            .send(outcome)
+            .expect("the model listens");
+        agent.when_idle().await;
+        self.print_outputs();
     }
 
     /// Waits until the model entered a step, then prints what led there. A

@@ -1,13 +1,18 @@
 //! Occurrence bookkeeping for the runtime's tests, from the two places a
-//! runtime user can see: the durable log (replayed splice by splice) and the
-//! live notifications. Not a property checker: SPEC §7 lives in
-//! `courier-model`. This only counts where each sent message went, assuming
-//! (as these tests do) that no id is ever sent twice.
+//! runtime user can see: the durable log and the live notifications. The
+//! properties themselves are `courier-model`'s (its `History` checks the log
+//! here); this only counts where each message went, assuming (as these tests
+//! do) that no id is ever sent twice.
+//!
+//! Each test binary compiles this module on its own and uses only part of it,
+//! so unused items are expected here (as in `tests/common`).
+#![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use courier_core::log::{LogLine, parse_line};
 use courier_core::{Inbox, MessageId, Output, Target};
+use courier_model::{History, Mode};
 
 /// How many times each id was inserted, claimed and discarded.
 #[derive(Clone, Default, PartialEq, Eq, Debug)]
@@ -32,12 +37,15 @@ fn bump(counts: &mut BTreeMap<MessageId, u32>, id: &MessageId) {
 
 impl Ledger {
     /// Replays a runtime-written log: the header first, every line parses
-    /// with `courier_core::log::parse_line`, and each `spliced` is applied to
-    /// an inbox rebuilt from empty (a removal with `outcome` is a discard,
-    /// one without is a claim). Returns the ledger and the rebuilt inbox.
-    pub(crate) fn from_log<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> (Self, Inbox) {
+    /// with `courier_core::log::parse_line`, and every durable event passes
+    /// the shared durable checks (`courier_model::History`), whose effects
+    /// say what each splice removed and whether it was a claim. Returns the
+    /// ledger and the ids still pending at the end of the log.
+    pub(crate) fn from_log<S: AsRef<str>>(
+        lines: impl IntoIterator<Item = S>,
+    ) -> (Self, BTreeSet<MessageId>) {
         let mut ledger = Self::default();
-        let mut inbox = Inbox::default();
+        let mut history = History::new(Mode::Core);
         let mut lines = lines.into_iter();
         let header = lines.next().expect("a log has a header");
         let header = header.as_ref();
@@ -47,32 +55,28 @@ impl Ledger {
         );
         for line in lines {
             let line = line.as_ref();
-            match parse_line(line) {
-                Ok(LogLine::Delivery(Output::Spliced(splice))) => {
-                    let exits = if splice.outcome.is_some() {
-                        &mut ledger.discarded
-                    } else {
-                        &mut ledger.claimed
-                    };
-                    for message in inbox.apply(&splice) {
-                        bump(exits, message.id());
-                    }
-                    for message in &splice.inserted {
-                        bump(&mut ledger.inserted, message.id());
-                    }
-                }
-                Ok(LogLine::Delivery(_)) => {}
-                other => panic!("not a delivery event of ours: {line}: {other:?}"),
+            let Ok(LogLine::Delivery(output)) = parse_line(line) else {
+                panic!("not a delivery event: {line}");
+            };
+            let effect = history
+                .observe(&output)
+                .unwrap_or_else(|violation| panic!("{violation}\n  at {line}"));
+            let exits = if effect.claim {
+                &mut ledger.claimed
+            } else {
+                &mut ledger.discarded
+            };
+            for id in &effect.removed {
+                bump(exits, id);
+            }
+            for id in &effect.inserted {
+                bump(&mut ledger.inserted, id);
             }
         }
-        (ledger, inbox)
+        (ledger, history.pending().cloned().collect())
     }
 
     /// Counts the live `inserted`, `claimed` and `discarded` notifications.
-    #[cfg_attr(
-        not(loom),
-        allow(dead_code, reason = "only the loom suite reads a whole stream")
-    )]
     pub(crate) fn from_live<'a>(outputs: impl IntoIterator<Item = &'a Output>) -> Self {
         let mut ledger = Self::default();
         for output in outputs {
@@ -91,9 +95,10 @@ impl Ledger {
         }
     }
 
-    /// Asserts that every inserted id is claimed xor discarded xor still in
-    /// `pending`, exactly once, and that nothing left without entering.
-    pub(crate) fn balance(&self, pending: &Inbox) -> Counts {
+    /// Asserts that every inserted id is claimed xor discarded xor still
+    /// `pending`, exactly once, and that nothing left or waits without
+    /// having entered.
+    pub(crate) fn balance(&self, pending: &BTreeSet<MessageId>) -> Counts {
         for (id, &times) in &self.inserted {
             assert_eq!(times, 1, "{id} inserted {times} times");
             let claimed = self.claimed.get(id).copied().unwrap_or(0);
@@ -105,20 +110,9 @@ impl Ledger {
                 "{id}: claimed {claimed}, discarded {discarded}, pending {left}"
             );
         }
-        for id in self.claimed.keys().chain(self.discarded.keys()) {
-            assert!(
-                self.inserted.contains_key(id),
-                "{id} left but never entered"
-            );
-        }
-        for target in Target::ALL {
-            for message in pending.list(target) {
-                let id = message.id();
-                assert!(
-                    self.inserted.contains_key(id),
-                    "{id} pending but never entered"
-                );
-            }
+        let exits = self.claimed.keys().chain(self.discarded.keys());
+        for id in exits.chain(pending) {
+            assert!(self.inserted.contains_key(id), "{id} never entered");
         }
         Counts {
             inserted: self.inserted.len(),
@@ -128,8 +122,15 @@ impl Ledger {
         }
     }
 
+    /// The ids pending in `inbox`.
+    pub(crate) fn pending(inbox: &Inbox) -> BTreeSet<MessageId> {
+        let lists = Target::ALL
+            .into_iter()
+            .flat_map(|target| inbox.list(target));
+        lists.map(|message| message.id().clone()).collect()
+    }
+
     /// Whether `id` was claimed exactly once.
-    #[cfg_attr(not(loom), allow(dead_code, reason = "only the loom suite names ids"))]
     pub(crate) fn claimed_once(&self, id: &str) -> bool {
         self.claimed.get(&MessageId::from(id)) == Some(&1)
     }

@@ -1,0 +1,279 @@
+//! The async runtime as a user meets it, on tokio: refusals are the core's,
+//! the output stream is exactly the core's, hooks see claimed batches and
+//! entered messages, a cancel drops the hook in flight, the JSONL sink is
+//! flushed at turn end and reports its errors, and the last handle disposes.
+//! Every test runs on a single-threaded runtime and waits on events, never on
+//! time.
+#![cfg(not(loom))]
+
+use std::future::{Future, ready};
+use std::io;
+use std::sync::{Arc, Mutex};
+
+use courier::runtime::{
+    Agent, Boundary, JsonlFile, MemoryLog, Notifications, Sink, StepCall, model_fn, pre_step_fn,
+};
+use courier_core::transcript::execute;
+use courier_core::{
+    Agent as Core, CancelCause, Message, MessageId, Output, PreStepDecision, Refusal, Source,
+    StepOutcome, Target,
+};
+
+fn block_on<F: Future>(future: F) -> F::Output {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(future)
+}
+
+/// Hooks that answer at once: every batch passes, every step completes.
+fn plain_agent() -> (Agent, impl Future<Output = ()>, MemoryLog) {
+    let log = MemoryLog::new();
+    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
+    let model = model_fn(|_| ready(StepOutcome::Completed));
+    let (agent, driver) = Agent::new("test", pre_step, model, log.clone());
+    (agent, driver.run(), log)
+}
+
+/// Reads notifications up to and including `wanted`.
+async fn until(notifications: &mut Notifications, wanted: Output) {
+    loop {
+        match notifications.recv().await {
+            Some(output) if output == wanted => return,
+            Some(_) => {}
+            None => panic!("the stream ended before {wanted}"),
+        }
+    }
+}
+
+fn drain(notifications: &mut Notifications) -> Vec<String> {
+    std::iter::from_fn(|| notifications.try_recv())
+        .map(|output| output.to_string())
+        .collect()
+}
+
+#[test]
+fn refused_inputs_return_the_core_refusal_and_change_nothing() {
+    let (agent, driver, log) = plain_agent();
+    block_on(async {
+        let driver = tokio::spawn(driver);
+        let mut notifications = agent.subscribe();
+        agent.inject("A").expect("A is fresh");
+        drain(&mut notifications);
+        let again = agent.followup("A");
+        assert_eq!(again, Err(Refusal::DuplicateId(MessageId::from("A"))));
+        let missing = agent.remove("X");
+        assert_eq!(missing, Err(Refusal::NotPending(MessageId::from("X"))));
+        assert!(
+            drain(&mut notifications).is_empty(),
+            "a refusal emits nothing"
+        );
+        agent.dispose().await.expect("a memory log never fails");
+        let late = agent.followup("B");
+        assert_eq!(late, Err(Refusal::Disposed(MessageId::from("B"))));
+        driver
+            .await
+            .expect("the driver ends once disposed and idle");
+    });
+    let lines = log.lines();
+    assert_eq!(lines.len(), 3, "header, A inserted, A discarded: {lines:?}");
+}
+
+/// The runtime adds nothing to and removes nothing from the core: its stream
+/// for `followup A` then `when_idle` is the transcript of the same inputs
+/// with every await resolved by `pass` / `completed`.
+#[test]
+fn the_output_stream_is_the_cores() {
+    let (agent, driver, _log) = plain_agent();
+    let streamed = block_on(async {
+        let mut notifications = agent.subscribe();
+        let driver = tokio::spawn(driver);
+        agent.followup("A").expect("A is fresh");
+        agent.when_idle().await;
+        agent.dispose().await.expect("a memory log never fails");
+        driver.await.expect("the driver ends");
+        drain(&mut notifications)
+    });
+    let mut core = Core::new();
+    let mut expected = Vec::new();
+    for line in ["followup A", "when-idle", "run", "dispose", "when-idle"] {
+        expected.extend(execute(&mut core, line).expect("the core reaches idle"));
+    }
+    assert_eq!(streamed, expected);
+}
+
+#[test]
+fn hooks_see_the_claimed_batch_and_the_entered_messages() {
+    let boundaries: Arc<Mutex<Vec<Boundary>>> = Arc::default();
+    let steps: Arc<Mutex<Vec<StepCall>>> = Arc::default();
+    let seen = Arc::clone(&boundaries);
+    // Enters the batch reversed, without its last claimed message, plus one
+    // context message.
+    let pre_step = pre_step_fn(move |boundary: Boundary| {
+        let mut entering: Vec<Message> = boundary.batch.iter().rev().skip(1).cloned().collect();
+        entering.push(Message::text("ctx", Source::plugin("test")));
+        seen.lock().expect("no panics").push(boundary);
+        ready(PreStepDecision::Enter(entering))
+    });
+    let called = Arc::clone(&steps);
+    let model = model_fn(move |call| {
+        called.lock().expect("no panics").push(call);
+        ready(StepOutcome::Completed)
+    });
+    let (agent, driver) = Agent::new("test", pre_step, model, MemoryLog::new());
+    block_on(async {
+        agent.inject("a").expect("a is fresh");
+        agent.inject("b").expect("b is fresh");
+        agent.followup("P").expect("P is fresh");
+        tokio::spawn(driver.run());
+        agent.when_idle().await;
+    });
+    let boundaries = boundaries.lock().expect("no panics");
+    let ids = |messages: &[Message]| -> Vec<String> {
+        messages.iter().map(|m| m.id().to_string()).collect()
+    };
+    assert_eq!(boundaries.len(), 1);
+    assert_eq!((boundaries[0].turn, boundaries[0].step), (1, 0));
+    assert_eq!(ids(&boundaries[0].batch), ["a", "b", "P"]);
+    let steps = steps.lock().expect("no panics");
+    assert_eq!(steps.len(), 1);
+    assert_eq!((steps[0].turn, steps[0].step), (1, 1));
+    assert_eq!(ids(&steps[0].entered), ["b", "a", "ctx"]);
+}
+
+/// Sets its flag when dropped before it finished.
+struct DropFlag(Arc<Mutex<bool>>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        *self.0.lock().expect("no panics") = true;
+    }
+}
+
+#[test]
+fn a_cancel_drops_the_hook_in_flight_and_the_core_ends_the_turn() {
+    let dropped = Arc::new(Mutex::new(false));
+    let flag = Arc::clone(&dropped);
+    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
+    let model = model_fn(move |_| {
+        let guard = DropFlag(Arc::clone(&flag));
+        async move {
+            let _guard = guard;
+            std::future::pending::<StepOutcome>().await
+        }
+    });
+    let log = MemoryLog::new();
+    let (agent, driver) = Agent::new("test", pre_step, model, log.clone());
+    block_on(async {
+        let mut notifications = agent.subscribe();
+        tokio::spawn(driver.run());
+        agent.followup("A").expect("A is fresh");
+        agent.steer("S").expect("S is fresh");
+        until(&mut notifications, Output::StepStart { turn: 1, step: 1 }).await;
+        assert!(
+            !*dropped.lock().expect("no panics"),
+            "the step is in flight"
+        );
+        agent.cancel(
+            CancelCause::Hook {
+                reason: "veto".into(),
+            },
+            true,
+        );
+        agent.when_idle().await;
+    });
+    assert!(
+        *dropped.lock().expect("no panics"),
+        "the hook was not dropped"
+    );
+    assert!(
+        agent.inbox().contains(&MessageId::from("S")),
+        "keep-inbox parks S"
+    );
+    let aborted = r#"{"type":"turn/end","data":{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"hook","reason":"veto"}}}}"#;
+    assert_eq!(log.lines().last().map(String::as_str), Some(aborted));
+}
+
+#[test]
+fn the_jsonl_file_is_flushed_at_turn_end_without_dispose() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("session.jsonl");
+    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
+    let model = model_fn(|_| ready(StepOutcome::Completed));
+    let sink = JsonlFile::create(&path).expect("a writable file");
+    let (agent, driver) = Agent::new("file", pre_step, model, sink);
+    block_on(async {
+        tokio::spawn(driver.run());
+        agent.followup("A").expect("A is fresh");
+        agent.when_idle().await;
+        let text = std::fs::read_to_string(&path).expect("the file reads");
+        let last = text.lines().last().expect("lines were flushed");
+        assert!(
+            last.contains(r#""type":"turn/end""#),
+            "ends at turn/end: {last}"
+        );
+        agent.append(Target::NextTurn, "B").expect("B is fresh");
+        let before = std::fs::read_to_string(&path).expect("the file reads");
+        assert_eq!(before, text, "an edit alone is buffered until a flush");
+        agent.dispose().await.expect("the file was written");
+        let after = std::fs::read_to_string(&path).expect("the file reads");
+        assert_eq!(
+            after.lines().count(),
+            text.lines().count() + 2,
+            "+B, then -B"
+        );
+    });
+}
+
+/// A sink whose every write fails.
+struct Broken;
+
+impl Sink for Broken {
+    fn write_line(&mut self, _line: &str) -> io::Result<()> {
+        Err(io::Error::other("disk full"))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_sink_is_reported_by_dispose_and_delivery_goes_on() {
+    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
+    let model = model_fn(|_| ready(StepOutcome::Completed));
+    let (agent, driver) = Agent::new("broken", pre_step, model, Broken);
+    block_on(async {
+        tokio::spawn(driver.run());
+        agent.followup("A").expect("a log failure refuses nothing");
+        agent.when_idle().await;
+        assert!(agent.inbox().is_empty(), "A was claimed all the same");
+        let error = agent.dispose().await.expect_err("the failure surfaces");
+        assert_eq!(error.to_string(), "disk full");
+    });
+}
+
+#[test]
+fn dropping_the_last_handle_disposes_and_ends_the_driver() {
+    let (agent, driver, log) = plain_agent();
+    block_on(async {
+        let driver = tokio::spawn(driver);
+        let clone = agent.clone();
+        agent.inject("A").expect("A is fresh");
+        drop(agent);
+        assert!(
+            clone.inbox().contains(&MessageId::from("A")),
+            "a clone keeps it"
+        );
+        drop(clone);
+        driver.await.expect("the driver ends after the last handle");
+    });
+    let discarded = r#"{"type":"agent/inbox/spliced","data":{"target":"next-step","start":0,"removedCount":1,"inserted":[],"outcome":"canceled"}}"#;
+    assert_eq!(log.lines().last().map(String::as_str), Some(discarded));
+}
+
+#[test]
+fn the_handle_is_clone_send_and_sync() {
+    fn shareable<T: Clone + Send + Sync + 'static>() {}
+    shareable::<Agent>();
+}
