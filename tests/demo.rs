@@ -1,7 +1,7 @@
 //! `courier demo` as a user meets it: its output is pinned as an insta
 //! snapshot under `snapshots/` (so it must be deterministic: two runs are
-//! compared too), and the log `--log` writes passes the shared durable checks
-//! with every message claimed.
+//! compared too), and the log `--log` writes passes `courier validate` and
+//! the shared durable checks, with every message claimed.
 #![cfg(not(loom))]
 
 mod ledger;
@@ -11,15 +11,14 @@ use std::path::Path;
 
 use ledger::Ledger;
 
-/// Runs `courier demo --log <log>` and returns its stdout.
-fn demo(log: &Path) -> String {
+/// Runs `courier <command> <log>` and returns its stdout; it must succeed.
+fn courier(arguments: &[&str], log: &Path) -> String {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
-        .arg("demo")
-        .arg("--log")
+        .args(arguments)
         .arg(log)
         .output()
         .expect("the courier binary runs");
-    assert!(output.status.success(), "demo failed: {output:?}");
+    assert!(output.status.success(), "{arguments:?} failed: {output:?}");
     String::from_utf8(output.stdout).expect("utf-8 stdout")
 }
 
@@ -27,8 +26,13 @@ fn demo(log: &Path) -> String {
 fn demo_prints_a_deterministic_session_and_logs_it() {
     let folder = tempfile::tempdir().expect("a temporary folder");
     let log = folder.path().join("demo.jsonl");
-    let printed = demo(&log);
-    assert_eq!(printed, demo(&log), "two runs print the same");
+    let printed = courier(&["demo", "--log"], &log);
+    assert_eq!(
+        printed,
+        courier(&["demo", "--log"], &log),
+        "two runs print the same"
+    );
+    courier(&["validate"], &log);
     let written = format!("log written to {}\n", log.display());
     let session = printed
         .strip_suffix(&written)

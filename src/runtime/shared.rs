@@ -93,6 +93,7 @@ impl Shared {
     /// A client input: one transition of the core.
     pub(crate) fn input(&self, input: Input) -> Result<(), Refusal> {
         debug_assert!(!input.is_completion(), "completions belong to the driver");
+        debug_assert!(input != Input::WhenIdle, "a waiter needs its ticket");
         self.with(|locked| locked.run(input))
     }
 
