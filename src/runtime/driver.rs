@@ -13,8 +13,9 @@ use super::hooks::{Model, PreStep};
 use super::shared::{Job, Shared};
 use super::sync::Arc;
 
-/// Drives one agent: spawn [`Driver::run`] on any executor. Until it runs,
-/// the agent claims nothing and `when_idle` after a waking send never resolves.
+/// Drives one agent: spawn [`Driver::run`] on any executor. Until it runs, no
+/// hook is called, no turn gets past its first claim, and `when_idle` after a
+/// waking send never resolves.
 #[must_use = "the agent makes no progress until its driver runs: spawn `driver.run()`"]
 pub struct Driver<P, M> {
     shared: Arc<Shared>,
