@@ -28,6 +28,8 @@ enum Command {
     Shrink(cli::shrink::Args),
     /// A scripted session on the async runtime with a fake model, printed live.
     Demo(cli::demo::Args),
+    /// Model-check every SPEC §7 property over every interleaving up to a bound.
+    Check(cli::check::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,5 +40,6 @@ fn main() -> ExitCode {
         Command::Replay(args) => cli::replay::main(&args),
         Command::Shrink(args) => cli::shrink::main(&args),
         Command::Demo(args) => cli::demo::main(&args),
+        Command::Check(args) => cli::check::main(&args),
     }
 }

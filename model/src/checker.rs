@@ -127,6 +127,12 @@ impl Checker {
         self.status == Activity::Idle && self.owed.is_empty()
     }
 
+    /// Whether the open turn was aborted by a cancel or dispose (the model
+    /// checker's goals ask whether a cancel found a live turn).
+    pub fn turn_aborted(&self) -> bool {
+        self.aborted
+    }
+
     /// How many pending occurrences a waking send still owes a claim to.
     pub fn owed_count(&self) -> usize {
         self.owed.len()

@@ -29,33 +29,44 @@ pub fn fingerprint(agent: &Agent, checker: &Checker) -> u64 {
 /// Feeds the canonical form of `(agent, checker)` to any hasher; the model
 /// checker's state hashes through this so its dedup merges renamed states.
 pub fn hash_canonical<H: Hasher>(agent: &Agent, checker: &Checker, hasher: &mut H) {
+    hash_with(agent, checker, hasher, |_, _| {});
+}
+
+/// [`hash_canonical`], then `extra` hashes more id-keyed data by rank.
+pub(crate) fn hash_with<H: Hasher>(
+    agent: &Agent,
+    checker: &Checker,
+    hasher: &mut H,
+    extra: impl FnOnce(&Ranks<'_>, &mut H),
+) {
     let ranks = Ranks::of(agent, checker);
     let mut renaming = Renaming {
-        inner: hasher,
+        inner: &mut *hasher,
         ranks: &ranks,
     };
     agent.hash(&mut renaming);
     checker.hash_canonical(&mut renaming, |id| ranks.rank(id));
+    extra(&ranks, hasher);
 }
 
 /// Ids in canonical order: first appearance in `next-step`, `next-turn`, the
 /// claimed batch, then the ids admitted in the open step.
 #[derive(Debug, Default)]
-pub(crate) struct Ranks {
-    ids: Vec<MessageId>,
+pub(crate) struct Ranks<'a> {
+    ids: Vec<&'a str>,
 }
 
-impl Ranks {
+impl<'a> Ranks<'a> {
     /// The canonical order of the ids `(agent, checker)` hold.
-    pub(crate) fn of(agent: &Agent, checker: &Checker) -> Self {
+    pub(crate) fn of(agent: &'a Agent, checker: &'a Checker) -> Self {
         let inbox = agent.inbox();
         let batch = agent.claimed().unwrap_or(&[]);
         let listed = inbox.list(Target::NextStep).iter();
         let listed = listed.chain(inbox.list(Target::NextTurn)).chain(batch);
         let mut ranks = Self::default();
         for id in listed.map(Message::id).chain(checker.history().admitted()) {
-            if !ranks.ids.contains(id) {
-                ranks.ids.push(id.clone());
+            if !ranks.ids.contains(&id.as_str()) {
+                ranks.ids.push(id.as_str());
             }
         }
         ranks
@@ -68,9 +79,7 @@ impl Ranks {
     }
 
     fn position(&self, bytes: &[u8]) -> Option<usize> {
-        self.ids
-            .iter()
-            .position(|id| id.as_str().as_bytes() == bytes)
+        self.ids.iter().position(|id| id.as_bytes() == bytes)
     }
 }
 
@@ -78,7 +87,7 @@ impl Ranks {
 /// ranked id is written as its rank (tagged, so it cannot pass for raw bytes).
 struct Renaming<'a, H> {
     inner: &'a mut H,
-    ranks: &'a Ranks,
+    ranks: &'a Ranks<'a>,
 }
 
 /// Marks a renamed id in the hashed stream.

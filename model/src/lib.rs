@@ -1,15 +1,24 @@
 //! `courier-model`: the properties of SPEC §7, written once over the core's
-//! `Input`/`Output` vocabulary, and the engines' shared checking front end.
+//! `Input`/`Output` vocabulary, the engines' shared checking front end, and
+//! the exhaustive model check over every interleaving up to a bound.
 #![warn(missing_docs)]
 
 mod checker;
+mod explore;
 mod fingerprint;
 pub mod goal;
+mod goals;
 pub mod history;
 mod property;
+mod search;
+mod space;
 
 pub use checker::{Checker, Stepped};
+pub use explore::{Checked, Counts, Verdict, check};
 pub use fingerprint::{fingerprint, hash_canonical};
 pub use goal::GoalRounds;
+pub use goals::Goal;
 pub use history::{History, Mode};
 pub use property::{Property, Violation};
+pub use search::{Counterexample, shortest_counterexample};
+pub use space::{Action, Bounds, Decision, Space, State, checked_properties};

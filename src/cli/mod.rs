@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub(crate) mod check;
 pub(crate) mod demo;
 pub(crate) mod replay;
 pub(crate) mod run;

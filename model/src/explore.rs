@@ -1,0 +1,94 @@
+//! The exhaustive check: stateright's multi-threaded depth-first search over
+//! [`Space`], then, only if a property broke, [`shortest_counterexample`].
+//! The verdict depends on the space alone, never on thread timing: whether
+//! any property breaks and which goals are reached are facts of the whole
+//! space, and the reported violation is the shortest path's.
+
+use std::thread::sleep;
+use std::time::Duration;
+
+use stateright::{Checker as _, HasDiscoveries, Model as _};
+
+use crate::goals::Goal;
+use crate::search::{Counterexample, shortest_counterexample};
+use crate::space::Space;
+
+/// How far a search has come.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Counts {
+    /// States generated, counting every revisit.
+    pub total: usize,
+    /// Distinct states (up to renaming ids, when symmetric).
+    pub unique: usize,
+    /// The deepest path explored, in inputs.
+    pub depth: usize,
+}
+
+/// What the check concluded.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Verdict {
+    /// Every property holds and every goal was reached.
+    Holds,
+    /// Every property holds, but these goals were never reached.
+    Vacuous(Vec<Goal>),
+    /// A property broke; the shortest path that breaks one.
+    Broken(Counterexample),
+}
+
+/// A finished check.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Checked {
+    /// The stateright search's counts (it stops at the first violation).
+    pub counts: Counts,
+    /// The conclusion.
+    pub verdict: Verdict,
+}
+
+/// How often `progress` hears from a running search.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Checks every property over `space` with `threads` workers, calling
+/// `progress` now and then while the search runs.
+pub fn check(space: Space, threads: usize, mut progress: impl FnMut(Counts)) -> Checked {
+    let mut checker = space
+        .clone()
+        .checker()
+        .threads(threads.max(1))
+        .finish_when(HasDiscoveries::AnyFailures)
+        .spawn_dfs();
+    let handles = checker.handles();
+    while !handles.iter().all(|handle| handle.is_finished()) {
+        progress(counts(&checker));
+        sleep(PROGRESS_INTERVAL);
+    }
+    for handle in handles {
+        handle.join().expect("a checker thread panicked");
+    }
+    let counts = counts(&checker);
+    progress(counts);
+    let found: Vec<&str> = checker.discoveries().into_keys().collect();
+    let broken = crate::space::checked_properties().any(|p| found.contains(&p.name()));
+    let verdict = if broken {
+        let shortest = shortest_counterexample(&space);
+        Verdict::Broken(shortest.expect("the breadth-first search finds what stateright found"))
+    } else {
+        let missed: Vec<Goal> = Goal::ALL
+            .into_iter()
+            .filter(|goal| !found.contains(&goal.name()))
+            .collect();
+        if missed.is_empty() {
+            Verdict::Holds
+        } else {
+            Verdict::Vacuous(missed)
+        }
+    };
+    Checked { counts, verdict }
+}
+
+fn counts(checker: &impl stateright::Checker<Space>) -> Counts {
+    Counts {
+        total: checker.state_count(),
+        unique: checker.unique_state_count(),
+        depth: checker.max_depth(),
+    }
+}

@@ -1,0 +1,243 @@
+//! Vacuity guards: situations the exhaustive check must reach, or a passing
+//! check proves little. Each goal is a fact about one transition, read from
+//! its input, its outputs and the state before it; the goals that span
+//! several transitions remember how a pending message got there with a
+//! [`Tags`] entry, dropped once the message leaves the inbox.
+
+use std::fmt;
+
+use courier_core::{
+    Activity, Agent, AwaitPoint, Input, MessageId, Output, PreStepDecision, Status, Target,
+    TurnEnd, Wakeup,
+};
+
+use crate::checker::{Checker, Stepped};
+use crate::fingerprint::Ranks;
+
+/// One situation the check must reach at least once.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Goal {
+    /// A retirement replays a latched wake: `status idle` then `status running`.
+    LatchReplay,
+    /// Work parked by a keep-inbox cancel is claimed after a later waking send.
+    KeptWorkRuns,
+    /// A next-step item injected while idle is claimed by a later followup.
+    IdleInjectRides,
+    /// A steer sent into a live turn is claimed by that turn's next boundary.
+    SteerJoinsStep,
+    /// A pre-step `reject` ends its turn `blocked`.
+    Reject,
+    /// A cancel aborts a live turn that awaits its pre-step decision.
+    CancelAtPreStep,
+    /// A next-turn no-wake item is claimed by a turn something else woke.
+    NoWakeTurnRides,
+}
+
+impl Goal {
+    /// Every goal.
+    pub const ALL: [Goal; 7] = [
+        Self::LatchReplay,
+        Self::KeptWorkRuns,
+        Self::IdleInjectRides,
+        Self::SteerJoinsStep,
+        Self::Reject,
+        Self::CancelAtPreStep,
+        Self::NoWakeTurnRides,
+    ];
+
+    /// The name the check reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::LatchReplay => "latch-replay",
+            Self::KeptWorkRuns => "keep-inbox-parked-work-runs",
+            Self::IdleInjectRides => "idle-inject-rides-followup",
+            Self::SteerJoinsStep => "steer-joins-next-step",
+            Self::Reject => "reject",
+            Self::CancelAtPreStep => "cancel-awaiting-pre-step",
+            Self::NoWakeTurnRides => "next-turn-no-wake-rides",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+impl fmt::Display for Goal {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
+
+/// The goals one transition reached.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub(crate) struct Facts(u8);
+
+impl Facts {
+    /// Whether `goal` is among them.
+    pub(crate) fn contains(self, goal: Goal) -> bool {
+        self.0 & goal.bit() != 0
+    }
+
+    fn insert(&mut self, goal: Goal) {
+        self.0 |= goal.bit();
+    }
+}
+
+/// How a pending message got where it is, as far as a goal cares.
+const KEPT: u8 = 1;
+const IDLE_INJECT: u8 = 2;
+const STEER: u8 = 4;
+const NO_WAKE_TURN: u8 = 8;
+
+/// Tagged pending messages, sorted by id; only the ids a goal follows.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub(crate) struct Tags(Vec<(MessageId, u8)>);
+
+impl Tags {
+    fn get(&self, id: &MessageId) -> u8 {
+        self.0
+            .iter()
+            .find(|(tagged, _)| tagged == id)
+            .map_or(0, |(_, tags)| *tags)
+    }
+
+    fn add(&mut self, id: &MessageId, tag: u8) {
+        match self.0.binary_search_by(|(tagged, _)| tagged.cmp(id)) {
+            Ok(index) => self.0[index].1 |= tag,
+            Err(index) => self.0.insert(index, (id.clone(), tag)),
+        }
+    }
+
+    /// Hashes the tags in canonical rank order (ids are renamed).
+    pub(crate) fn hash_ranked<H: std::hash::Hasher>(&self, ranks: &Ranks<'_>, hasher: &mut H) {
+        use std::hash::Hash;
+        let mut ranked: Vec<(usize, u8)> = self
+            .0
+            .iter()
+            .map(|(id, tags)| (ranks.rank(id), *tags))
+            .collect();
+        ranked.sort_unstable();
+        ranked.hash(hasher);
+    }
+}
+
+/// The agent and ghost before a transition, as the goals need them.
+pub(crate) struct Before<'a> {
+    pub(crate) agent: &'a Agent,
+    pub(crate) checker: &'a Checker,
+    pub(crate) tags: &'a Tags,
+}
+
+/// The goals `stepped` reached, and the tags after it (`agent` is the agent
+/// after the transition).
+pub(crate) fn observe(before: &Before<'_>, stepped: &Stepped, agent: &Agent) -> (Facts, Tags) {
+    let mut facts = transition_facts(before, stepped);
+    let open_turn = match before.agent.status() {
+        Status::Running { turn, .. } => Some(turn),
+        Status::Idle => None,
+    };
+    let followup = matches!(
+        stepped.input,
+        Input::Send {
+            target: Target::NextTurn,
+            wakeup: Wakeup::Wake,
+            ..
+        }
+    );
+    for output in &stepped.outputs {
+        let Output::Claimed { message, turn } = output else {
+            continue;
+        };
+        let tags = before.tags.get(message.id());
+        if tags & KEPT != 0 {
+            facts.insert(Goal::KeptWorkRuns);
+        }
+        if tags & IDLE_INJECT != 0 && followup {
+            facts.insert(Goal::IdleInjectRides);
+        }
+        if tags & STEER != 0 && open_turn == Some(*turn) {
+            facts.insert(Goal::SteerJoinsStep);
+        }
+        if tags & NO_WAKE_TURN != 0 {
+            facts.insert(Goal::NoWakeTurnRides);
+        }
+    }
+    (facts, retag(before, stepped, agent))
+}
+
+/// Goals one transition shows by itself.
+fn transition_facts(before: &Before<'_>, stepped: &Stepped) -> Facts {
+    let mut facts = Facts::default();
+    let idle = Output::Status {
+        status: Activity::Idle,
+    };
+    let running = Output::Status {
+        status: Activity::Running,
+    };
+    if let Some(retired) = stepped.outputs.iter().position(|o| *o == idle) {
+        if stepped.outputs[retired..].contains(&running) {
+            facts.insert(Goal::LatchReplay);
+        }
+    }
+    let blocked = stepped.outputs.iter().any(|output| {
+        matches!(
+            output,
+            Output::TurnEnd {
+                reason: TurnEnd::Blocked,
+                ..
+            }
+        )
+    });
+    if stepped.input == Input::PreStep(PreStepDecision::Reject) && blocked {
+        facts.insert(Goal::Reject);
+    }
+    let cancel = matches!(stepped.input, Input::Cancel { .. } | Input::Dispose);
+    if cancel && awaits_live(before, AwaitPoint::PreStep) {
+        facts.insert(Goal::CancelAtPreStep);
+    }
+    facts
+}
+
+/// Whether the agent awaited `point` in a turn no cancel had aborted yet.
+fn awaits_live(before: &Before<'_>, point: AwaitPoint) -> bool {
+    let awaits =
+        matches!(before.agent.status(), Status::Running { awaiting, .. } if awaiting == point);
+    awaits && !before.checker.turn_aborted()
+}
+
+/// The tags after the transition: new ones for the input, minus every
+/// message that left the inbox.
+fn retag(before: &Before<'_>, stepped: &Stepped, agent: &Agent) -> Tags {
+    let mut tags = before.tags.clone();
+    let running = matches!(before.agent.status(), Status::Running { .. });
+    let live = running && !before.checker.turn_aborted();
+    match &stepped.input {
+        Input::Send {
+            message,
+            target,
+            wakeup,
+        } => {
+            let tag = match (target, wakeup) {
+                (Target::NextStep, Wakeup::NoWake) if !running => IDLE_INJECT,
+                (Target::NextStep, Wakeup::Wake) if live => STEER,
+                (Target::NextTurn, Wakeup::NoWake) => NO_WAKE_TURN,
+                _ => 0,
+            };
+            if tag != 0 {
+                tags.add(message.id(), tag);
+            }
+        }
+        Input::Cancel {
+            keep_inbox: true, ..
+        } if live => {
+            let inbox = agent.inbox();
+            for message in Target::ALL.iter().flat_map(|t| inbox.list(*t)) {
+                tags.add(message.id(), KEPT);
+            }
+        }
+        _ => {}
+    }
+    tags.0.retain(|(id, _)| agent.inbox().contains(id));
+    tags
+}

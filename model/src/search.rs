@@ -1,0 +1,99 @@
+//! The shortest counterexample: a breadth-first search by depth over the
+//! same space and the same canonical state hash, single-threaded and in a
+//! fixed action order, so the path (and the property it breaks) is the same
+//! on every run. stateright's own paths are neither minimal nor stable
+//! across threads; it proves a violation exists, this finds the shortest.
+
+use std::collections::{HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
+
+use courier_core::Input;
+
+use crate::property::Violation;
+use crate::space::{Action, Space, State};
+
+/// A shortest path to a broken property.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Counterexample {
+    /// The inputs from a fresh agent, in order.
+    pub inputs: Vec<Input>,
+    /// What the last input broke.
+    pub violation: Violation,
+}
+
+/// One reached state: its parent's index and the action that led here.
+struct Node {
+    parent: usize,
+    action: Option<Action>,
+}
+
+/// Fingerprints are already hashes: the set need not hash them again.
+type Seen = HashSet<u64, BuildHasherDefault<DefaultHasher>>;
+
+/// The shortest path in `space` to a state that breaks a property, if any.
+/// Visits every state up to that depth (all of them when there is none).
+pub fn shortest_counterexample(space: &Space) -> Option<Counterexample> {
+    let initial = space.initial();
+    let mut seen = Seen::default();
+    seen.insert(fingerprint(&initial));
+    let mut nodes = vec![Node {
+        parent: 0,
+        action: None,
+    }];
+    let mut frontier = VecDeque::from([(initial, 0)]);
+    let mut actions = Vec::new();
+    while let Some((state, index)) = frontier.pop_front() {
+        space.actions(&state, &mut actions);
+        for action in actions.drain(..) {
+            let Some(next) = space.next(&state, action) else {
+                continue;
+            };
+            if !seen.insert(fingerprint(&next)) {
+                continue;
+            }
+            nodes.push(Node {
+                parent: index,
+                action: Some(action),
+            });
+            if let Some(violation) = next.violation() {
+                let path = path_to(&nodes, nodes.len() - 1);
+                return Some(Counterexample {
+                    inputs: inputs(space, &path),
+                    violation: violation.clone(),
+                });
+            }
+            frontier.push_back((next, nodes.len() - 1));
+        }
+    }
+    None
+}
+
+fn fingerprint(state: &State) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    state.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The actions from the initial state to node `index`.
+fn path_to(nodes: &[Node], mut index: usize) -> Vec<Action> {
+    let mut path = Vec::new();
+    while let Some(action) = nodes[index].action {
+        path.push(action);
+        index = nodes[index].parent;
+    }
+    path.reverse();
+    path
+}
+
+/// Replays `path` to read the core input each action stood for.
+fn inputs(space: &Space, path: &[Action]) -> Vec<Input> {
+    let mut state = space.initial();
+    let mut inputs = Vec::with_capacity(path.len());
+    for action in path {
+        inputs.push(space.input(&state, *action));
+        state = space
+            .next(&state, *action)
+            .expect("a replayed action leads where it led before");
+    }
+    inputs
+}

@@ -1,0 +1,484 @@
+//! The stateright model: every interleaving of client inputs and driver
+//! completions up to a bound, fed through the core and the [`Checker`].
+//!
+//! A state is the core agent, the checker's ghost, the budget spent so far,
+//! the goal tags and the goals the incoming transition reached, and the first
+//! violation (which makes the state terminal). `next_state` is clone, then
+//! [`Checker::step`]. Ids are opaque, so states are hashed canonically over
+//! ids ([`crate::fingerprint`]): renamed twins count once, whatever the search
+//! order (this is stateright's symmetry reduction without `symmetry_fn`, so it
+//! holds for BFS too).
+
+use std::hash::{Hash, Hasher};
+
+use courier_core::{
+    Agent, AwaitPoint, CancelCause, Input, Message, MessageId, PreStepDecision, Source, Status,
+    StepOutcome, Target, Wakeup,
+};
+use serde_json::Value;
+
+use crate::checker::Checker;
+use crate::fingerprint::hash_with;
+use crate::goals::{self, Before, Facts, Goal, Tags};
+use crate::property::{Property, Violation};
+
+/// How far the exploration goes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Bounds {
+    /// Distinct messages inserted over a run (sends, prepends, replacements).
+    pub messages: u8,
+    /// Cancels and disposes over a run.
+    pub cancels: u8,
+    /// Inbox edits (prepend, replace, remove) over a run.
+    pub edits: u8,
+    /// The last step of a turn that may still end in `tool-calls`.
+    pub steps: u8,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self {
+            messages: 3,
+            cancels: 2,
+            edits: 1,
+            steps: 2,
+        }
+    }
+}
+
+/// The budget a path has spent.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub(crate) struct Spent {
+    messages: u8,
+    cancels: u8,
+    edits: u8,
+}
+
+/// One explored state.
+#[derive(Clone, PartialEq, Debug)]
+pub struct State {
+    agent: Agent,
+    checker: Checker,
+    spent: Spent,
+    tags: Tags,
+    /// Goals reached by the transition that led here.
+    facts: Facts,
+    /// The first broken property; the state is terminal.
+    violation: Option<Violation>,
+    /// Hash ids canonically (symmetry reduction); fixed for a run.
+    symmetric: bool,
+}
+
+impl State {
+    /// The first broken property on the path here, if any.
+    pub fn violation(&self) -> Option<&Violation> {
+        self.violation.as_ref()
+    }
+
+    /// Whether the transition that led here reached `goal`.
+    pub fn reached(&self, goal: Goal) -> bool {
+        self.facts.contains(goal)
+    }
+}
+
+impl Hash for State {
+    fn hash<H: Hasher>(&self, hasher: &mut H) {
+        if self.symmetric {
+            hash_with(&self.agent, &self.checker, hasher, |ranks, hasher| {
+                self.tags.hash_ranked(ranks, hasher);
+            });
+        } else {
+            self.agent.hash(hasher);
+            self.checker.hash(hasher);
+            self.tags.hash(hasher);
+        }
+        self.spent.hash(hasher);
+        self.facts.hash(hasher);
+        // A violating state is terminal: which property broke is enough.
+        self.violation.as_ref().map(|v| v.property).hash(hasher);
+    }
+}
+
+/// What the pre-step listener does in the model.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Decision {
+    /// Enter the claimed batch as is.
+    Pass,
+    /// End the turn `blocked`.
+    Reject,
+    /// The listener threw.
+    Fail,
+    /// Enter the batch without its first message.
+    Drop,
+    /// Enter the batch plus a new context message.
+    Add,
+    /// Enter the batch in reverse order.
+    Reorder,
+    /// Enter the batch plus a pending message (the core must fail the turn).
+    EnterPending,
+}
+
+impl Decision {
+    const ALL: [Decision; 7] = [
+        Self::Pass,
+        Self::Reject,
+        Self::Fail,
+        Self::Drop,
+        Self::Add,
+        Self::Reorder,
+        Self::EnterPending,
+    ];
+}
+
+/// One model action; [`Space::input`] turns it into a core [`Input`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Action {
+    /// Send the next fresh message.
+    Send(Target, Wakeup),
+    /// Prepend the next fresh message.
+    Prepend(Target),
+    /// Replace the pending message at this position (next-step first) by the
+    /// next fresh message.
+    Replace(usize),
+    /// Remove the pending message at this position (next-step first).
+    Remove(usize),
+    /// `cancel user`, with or without keep-inbox.
+    Cancel {
+        /// Keep the inbox.
+        keep_inbox: bool,
+    },
+    /// `dispose`.
+    Dispose,
+    /// Register a `when-idle` waiter (at most one is outstanding).
+    WhenIdle,
+    /// Resolve the pre-step await.
+    PreStep(Decision),
+    /// Resolve the step await.
+    Step(StepOutcome),
+}
+
+const OUTCOMES: [StepOutcome; 4] = [
+    StepOutcome::Completed,
+    StepOutcome::MaxTokens,
+    StepOutcome::ToolCalls,
+    StepOutcome::Fail,
+];
+
+const SENDS: [(Target, Wakeup); 4] = [
+    (Target::NextTurn, Wakeup::Wake),
+    (Target::NextStep, Wakeup::Wake),
+    (Target::NextStep, Wakeup::NoWake),
+    (Target::NextTurn, Wakeup::NoWake),
+];
+
+/// The id of the context message `Decision::Add` enters (never pending).
+const CONTEXT_ID: &str = "ctx";
+
+/// The explored space: bounds, the agent variant, and the id pool.
+#[derive(Clone, Debug)]
+pub struct Space {
+    bounds: Bounds,
+    agent: Agent,
+    symmetric: bool,
+    /// `A`, `B`, ...: the k-th inserted message takes the k-th id.
+    pool: Vec<Message>,
+    context: Message,
+}
+
+impl Space {
+    /// The space of `agent` (fresh: the default design or a planted bug)
+    /// within `bounds`; `symmetric` hashes states canonically over ids.
+    pub fn new(bounds: Bounds, agent: Agent, symmetric: bool) -> Self {
+        assert!(bounds.messages <= 26, "the id pool is A..Z");
+        let pool = (0..bounds.messages)
+            .map(|k| message(&char::from(b'A' + k).to_string(), Source::user()))
+            .collect();
+        Self {
+            bounds,
+            agent,
+            symmetric,
+            pool,
+            context: message(CONTEXT_ID, Source::plugin("model")),
+        }
+    }
+
+    /// The bounds explored.
+    pub fn bounds(&self) -> Bounds {
+        self.bounds
+    }
+
+    /// A fresh agent of the explored variant (to replay a counterexample).
+    pub fn fresh_agent(&self) -> Agent {
+        self.agent.clone()
+    }
+
+    /// The state before any input.
+    pub fn initial(&self) -> State {
+        State {
+            agent: self.agent.clone(),
+            checker: Checker::new(),
+            spent: Spent::default(),
+            tags: Tags::default(),
+            facts: Facts::default(),
+            violation: None,
+            symmetric: self.symmetric,
+        }
+    }
+
+    /// The actions enabled in `state`, in a fixed order.
+    pub fn actions(&self, state: &State, actions: &mut Vec<Action>) {
+        if state.violation.is_some() {
+            return;
+        }
+        self.client_actions(state, actions);
+        match state.agent.status() {
+            Status::Idle => {}
+            Status::Running {
+                awaiting: AwaitPoint::PreStep,
+                ..
+            } => {
+                let batch = state.agent.claimed().map_or(0, <[Message]>::len);
+                let pending = !state.agent.inbox().is_empty();
+                let useful = |decision: &Decision| match decision {
+                    Decision::Drop => batch >= 1,
+                    Decision::Reorder => batch >= 2,
+                    Decision::EnterPending => pending,
+                    _ => true,
+                };
+                let decisions = Decision::ALL.into_iter().filter(useful);
+                actions.extend(decisions.map(Action::PreStep));
+            }
+            Status::Running { step, .. } => {
+                let tools = step < u64::from(self.bounds.steps);
+                let outcomes = OUTCOMES.into_iter();
+                let outcomes = outcomes.filter(|o| tools || *o != StepOutcome::ToolCalls);
+                actions.extend(outcomes.map(Action::Step));
+            }
+        }
+    }
+
+    fn client_actions(&self, state: &State, actions: &mut Vec<Action>) {
+        let disposed = state.agent.is_disposed();
+        let fresh = state.spent.messages < self.bounds.messages && !disposed;
+        if fresh {
+            actions.extend(SENDS.map(|(target, wakeup)| Action::Send(target, wakeup)));
+        }
+        if state.spent.edits < self.bounds.edits {
+            let pending = state.agent.inbox().len();
+            if fresh {
+                actions.extend(Target::ALL.map(Action::Prepend));
+                actions.extend((0..pending).map(Action::Replace));
+            }
+            actions.extend((0..pending).map(Action::Remove));
+        }
+        if state.spent.cancels < self.bounds.cancels {
+            actions.push(Action::Cancel { keep_inbox: false });
+            actions.push(Action::Cancel { keep_inbox: true });
+            if !disposed {
+                actions.push(Action::Dispose);
+            }
+        }
+        if state.agent.idle_waiters() == 0 {
+            actions.push(Action::WhenIdle);
+        }
+    }
+
+    /// The core input `action` stands for in `state`.
+    pub fn input(&self, state: &State, action: Action) -> Input {
+        let fresh = || self.pool[usize::from(state.spent.messages)].clone();
+        match action {
+            Action::Send(target, wakeup) => Input::send(fresh(), target, wakeup),
+            Action::Prepend(target) => Input::Prepend {
+                target,
+                message: fresh(),
+            },
+            Action::Replace(position) => Input::Replace {
+                id: pending_at(&state.agent, position),
+                message: fresh(),
+            },
+            Action::Remove(position) => Input::Remove {
+                id: pending_at(&state.agent, position),
+            },
+            Action::Cancel { keep_inbox } => Input::Cancel {
+                cause: CancelCause::User,
+                keep_inbox,
+            },
+            Action::Dispose => Input::Dispose,
+            Action::WhenIdle => Input::WhenIdle,
+            Action::PreStep(decision) => Input::PreStep(self.decision(state, decision)),
+            Action::Step(outcome) => Input::Step(outcome),
+        }
+    }
+
+    fn decision(&self, state: &State, decision: Decision) -> PreStepDecision {
+        let batch = state.agent.claimed().unwrap_or(&[]);
+        let mut entering = batch.to_vec();
+        match decision {
+            Decision::Pass => return PreStepDecision::Pass,
+            Decision::Reject => return PreStepDecision::Reject,
+            Decision::Fail => return PreStepDecision::Fail,
+            Decision::Drop => drop(entering.remove(0)),
+            Decision::Add => entering.push(self.context.clone()),
+            Decision::Reorder => entering.reverse(),
+            Decision::EnterPending => {
+                let inbox = state.agent.inbox();
+                let pending = Target::ALL.iter().flat_map(|t| inbox.list(*t)).next();
+                entering.extend(pending.cloned());
+            }
+        }
+        PreStepDecision::Enter(entering)
+    }
+
+    /// Feeds `action` to a copy of `state` through the checker. `None` when
+    /// the input changes nothing (a refusal, an idle `when-idle`, a cancel
+    /// with nothing to cancel): stateright reads that as "no new state".
+    pub fn next(&self, state: &State, action: Action) -> Option<State> {
+        let input = self.input(state, action);
+        let mut next = state.clone();
+        let stepped = match next.checker.step(&mut next.agent, input) {
+            Ok(stepped) => stepped,
+            Err(violation) => {
+                next.violation = Some(violation);
+                next.facts = Facts::default();
+                return Some(next);
+            }
+        };
+        if stepped.refusal.is_some() {
+            return None;
+        }
+        let may_idle = matches!(
+            action,
+            Action::Cancel { .. } | Action::Dispose | Action::WhenIdle
+        );
+        if may_idle && next.agent == state.agent && next.checker == state.checker {
+            return None;
+        }
+        next.spend(action);
+        let before = Before {
+            agent: &state.agent,
+            checker: &state.checker,
+            tags: &state.tags,
+        };
+        (next.facts, next.tags) = goals::observe(&before, &stepped, &next.agent);
+        Some(next)
+    }
+}
+
+impl State {
+    fn spend(&mut self, action: Action) {
+        let spent = &mut self.spent;
+        match action {
+            Action::Send(..) => spent.messages += 1,
+            Action::Prepend(_) | Action::Replace(_) => {
+                spent.messages += 1;
+                spent.edits += 1;
+            }
+            Action::Remove(_) => spent.edits += 1,
+            Action::Cancel { .. } | Action::Dispose => spent.cancels += 1,
+            Action::WhenIdle | Action::PreStep(_) | Action::Step(_) => {}
+        }
+    }
+}
+
+/// A model message: the id is all delivery reads, so the content is empty.
+fn message(id: &str, source: Source) -> Message {
+    Message::new(MessageId::from(id), Value::Null, source)
+}
+
+/// The id of the pending message at `position`, counting `next-step` first.
+fn pending_at(agent: &Agent, position: usize) -> MessageId {
+    let inbox = agent.inbox();
+    let mut pending = Target::ALL.iter().flat_map(|t| inbox.list(*t));
+    pending
+        .nth(position)
+        .expect("actions only name pending positions")
+        .id()
+        .clone()
+}
+
+/// `holds::<P>`: no violation of `Property::ALL[P]` (stateright wants a
+/// plain `fn` per property, so the index is a const parameter).
+fn holds<const P: usize>(_: &Space, state: &State) -> bool {
+    state
+        .violation
+        .as_ref()
+        .is_none_or(|violation| violation.property != Property::ALL[P])
+}
+
+/// `reached::<G>`: the transition into this state reached `Goal::ALL[G]`.
+fn reached<const G: usize>(_: &Space, state: &State) -> bool {
+    state.facts.contains(Goal::ALL[G])
+}
+
+type Condition = fn(&Space, &State) -> bool;
+
+const HOLDS: [Condition; 18] = [
+    holds::<0>,
+    holds::<1>,
+    holds::<2>,
+    holds::<3>,
+    holds::<4>,
+    holds::<5>,
+    holds::<6>,
+    holds::<7>,
+    holds::<8>,
+    holds::<9>,
+    holds::<10>,
+    holds::<11>,
+    holds::<12>,
+    holds::<13>,
+    holds::<14>,
+    holds::<15>,
+    holds::<16>,
+    holds::<17>,
+];
+
+const REACHED: [Condition; 7] = [
+    reached::<0>,
+    reached::<1>,
+    reached::<2>,
+    reached::<3>,
+    reached::<4>,
+    reached::<5>,
+    reached::<6>,
+];
+
+/// Properties only a recorded log can break (the core never emits goals).
+const LOG_ONLY: [Property; 1] = [Property::GoalRounds];
+
+/// The properties the model checks, in `Property::ALL` order.
+pub fn checked_properties() -> impl Iterator<Item = Property> {
+    Property::ALL
+        .into_iter()
+        .filter(|property| !LOG_ONLY.contains(property))
+}
+
+impl stateright::Model for Space {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        vec![self.initial()]
+    }
+
+    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
+        Space::actions(self, state, actions);
+    }
+
+    fn next_state(&self, state: &State, action: Action) -> Option<State> {
+        self.next(state, action)
+    }
+
+    fn properties(&self) -> Vec<stateright::Property<Self>> {
+        let always = Property::ALL
+            .into_iter()
+            .zip(HOLDS)
+            .filter(|(property, _)| !LOG_ONLY.contains(property))
+            .map(|(property, holds)| stateright::Property::always(property.name(), holds));
+        let sometimes = Goal::ALL
+            .into_iter()
+            .zip(REACHED)
+            .map(|(goal, reached)| stateright::Property::sometimes(goal.name(), reached));
+        always.chain(sometimes).collect()
+    }
+}

@@ -1,0 +1,171 @@
+//! `courier check [--messages N] [--threads T] [--mutant NAME] [--out FILE]`:
+//! the exhaustive model check of every SPEC §7 property over every
+//! interleaving of inputs up to the bounds. Exit 0 when every property holds
+//! and every goal is reached, 1 on a violation (the shortest counterexample is
+//! written as a transcript) or an unreached goal, 2 on a usage error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use courier_core::transcript::record;
+use courier_model::{Bounds, Checked, Counterexample, Counts, Space, Verdict};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Arguments of `courier check`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Distinct messages inserted over a run (sends, prepends, replacements).
+    #[arg(long, default_value_t = Bounds::default().messages)]
+    messages: u8,
+    /// Cancels and disposes over a run.
+    #[arg(long, default_value_t = Bounds::default().cancels)]
+    cancels: u8,
+    /// Inbox edits (prepend, replace, remove) over a run.
+    #[arg(long, default_value_t = Bounds::default().edits)]
+    edits: u8,
+    /// The last step of a turn that may still end in `tool-calls`.
+    #[arg(long, default_value_t = Bounds::default().steps)]
+    steps: u8,
+    /// Worker threads (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Hash states by their ids as written (measures what symmetry saves).
+    #[arg(long)]
+    no_symmetry: bool,
+    /// Check a planted bug of SPEC §8 (needs `--features mutants`).
+    #[arg(long, value_name = "NAME")]
+    mutant: Option<String>,
+    /// Where the shortest counterexample goes.
+    #[arg(long, value_name = "FILE", default_value = "counterexample.txn")]
+    out: PathBuf,
+}
+
+pub(crate) fn main(args: &Args) -> ExitCode {
+    if args.messages > 26 {
+        eprintln!("error: --messages is at most 26 (ids A..Z)");
+        return ExitCode::from(2);
+    }
+    let agent = match courier::variant::fresh_agent(args.mutant.as_deref()) {
+        Ok(agent) => agent,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let bounds = Bounds {
+        messages: args.messages,
+        cancels: args.cancels,
+        edits: args.edits,
+        steps: args.steps,
+    };
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let variant = args.mutant.as_deref().unwrap_or("default");
+    println!(
+        "courier check: variant={variant} messages={} cancels={} edits={} steps={} \
+         threads={threads} symmetry={}",
+        bounds.messages,
+        bounds.cancels,
+        bounds.edits,
+        bounds.steps,
+        if args.no_symmetry { "off" } else { "on" },
+    );
+    let space = Space::new(bounds, agent, !args.no_symmetry);
+    let started = Instant::now();
+    let bar = progress_bar();
+    let checked = courier_model::check(space.clone(), threads, |counts| {
+        bar.set_message(progress_line(counts, started.elapsed()));
+    });
+    bar.finish_and_clear();
+    print_counts(&checked, started.elapsed());
+    conclude(args, &space, checked.verdict)
+}
+
+fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
+    match verdict {
+        Verdict::Holds => {
+            let properties = courier_model::checked_properties().count();
+            let goals = courier_model::Goal::ALL.len();
+            println!("ok: {properties} properties hold; {goals} goals reached");
+            ExitCode::SUCCESS
+        }
+        Verdict::Vacuous(missed) => {
+            for goal in missed {
+                println!("goal never reached: {goal}");
+            }
+            ExitCode::from(1)
+        }
+        Verdict::Broken(counterexample) => {
+            let violation = &counterexample.violation;
+            println!("violation: {}", violation.property);
+            println!("  {}", violation.detail);
+            match write_transcript(args, space, &counterexample) {
+                Ok(()) => println!(
+                    "shortest counterexample ({} inputs) written to {}",
+                    counterexample.inputs.len(),
+                    args.out.display()
+                ),
+                Err(error) => eprintln!("error: {}: cannot write: {error}", args.out.display()),
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The counterexample as a transcript of the explored variant, with a header
+/// saying how to replay it.
+fn write_transcript(
+    args: &Args,
+    space: &Space,
+    counterexample: &Counterexample,
+) -> std::io::Result<()> {
+    let violation = &counterexample.violation;
+    let replay = match &args.mutant {
+        Some(name) => format!("courier run --mutant {name} {}", args.out.display()),
+        None => format!("courier run {}", args.out.display()),
+    };
+    let mut text = format!(
+        "# courier check counterexample: violation: {}\n# {}\n# replay: {replay}\n\n",
+        violation.property,
+        violation.detail.replace('\n', " "),
+    );
+    text.push_str(&record(&mut space.fresh_agent(), &counterexample.inputs));
+    std::fs::write(&args.out, text)
+}
+
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("a valid template"));
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+fn progress_line(counts: Counts, elapsed: Duration) -> String {
+    format!(
+        "states {}  unique {}  depth {}  {} states/s",
+        counts.total,
+        counts.unique,
+        counts.depth,
+        rate(counts.total, elapsed)
+    )
+}
+
+fn print_counts(checked: &Checked, elapsed: Duration) {
+    let counts = checked.counts;
+    println!("unique states: {}", counts.unique);
+    println!("total states:  {}", counts.total);
+    println!("depth:         {}", counts.depth);
+    println!("wall time:     {:.2} s", elapsed.as_secs_f64());
+    println!("states/s:      {}", rate(counts.total, elapsed));
+}
+
+fn rate(states: usize, elapsed: Duration) -> u64 {
+    let seconds = elapsed.as_secs_f64();
+    if seconds > 0.0 {
+        (states as f64 / seconds) as u64
+    } else {
+        0
+    }
+}
