@@ -78,8 +78,11 @@ impl<'a> Ranks<'a> {
             .unwrap_or(self.ids.len())
     }
 
+    /// Ids are shared `Arc<str>`s, so the same pointer usually matches
+    /// before any byte is compared.
     fn position(&self, bytes: &[u8]) -> Option<usize> {
-        self.ids.iter().position(|id| id.as_bytes() == bytes)
+        let same = |id: &&str| std::ptr::eq(id.as_bytes(), bytes) || id.as_bytes() == bytes;
+        self.ids.iter().position(same)
     }
 }
 

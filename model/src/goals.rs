@@ -109,16 +109,15 @@ impl Tags {
         }
     }
 
-    /// Hashes the tags in canonical rank order (ids are renamed).
+    /// Hashes the tags over canonical ranks, in an order-free form (the
+    /// list is sorted by name, which renaming does not preserve).
     pub(crate) fn hash_ranked<H: std::hash::Hasher>(&self, ranks: &Ranks<'_>, hasher: &mut H) {
-        use std::hash::Hash;
-        let mut ranked: Vec<(usize, u8)> = self
-            .0
-            .iter()
-            .map(|(id, tags)| (ranks.rank(id), *tags))
-            .collect();
-        ranked.sort_unstable();
-        ranked.hash(hasher);
+        let tagged = self.0.iter().map(|(id, tags)| {
+            let rank = ranks.rank(id) as u64;
+            crate::checker::mix(rank << 8 | u64::from(*tags))
+        });
+        hasher.write_usize(self.0.len());
+        hasher.write_u64(tagged.fold(0, u64::wrapping_add));
     }
 }
 
@@ -175,10 +174,9 @@ fn transition_facts(before: &Before<'_>, stepped: &Stepped) -> Facts {
     let running = Output::Status {
         status: Activity::Running,
     };
-    if let Some(retired) = stepped.outputs.iter().position(|o| *o == idle) {
-        if stepped.outputs[retired..].contains(&running) {
-            facts.insert(Goal::LatchReplay);
-        }
+    let retired = stepped.outputs.iter().position(|o| *o == idle);
+    if retired.is_some_and(|index| stepped.outputs[index..].contains(&running)) {
+        facts.insert(Goal::LatchReplay);
     }
     let blocked = stepped.outputs.iter().any(|output| {
         matches!(

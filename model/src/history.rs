@@ -120,6 +120,15 @@ impl History {
         self.turn.as_ref().map_or(&[], |turn| &turn.admitted)
     }
 
+    /// Hashes everything but the two ghost lists (see `Checker::hash_canonical`).
+    pub(crate) fn hash_turns<H: std::hash::Hasher>(&self, hasher: &mut H) {
+        use std::hash::Hash;
+        self.mode.hash(hasher);
+        self.last_turn.hash(hasher);
+        self.turn.hash(hasher);
+        self.admitting.hash(hasher);
+    }
+
     /// The last turn number opened.
     pub fn last_turn(&self) -> u64 {
         self.last_turn

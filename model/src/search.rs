@@ -7,7 +7,8 @@
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 
-use courier_core::Input;
+use courier_core::transcript::record;
+use courier_core::{Agent, Input};
 
 use crate::property::Violation;
 use crate::space::{Action, Space, State};
@@ -19,6 +20,19 @@ pub struct Counterexample {
     pub inputs: Vec<Input>,
     /// What the last input broke.
     pub violation: Violation,
+}
+
+impl Counterexample {
+    /// The path as a transcript (SPEC §9) of `agent`, which must be a fresh
+    /// agent of the variant explored, headed by the violation as comments.
+    pub fn transcript(&self, agent: &mut Agent) -> String {
+        let detail = self.violation.detail.replace('\n', " ");
+        let header = format!(
+            "# courier check counterexample: violation: {}\n# {detail}\n\n",
+            self.violation.property
+        );
+        header + &record(agent, &self.inputs)
+    }
 }
 
 /// One reached state: its parent's index and the action that led here.

@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use courier_core::transcript::record;
 use courier_model::{Bounds, Checked, Counterexample, Counts, Space, Verdict};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -114,24 +113,19 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
     }
 }
 
-/// The counterexample as a transcript of the explored variant, with a header
+/// The counterexample as a transcript of the explored variant, with a line
 /// saying how to replay it.
 fn write_transcript(
     args: &Args,
     space: &Space,
     counterexample: &Counterexample,
 ) -> std::io::Result<()> {
-    let violation = &counterexample.violation;
+    let out = args.out.display();
     let replay = match &args.mutant {
-        Some(name) => format!("courier run --mutant {name} {}", args.out.display()),
-        None => format!("courier run {}", args.out.display()),
+        Some(name) => format!("# replay: courier run --mutant {name} {out}\n"),
+        None => format!("# replay: courier run {out}\n"),
     };
-    let mut text = format!(
-        "# courier check counterexample: violation: {}\n# {}\n# replay: {replay}\n\n",
-        violation.property,
-        violation.detail.replace('\n', " "),
-    );
-    text.push_str(&record(&mut space.fresh_agent(), &counterexample.inputs));
+    let text = replay + &counterexample.transcript(&mut space.fresh_agent());
     std::fs::write(&args.out, text)
 }
 
