@@ -55,9 +55,9 @@ fn a_mutant_needs_the_feature() {
 #[cfg(feature = "mutants")]
 #[test]
 fn a_planted_bug_fails_with_a_replayable_counterexample() {
-    let out =
-        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("check_cli-early-idle.txn");
-    let out = out.to_str().unwrap();
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let out = folder.path().join("early-idle.txn");
+    let out = out.to_str().expect("a utf-8 temporary path");
     let args = [
         "check",
         "--messages",
