@@ -63,7 +63,7 @@ pub fn check(space: Space, threads: usize, mut progress: impl FnMut(Counts)) -> 
     let handles = checker.handles();
     let mut polls = 0usize;
     while !handles.iter().all(|handle| handle.is_finished()) {
-        if polls % POLLS_PER_PROGRESS == 0 {
+        if polls.is_multiple_of(POLLS_PER_PROGRESS) {
             progress(counts(&checker));
         }
         polls += 1;

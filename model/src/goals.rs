@@ -205,7 +205,7 @@ fn awaits_live(before: &Before<'_>, point: AwaitPoint) -> bool {
 }
 
 /// The tags after the transition: new ones for the input, minus every
-/// message that left the inbox.
+/// message that left the inbox (claimed or discarded).
 fn retag(before: &Before<'_>, stepped: &Stepped, agent: &Agent) -> Tags {
     let mut tags = before.tags.clone();
     let running = matches!(before.agent.status(), Status::Running { .. });
@@ -236,6 +236,14 @@ fn retag(before: &Before<'_>, stepped: &Stepped, agent: &Agent) -> Tags {
         }
         _ => {}
     }
-    tags.0.retain(|(id, _)| agent.inbox().contains(id));
+    tags.0.retain(|(id, _)| !left(&stepped.outputs, id));
     tags
+}
+
+/// Whether `outputs` claim or discard `id`.
+fn left(outputs: &[Output], id: &MessageId) -> bool {
+    outputs.iter().any(|output| match output {
+        Output::Claimed { message, .. } | Output::Discarded { message } => message.id() == id,
+        _ => false,
+    })
 }
