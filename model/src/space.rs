@@ -338,6 +338,11 @@ impl Space {
         let stepped = match next.checker.step(&mut next.agent, input) {
             Ok(stepped) => stepped,
             Err(violation) => {
+                // A property the model has no `always` for would pass unseen.
+                assert!(
+                    !LOG_ONLY.contains(&violation.property),
+                    "the core broke a log-only property: {violation}"
+                );
                 next.violation = Some(violation);
                 next.facts = Facts::default();
                 return Some(next);
@@ -443,8 +448,14 @@ const REACHED: [Condition; 7] = [
     reached::<6>,
 ];
 
-/// Properties only a recorded log can break (the core never emits goals).
+/// Properties only a recorded log can break: goal rounds are read from goal
+/// sources, which the model's messages never carry. (`splice-normalized` is
+/// checked too: the ghost history applies it to the core's splices.)
 const LOG_ONLY: [Property; 1] = [Property::GoalRounds];
+
+// One condition per property and per goal, or `zip` would drop some silently.
+const _: () = assert!(HOLDS.len() == Property::ALL.len());
+const _: () = assert!(REACHED.len() == Goal::ALL.len());
 
 /// The properties the model checks, in `Property::ALL` order.
 pub fn checked_properties() -> impl Iterator<Item = Property> {
