@@ -75,7 +75,7 @@ pub fn check(space: Space, threads: usize, mut progress: impl FnMut(Counts)) -> 
     let counts = counts(&checker);
     progress(counts);
     let found: Vec<&str> = checker.discoveries().into_keys().collect();
-    let broken = crate::space::checked_properties().any(|p| found.contains(&p.name()));
+    let broken = crate::conditions::checked_properties().any(|p| found.contains(&p.name()));
     let verdict = if broken {
         let shortest = shortest_counterexample(&space);
         Verdict::Broken(shortest.expect("the breadth-first search finds what stateright found"))

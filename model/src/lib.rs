@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 mod checker;
+mod conditions;
 mod explore;
 mod fingerprint;
 pub mod goal;
@@ -14,6 +15,7 @@ mod search;
 mod space;
 
 pub use checker::{Checker, Stepped};
+pub use conditions::checked_properties;
 pub use explore::{Checked, Counts, Verdict, check};
 pub use fingerprint::{fingerprint, hash_canonical};
 pub use goal::GoalRounds;
@@ -21,4 +23,4 @@ pub use goals::Goal;
 pub use history::{History, Mode};
 pub use property::{Property, Violation};
 pub use search::{Counterexample, shortest_counterexample};
-pub use space::{Action, Bounds, Decision, Space, State, checked_properties};
+pub use space::{Action, Bounds, Decision, Space, State};

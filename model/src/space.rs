@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::checker::Checker;
 use crate::fingerprint::hash_with;
 use crate::goals::{self, Before, Facts, Goal, Tags};
-use crate::property::{Property, Violation};
+use crate::property::Violation;
 
 /// How far the exploration goes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -64,7 +64,7 @@ pub struct State {
     /// Goals reached by the transition that led here.
     facts: Facts,
     /// The first broken property; the state is terminal.
-    violation: Option<Violation>,
+    pub(crate) violation: Option<Violation>,
     /// Hash ids canonically (symmetry reduction); fixed for a run.
     symmetric: bool,
 }
@@ -202,11 +202,6 @@ impl Space {
         }
     }
 
-    /// The bounds explored.
-    pub fn bounds(&self) -> Bounds {
-        self.bounds
-    }
-
     /// A fresh agent of the explored variant (to replay a counterexample).
     pub fn fresh_agent(&self) -> Agent {
         self.agent.clone()
@@ -340,7 +335,7 @@ impl Space {
             Err(violation) => {
                 // A property the model has no `always` for would pass unseen.
                 assert!(
-                    !LOG_ONLY.contains(&violation.property),
+                    !crate::conditions::LOG_ONLY.contains(&violation.property),
                     "the core broke a log-only property: {violation}"
                 );
                 next.violation = Some(violation);
@@ -399,97 +394,4 @@ fn pending_at(agent: &Agent, position: usize) -> MessageId {
         .expect("actions only name pending positions")
         .id()
         .clone()
-}
-
-/// `holds::<P>`: no violation of `Property::ALL[P]` (stateright wants a
-/// plain `fn` per property, so the index is a const parameter).
-fn holds<const P: usize>(_: &Space, state: &State) -> bool {
-    state
-        .violation
-        .as_ref()
-        .is_none_or(|violation| violation.property != Property::ALL[P])
-}
-
-/// `reached::<G>`: the transition into this state reached `Goal::ALL[G]`.
-fn reached<const G: usize>(_: &Space, state: &State) -> bool {
-    state.facts.contains(Goal::ALL[G])
-}
-
-type Condition = fn(&Space, &State) -> bool;
-
-const HOLDS: [Condition; 18] = [
-    holds::<0>,
-    holds::<1>,
-    holds::<2>,
-    holds::<3>,
-    holds::<4>,
-    holds::<5>,
-    holds::<6>,
-    holds::<7>,
-    holds::<8>,
-    holds::<9>,
-    holds::<10>,
-    holds::<11>,
-    holds::<12>,
-    holds::<13>,
-    holds::<14>,
-    holds::<15>,
-    holds::<16>,
-    holds::<17>,
-];
-
-const REACHED: [Condition; 7] = [
-    reached::<0>,
-    reached::<1>,
-    reached::<2>,
-    reached::<3>,
-    reached::<4>,
-    reached::<5>,
-    reached::<6>,
-];
-
-/// Properties only a recorded log can break: goal rounds are read from goal
-/// sources, which the model's messages never carry. (`splice-normalized` is
-/// checked too: the ghost history applies it to the core's splices.)
-const LOG_ONLY: [Property; 1] = [Property::GoalRounds];
-
-// One condition per property and per goal, or `zip` would drop some silently.
-const _: () = assert!(HOLDS.len() == Property::ALL.len());
-const _: () = assert!(REACHED.len() == Goal::ALL.len());
-
-/// The properties the model checks, in `Property::ALL` order.
-pub fn checked_properties() -> impl Iterator<Item = Property> {
-    Property::ALL
-        .into_iter()
-        .filter(|property| !LOG_ONLY.contains(property))
-}
-
-impl stateright::Model for Space {
-    type State = State;
-    type Action = Action;
-
-    fn init_states(&self) -> Vec<State> {
-        vec![self.initial()]
-    }
-
-    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        Space::actions(self, state, actions);
-    }
-
-    fn next_state(&self, state: &State, action: Action) -> Option<State> {
-        self.next(state, action)
-    }
-
-    fn properties(&self) -> Vec<stateright::Property<Self>> {
-        let always = Property::ALL
-            .into_iter()
-            .zip(HOLDS)
-            .filter(|(property, _)| !LOG_ONLY.contains(property))
-            .map(|(property, holds)| stateright::Property::always(property.name(), holds));
-        let sometimes = Goal::ALL
-            .into_iter()
-            .zip(REACHED)
-            .map(|(goal, reached)| stateright::Property::sometimes(goal.name(), reached));
-        always.chain(sometimes).collect()
-    }
 }

@@ -1,0 +1,100 @@
+//! The stateright side of the model: one `always` condition per checked
+//! property ("no violation of this name"), one `sometimes` per vacuity goal,
+//! and the `Model` impl that hands [`Space`] to stateright.
+
+use crate::goals::Goal;
+use crate::property::Property;
+use crate::space::{Action, Space, State};
+
+/// `holds::<P>`: no violation of `Property::ALL[P]` (stateright wants a
+/// plain `fn` per property, so the index is a const parameter).
+fn holds<const P: usize>(_: &Space, state: &State) -> bool {
+    state
+        .violation
+        .as_ref()
+        .is_none_or(|violation| violation.property != Property::ALL[P])
+}
+
+/// `reached::<G>`: the transition into this state reached `Goal::ALL[G]`.
+fn reached<const G: usize>(_: &Space, state: &State) -> bool {
+    state.reached(Goal::ALL[G])
+}
+
+type Condition = fn(&Space, &State) -> bool;
+
+const HOLDS: [Condition; 18] = [
+    holds::<0>,
+    holds::<1>,
+    holds::<2>,
+    holds::<3>,
+    holds::<4>,
+    holds::<5>,
+    holds::<6>,
+    holds::<7>,
+    holds::<8>,
+    holds::<9>,
+    holds::<10>,
+    holds::<11>,
+    holds::<12>,
+    holds::<13>,
+    holds::<14>,
+    holds::<15>,
+    holds::<16>,
+    holds::<17>,
+];
+
+const REACHED: [Condition; 7] = [
+    reached::<0>,
+    reached::<1>,
+    reached::<2>,
+    reached::<3>,
+    reached::<4>,
+    reached::<5>,
+    reached::<6>,
+];
+
+/// Properties only a recorded log can break: goal rounds are read from goal
+/// sources, which the model's messages never carry. (`splice-normalized` is
+/// checked too: the ghost history applies it to the core's splices.)
+pub(crate) const LOG_ONLY: [Property; 1] = [Property::GoalRounds];
+
+// One condition per property and per goal, or `zip` would drop some silently.
+const _: () = assert!(HOLDS.len() == Property::ALL.len());
+const _: () = assert!(REACHED.len() == Goal::ALL.len());
+
+/// The properties the model checks, in `Property::ALL` order.
+pub fn checked_properties() -> impl Iterator<Item = Property> {
+    Property::ALL
+        .into_iter()
+        .filter(|property| !LOG_ONLY.contains(property))
+}
+
+impl stateright::Model for Space {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        vec![self.initial()]
+    }
+
+    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
+        Space::actions(self, state, actions);
+    }
+
+    fn next_state(&self, state: &State, action: Action) -> Option<State> {
+        self.next(state, action)
+    }
+
+    fn properties(&self) -> Vec<stateright::Property<Self>> {
+        let always = Property::ALL
+            .into_iter()
+            .zip(HOLDS)
+            .filter(|(property, _)| !LOG_ONLY.contains(property))
+            .map(|(property, holds)| stateright::Property::always(property.name(), holds));
+        let sometimes = Goal::ALL
+            .into_iter()
+            .zip(REACHED)
+            .map(|(goal, reached)| stateright::Property::sometimes(goal.name(), reached));
+        always.chain(sometimes).collect()
+    }
+}
