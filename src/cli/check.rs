@@ -101,11 +101,12 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
             println!("violation: {}", violation.property);
             println!("  {}", violation.detail);
             match write_transcript(args, space, &counterexample) {
-                Ok(()) => println!(
-                    "shortest counterexample ({} inputs) written to {}",
-                    counterexample.inputs.len(),
-                    args.out.display()
-                ),
+                Ok(()) => {
+                    let length = counterexample.inputs.len();
+                    let noun = if length == 1 { "input" } else { "inputs" };
+                    let out = args.out.display();
+                    println!("shortest counterexample ({length} {noun}) written to {out}");
+                }
                 Err(error) => eprintln!("error: {}: cannot write: {error}", args.out.display()),
             }
             ExitCode::from(1)
