@@ -2,9 +2,9 @@
 //! property ("no violation of this name"), one `sometimes` per vacuity goal,
 //! and the `Model` impl that hands [`Space`] to stateright.
 
-use crate::goals::Goal;
 use crate::property::Property;
 use crate::space::{Action, Space, State};
+use crate::vacuity::VacuityGoal;
 
 /// `holds::<P>`: no violation of `Property::ALL[P]` (stateright wants a
 /// plain `fn` per property, so the index is a const parameter).
@@ -15,9 +15,9 @@ fn holds<const P: usize>(_: &Space, state: &State) -> bool {
         .is_none_or(|violation| violation.property != Property::ALL[P])
 }
 
-/// `reached::<G>`: the transition into this state reached `Goal::ALL[G]`.
+/// `reached::<G>`: the transition into this state reached `VacuityGoal::ALL[G]`.
 fn reached<const G: usize>(_: &Space, state: &State) -> bool {
-    state.reached(Goal::ALL[G])
+    state.reached(VacuityGoal::ALL[G])
 }
 
 type Condition = fn(&Space, &State) -> bool;
@@ -60,7 +60,7 @@ pub(crate) const LOG_ONLY: [Property; 1] = [Property::GoalRounds];
 
 // One condition per property and per goal, or `zip` would drop some silently.
 const _: () = assert!(HOLDS.len() == Property::ALL.len());
-const _: () = assert!(REACHED.len() == Goal::ALL.len());
+const _: () = assert!(REACHED.len() == VacuityGoal::ALL.len());
 
 /// The properties the model checks, in `Property::ALL` order.
 pub fn checked_properties() -> impl Iterator<Item = Property> {
@@ -91,7 +91,7 @@ impl stateright::Model for Space {
             .zip(HOLDS)
             .filter(|(property, _)| !LOG_ONLY.contains(property))
             .map(|(property, holds)| stateright::Property::always(property.name(), holds));
-        let sometimes = Goal::ALL
+        let sometimes = VacuityGoal::ALL
             .into_iter()
             .zip(REACHED)
             .map(|(goal, reached)| stateright::Property::sometimes(goal.name(), reached));

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use stateright::{Checker as _, HasDiscoveries, Model as _};
 
-use crate::goals::Goal;
 use crate::search::{Counterexample, shortest_counterexample};
 use crate::space::Space;
+use crate::vacuity::VacuityGoal;
 
 /// How far a search has come.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -30,7 +30,7 @@ pub enum Verdict {
     /// Every property holds and every goal was reached.
     Holds,
     /// Every property holds, but these goals were never reached.
-    Vacuous(Vec<Goal>),
+    Vacuous(Vec<VacuityGoal>),
     /// A property broke; the shortest path that breaks one.
     Broken(Counterexample),
 }
@@ -80,7 +80,7 @@ pub fn check(space: Space, threads: usize, mut progress: impl FnMut(Counts)) -> 
         let shortest = shortest_counterexample(&space);
         Verdict::Broken(shortest.expect("the breadth-first search finds what stateright found"))
     } else {
-        let missed: Vec<Goal> = Goal::ALL
+        let missed: Vec<VacuityGoal> = VacuityGoal::ALL
             .into_iter()
             .filter(|goal| !found.contains(&goal.name()))
             .collect();

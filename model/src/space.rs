@@ -19,8 +19,8 @@ use serde_json::Value;
 
 use crate::checker::Checker;
 use crate::fingerprint::hash_with;
-use crate::goals::{self, Before, Facts, Goal, Tags};
 use crate::property::Violation;
+use crate::vacuity::{self, Before, Facts, Tags, VacuityGoal};
 
 /// How far the exploration goes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -76,7 +76,7 @@ impl State {
     }
 
     /// Whether the transition that led here reached `goal`.
-    pub fn reached(&self, goal: Goal) -> bool {
+    pub fn reached(&self, goal: VacuityGoal) -> bool {
         self.facts.contains(goal)
     }
 }
@@ -359,7 +359,7 @@ impl Space {
             checker: &state.checker,
             tags: &state.tags,
         };
-        (next.facts, next.tags) = goals::observe(&before, &stepped, &next.agent);
+        (next.facts, next.tags) = vacuity::observe(&before, &stepped, &next.agent);
         Some(next)
     }
 }

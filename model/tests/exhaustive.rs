@@ -3,7 +3,7 @@
 //! SPEC §8 names for it, with a shortest counterexample that replays.
 
 use courier_core::Agent;
-use courier_model::{Bounds, Goal, Space, Verdict, check};
+use courier_model::{Bounds, Space, VacuityGoal, Verdict, check};
 
 /// A bound that reaches every goal and stays fast in a debug build.
 fn small() -> Bounds {
@@ -31,7 +31,10 @@ fn two_messages_leave_a_goal_unreached() {
         ..Bounds::default()
     };
     let checked = check(Space::new(bounds, Agent::new(), true), 1, |_| {});
-    assert_eq!(checked.verdict, Verdict::Vacuous(vec![Goal::KeptWorkRuns]));
+    assert_eq!(
+        checked.verdict,
+        Verdict::Vacuous(vec![VacuityGoal::KeptWorkRuns])
+    );
 }
 
 #[test]

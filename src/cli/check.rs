@@ -86,7 +86,7 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
     match verdict {
         Verdict::Holds => {
             let properties = courier_model::checked_properties().count();
-            let goals = courier_model::Goal::ALL.len();
+            let goals = courier_model::VacuityGoal::ALL.len();
             println!("ok: {properties} properties hold; {goals} goals reached");
             ExitCode::SUCCESS
         }

@@ -16,7 +16,7 @@ use crate::fingerprint::Ranks;
 
 /// One situation the check must reach at least once.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub enum Goal {
+pub enum VacuityGoal {
     /// A retirement replays a latched wake: `status idle` then `status running`.
     LatchReplay,
     /// Work parked by a keep-inbox cancel is claimed after a later waking send.
@@ -33,9 +33,9 @@ pub enum Goal {
     NoWakeTurnRides,
 }
 
-impl Goal {
+impl VacuityGoal {
     /// Every goal.
-    pub const ALL: [Goal; 7] = [
+    pub const ALL: [VacuityGoal; 7] = [
         Self::LatchReplay,
         Self::KeptWorkRuns,
         Self::IdleInjectRides,
@@ -63,7 +63,7 @@ impl Goal {
     }
 }
 
-impl fmt::Display for Goal {
+impl fmt::Display for VacuityGoal {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(self.name())
     }
@@ -75,11 +75,11 @@ pub(crate) struct Facts(u8);
 
 impl Facts {
     /// Whether `goal` is among them.
-    pub(crate) fn contains(self, goal: Goal) -> bool {
+    pub(crate) fn contains(self, goal: VacuityGoal) -> bool {
         self.0 & goal.bit() != 0
     }
 
-    fn insert(&mut self, goal: Goal) {
+    fn insert(&mut self, goal: VacuityGoal) {
         self.0 |= goal.bit();
     }
 }
@@ -150,16 +150,16 @@ pub(crate) fn observe(before: &Before<'_>, stepped: &Stepped, agent: &Agent) -> 
         };
         let tags = before.tags.get(message.id());
         if tags & KEPT != 0 {
-            facts.insert(Goal::KeptWorkRuns);
+            facts.insert(VacuityGoal::KeptWorkRuns);
         }
         if tags & IDLE_INJECT != 0 && followup {
-            facts.insert(Goal::IdleInjectRides);
+            facts.insert(VacuityGoal::IdleInjectRides);
         }
         if tags & STEER != 0 && open_turn == Some(*turn) {
-            facts.insert(Goal::SteerJoinsStep);
+            facts.insert(VacuityGoal::SteerJoinsStep);
         }
         if tags & NO_WAKE_TURN != 0 {
-            facts.insert(Goal::NoWakeTurnRides);
+            facts.insert(VacuityGoal::NoWakeTurnRides);
         }
     }
     (facts, retag(before, stepped, agent))
@@ -176,7 +176,7 @@ fn transition_facts(before: &Before<'_>, stepped: &Stepped) -> Facts {
     };
     let retired = stepped.outputs.iter().position(|o| *o == idle);
     if retired.is_some_and(|index| stepped.outputs[index..].contains(&running)) {
-        facts.insert(Goal::LatchReplay);
+        facts.insert(VacuityGoal::LatchReplay);
     }
     let blocked = stepped.outputs.iter().any(|output| {
         matches!(
@@ -188,11 +188,11 @@ fn transition_facts(before: &Before<'_>, stepped: &Stepped) -> Facts {
         )
     });
     if stepped.input == Input::PreStep(PreStepDecision::Reject) && blocked {
-        facts.insert(Goal::Reject);
+        facts.insert(VacuityGoal::Reject);
     }
     let cancel = matches!(stepped.input, Input::Cancel { .. } | Input::Dispose);
     if cancel && awaits_live(before, AwaitPoint::PreStep) {
-        facts.insert(Goal::CancelAtPreStep);
+        facts.insert(VacuityGoal::CancelAtPreStep);
     }
     facts
 }

@@ -2,7 +2,7 @@
 //! last input of the story and not before; near misses reach nothing.
 
 use courier_core::{Agent, StepOutcome, Target, Wakeup};
-use courier_model::{Action, Bounds, Decision, Goal, Space};
+use courier_model::{Action, Bounds, Decision, Space, VacuityGoal};
 
 const FOLLOWUP: Action = Action::Send(Target::NextTurn, Wakeup::Wake);
 const STEER: Action = Action::Send(Target::NextStep, Wakeup::Wake);
@@ -14,7 +14,7 @@ const PASS: Action = Action::PreStep(Decision::Pass);
 const COMPLETED: Action = Action::Step(StepOutcome::Completed);
 
 /// The goals each input of `story` reached, in order.
-fn reached(story: &[Action]) -> Vec<Vec<Goal>> {
+fn reached(story: &[Action]) -> Vec<Vec<VacuityGoal>> {
     let space = Space::new(Bounds::default(), Agent::new(), true);
     let mut state = space.initial();
     let mut reached = Vec::new();
@@ -23,14 +23,14 @@ fn reached(story: &[Action]) -> Vec<Vec<Goal>> {
             .next(&state, *action)
             .unwrap_or_else(|| panic!("{action:?} changed nothing"));
         assert!(state.violation().is_none(), "{:?}", state.violation());
-        let goals = Goal::ALL.into_iter().filter(|g| state.reached(*g));
+        let goals = VacuityGoal::ALL.into_iter().filter(|g| state.reached(*g));
         reached.push(goals.collect());
     }
     reached
 }
 
 /// `story` reaches exactly `goal`, on its last input only.
-fn tells(story: &[Action], goal: Goal) {
+fn tells(story: &[Action], goal: VacuityGoal) {
     let reached = reached(story);
     let (last, before) = reached.split_last().unwrap();
     assert_eq!(last, &vec![goal], "{story:?}");
@@ -41,39 +41,45 @@ fn tells(story: &[Action], goal: Goal) {
 fn a_latched_wake_replays_at_retirement() {
     tells(
         &[FOLLOWUP, PASS, KEEP, FOLLOWUP, COMPLETED],
-        Goal::LatchReplay,
+        VacuityGoal::LatchReplay,
     );
 }
 
 #[test]
 fn work_parked_by_a_keep_inbox_cancel_runs_after_a_later_send() {
     let story = [FOLLOWUP, PASS, INJECT, KEEP, COMPLETED, FOLLOWUP];
-    tells(&story, Goal::KeptWorkRuns);
+    tells(&story, VacuityGoal::KeptWorkRuns);
 }
 
 #[test]
 fn an_idle_inject_rides_along_a_followup() {
-    tells(&[INJECT, FOLLOWUP], Goal::IdleInjectRides);
+    tells(&[INJECT, FOLLOWUP], VacuityGoal::IdleInjectRides);
 }
 
 #[test]
 fn a_steer_joins_the_open_turn_at_its_next_boundary() {
-    tells(&[FOLLOWUP, PASS, STEER, COMPLETED], Goal::SteerJoinsStep);
+    tells(
+        &[FOLLOWUP, PASS, STEER, COMPLETED],
+        VacuityGoal::SteerJoinsStep,
+    );
 }
 
 #[test]
 fn a_reject_blocks_the_turn() {
-    tells(&[FOLLOWUP, Action::PreStep(Decision::Reject)], Goal::Reject);
+    tells(
+        &[FOLLOWUP, Action::PreStep(Decision::Reject)],
+        VacuityGoal::Reject,
+    );
 }
 
 #[test]
 fn a_cancel_lands_while_the_pre_step_decision_is_awaited() {
-    tells(&[FOLLOWUP, CANCEL], Goal::CancelAtPreStep);
+    tells(&[FOLLOWUP, CANCEL], VacuityGoal::CancelAtPreStep);
 }
 
 #[test]
 fn a_next_turn_no_wake_item_rides_along() {
-    tells(&[QUEUE, FOLLOWUP], Goal::NoWakeTurnRides);
+    tells(&[QUEUE, FOLLOWUP], VacuityGoal::NoWakeTurnRides);
 }
 
 #[test]
