@@ -30,6 +30,8 @@ enum Command {
     Demo(cli::demo::Args),
     /// Model-check every SPEC §7 property over every interleaving up to a bound.
     Check(cli::check::Args),
+    /// Draw a transcript, counterexample or race report as a sequence diagram.
+    Diagram(cli::diagram::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,5 +43,6 @@ fn main() -> ExitCode {
         Command::Shrink(args) => cli::shrink::main(&args),
         Command::Demo(args) => cli::demo::main(&args),
         Command::Check(args) => cli::check::main(&args),
+        Command::Diagram(args) => cli::diagram::main(&args),
     }
 }

@@ -2,6 +2,7 @@
 
 pub(crate) mod check;
 pub(crate) mod demo;
+pub(crate) mod diagram;
 pub(crate) mod replay;
 pub(crate) mod run;
 pub(crate) mod shrink;

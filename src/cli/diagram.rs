@@ -1,0 +1,77 @@
+//! `courier diagram FILE.txn|REPORT.json [--out FILE] [--format svg|mermaid]
+//! [--mutant NAME]`: draws a run as a sequence diagram. The file's inputs are
+//! run through this build's core and checker (the picture shows what the
+//! code does now), and the first broken property is marked at its row.
+//! Exit 0 when drawn, 2 when the file cannot be read, parsed or written.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use courier::diagram::{Diagram, Format, trace::Tracer};
+use courier_core::transcript::Script;
+
+/// Arguments of `courier diagram`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// A transcript or checker counterexample (.txn), or a simulator race report (.json).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Write the diagram here instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// What to draw.
+    #[arg(long, value_enum, default_value = "svg")]
+    format: Format,
+    /// Run against a planted bug of SPEC §8 (needs `--features mutants`).
+    #[arg(long, value_name = "NAME")]
+    mutant: Option<String>,
+}
+
+pub(crate) fn main(args: &Args) -> ExitCode {
+    let diagram = match load(&args.file, args.mutant.as_deref()) {
+        Ok(diagram) => diagram,
+        Err(error) => {
+            eprintln!("error: {}: {error}", args.file.display());
+            return ExitCode::from(2);
+        }
+    };
+    eprintln!("{}", diagram.verdict());
+    let text = diagram.render(args.format);
+    let Some(out) = &args.out else {
+        print!("{text}");
+        return ExitCode::SUCCESS;
+    };
+    match std::fs::write(out, text) {
+        Ok(()) => {
+            println!("diagram: {}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {}: cannot write: {error}", out.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Reads `file` and runs it on a fresh agent of the named variant.
+pub(crate) fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
+    let text = std::fs::read_to_string(file).map_err(|error| format!("cannot read: {error}"))?;
+    let mut tracer = Tracer::new(courier::variant::fresh_agent(mutant)?);
+    let script = Script::parse(&text).map_err(|error| error.to_string())?;
+    tracer
+        .run_script(&script)
+        .map_err(|(line, stalled)| format!("line {line}: {stalled}"))?;
+    Ok(tracer.finish(title(file, mutant)))
+}
+
+/// The file name and the variant it ran on.
+fn title(file: &Path, mutant: Option<&str>) -> String {
+    let name = file.file_name().map_or_else(
+        || file.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    match mutant {
+        Some(mutant) => format!("{name} (planted bug {mutant})"),
+        None => format!("{name} (correct design)"),
+    }
+}

@@ -1,0 +1,74 @@
+//! Sequence diagrams of one run: a transcript, a checker counterexample or a
+//! simulator race report, drawn as lanes (client, both pending lists, the
+//! driver and its two hooks) with one row per input. People debugging a race
+//! would rather look than read a 40-line transcript.
+//!
+//! Rendering is pure: a [`Diagram`] (the inputs, what each emitted and the
+//! first property that broke) goes in, SVG or Mermaid text comes out.
+//! [`trace`] builds a `Diagram` by running inputs through the core and the
+//! checker.
+
+mod mermaid;
+mod sequence;
+mod svg;
+pub mod trace;
+
+use courier_core::{Input, Output, Refusal};
+use courier_model::Violation;
+
+pub use mermaid::mermaid;
+pub use sequence::Lane;
+pub use svg::svg;
+
+/// One input of the run and what the core did with it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Row {
+    /// The input fed.
+    pub input: Input,
+    /// The outputs it emitted in order, or why the core refused it.
+    pub outcome: Result<Vec<Output>, Refusal>,
+}
+
+/// A whole run, ready to draw.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Diagram {
+    /// What the run is (a file name, the variant).
+    pub title: String,
+    /// One per input, in order.
+    pub rows: Vec<Row>,
+    /// The first property that broke and the 0-based row where it did.
+    pub broken: Option<(usize, Violation)>,
+}
+
+/// An output format of `courier diagram`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Format {
+    /// A self-contained SVG picture (no scripts, no fonts or links fetched).
+    Svg,
+    /// Mermaid `sequenceDiagram` text, for Markdown viewers that render it.
+    Mermaid,
+}
+
+impl Diagram {
+    /// The diagram in `format`.
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Svg => svg(self),
+            Format::Mermaid => mermaid(self),
+        }
+    }
+
+    /// One line saying whether and where a property broke.
+    pub fn verdict(&self) -> String {
+        match &self.broken {
+            None => format!("{} inputs, every property holds", self.rows.len()),
+            Some((row, violation)) => format!(
+                "{} broke at row {} of {}: {}",
+                violation.property,
+                row + 1,
+                self.rows.len(),
+                violation.detail
+            ),
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! Which lane each input and output belongs to: the one place that decides
+//! the picture's shape, shared by the SVG and Mermaid renderers.
+
+use courier_core::transcript::command_line;
+use courier_core::{Input, MessageId, Output, Target};
+
+use super::Row;
+
+/// A lane of the diagram, left to right.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Lane {
+    /// Whoever sends and edits: the user, plugins, the parent.
+    Client,
+    /// The pending `next-turn` list.
+    NextTurn,
+    /// The pending `next-step` list.
+    NextStep,
+    /// The driver: turns, steps and claims.
+    Driver,
+    /// The pre-step listener that decides what enters a step.
+    PreStepHook,
+    /// The model step.
+    StepHook,
+}
+
+impl Lane {
+    /// Every lane, left to right.
+    pub const ALL: [Lane; 6] = [
+        Self::Client,
+        Self::NextTurn,
+        Self::NextStep,
+        Self::Driver,
+        Self::PreStepHook,
+        Self::StepHook,
+    ];
+
+    /// The title drawn at the top of the lane.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::NextTurn => "next-turn",
+            Self::NextStep => "next-step",
+            Self::Driver => "driver",
+            Self::PreStepHook => "pre-step hook",
+            Self::StepHook => "step hook",
+        }
+    }
+
+    /// The position from the left, 0-based.
+    pub(super) fn index(self) -> usize {
+        Self::ALL
+            .iter()
+            .position(|lane| *lane == self)
+            .unwrap_or_default()
+    }
+
+    fn list(target: Target) -> Self {
+        match target {
+            Target::NextTurn => Self::NextTurn,
+            Target::NextStep => Self::NextStep,
+        }
+    }
+}
+
+/// How a mark is drawn.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Style {
+    /// The row's input.
+    Input,
+    /// An input the core refused, or its error.
+    Refused,
+    /// A durable output (the session log).
+    Durable,
+    /// A live notification.
+    Live,
+    /// What the driver awaits when control returns.
+    Await,
+}
+
+/// One thing drawn in a row.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(super) enum Mark {
+    /// An arrow between two different lanes.
+    Arrow {
+        from: Lane,
+        to: Lane,
+        label: String,
+        style: Style,
+    },
+    /// A box on one lane.
+    Note {
+        lane: Lane,
+        label: String,
+        style: Style,
+    },
+}
+
+/// What the driver awaits, followed through the outputs across rows.
+#[derive(Clone, PartialEq, Eq, Debug)]
+enum Awaiting {
+    Nothing,
+    PreStep(u64, Vec<MessageId>),
+    Step(u64, u64),
+}
+
+/// The marks of every row, in order.
+pub(super) fn marks(rows: &[Row]) -> Vec<Vec<Mark>> {
+    let mut awaiting = Awaiting::Nothing;
+    rows.iter()
+        .map(|row| row_marks(row, &mut awaiting))
+        .collect()
+}
+
+fn row_marks(row: &Row, awaiting: &mut Awaiting) -> Vec<Mark> {
+    let (from, to) = input_lanes(row);
+    let label = command_line(&row.input);
+    let outputs = match &row.outcome {
+        Err(refusal) => {
+            return vec![
+                Mark::Arrow {
+                    from,
+                    to,
+                    label,
+                    style: Style::Refused,
+                },
+                Mark::Note {
+                    lane: to,
+                    label: format!("error: {refusal}"),
+                    style: Style::Refused,
+                },
+            ];
+        }
+        Ok(outputs) => outputs,
+    };
+    let mut marks = vec![Mark::Arrow {
+        from,
+        to,
+        label,
+        style: Style::Input,
+    }];
+    let before = awaiting.clone();
+    let mut list = to;
+    for output in outputs {
+        if let Output::Spliced(splice) = output {
+            list = Lane::list(splice.target);
+        }
+        follow(awaiting, output);
+        marks.push(output_mark(output, list, row.input.is_completion()));
+    }
+    if *awaiting != before {
+        marks.extend(await_mark(awaiting));
+    }
+    marks
+}
+
+/// Where the input's arrow starts and ends.
+fn input_lanes(row: &Row) -> (Lane, Lane) {
+    match &row.input {
+        Input::Send { target, .. }
+        | Input::Append { target, .. }
+        | Input::Prepend { target, .. }
+        | Input::Splice { target, .. } => (Lane::Client, Lane::list(*target)),
+        Input::Replace { .. } | Input::Remove { .. } => (Lane::Client, edited_list(row)),
+        Input::Cancel { .. } | Input::Dispose | Input::WhenIdle => (Lane::Client, Lane::Driver),
+        Input::PreStep(_) => (Lane::PreStepHook, Lane::Driver),
+        Input::Step(_) => (Lane::StepHook, Lane::Driver),
+    }
+}
+
+/// The list a replace or remove changed (its first splice), else `next-turn`.
+fn edited_list(row: &Row) -> Lane {
+    let outputs = row.outcome.as_deref().unwrap_or_default();
+    outputs
+        .iter()
+        .find_map(|output| match output {
+            Output::Spliced(splice) => Some(Lane::list(splice.target)),
+            _ => None,
+        })
+        .unwrap_or(Lane::NextTurn)
+}
+
+/// One output's mark; `list` is the lane of the latest splice, which the
+/// `inserted`/`discarded` notifications after it are about.
+fn output_mark(output: &Output, list: Lane, by_completion: bool) -> Mark {
+    let label = output.to_string();
+    let arrow = |from, to, style| Mark::Arrow {
+        from,
+        to,
+        label: label.clone(),
+        style,
+    };
+    let note = |lane, style| Mark::Note {
+        lane,
+        label: label.clone(),
+        style,
+    };
+    match output {
+        Output::Spliced(splice) => {
+            let claim = splice.outcome.is_none() && splice.inserted.is_empty();
+            match (claim, by_completion) {
+                (true, _) => arrow(list, Lane::Driver, Style::Durable),
+                (false, true) => arrow(Lane::Driver, list, Style::Durable),
+                (false, false) => note(list, Style::Durable),
+            }
+        }
+        Output::StepStart { .. } | Output::UserMessage(_) => {
+            arrow(Lane::Driver, Lane::StepHook, Style::Durable)
+        }
+        Output::TurnStart { .. } | Output::StepEnd { .. } | Output::TurnEnd { .. } => {
+            note(Lane::Driver, Style::Durable)
+        }
+        Output::Inserted { .. } | Output::Discarded { .. } => {
+            arrow(list, Lane::Client, Style::Live)
+        }
+        Output::Claimed { .. } | Output::Status { .. } | Output::Error { .. } | Output::Idle => {
+            arrow(Lane::Driver, Lane::Client, Style::Live)
+        }
+    }
+}
+
+/// Moves the awaited point along one output: a boundary (turn start or step
+/// end) claims and awaits pre-step, a step start awaits the step, a turn end
+/// awaits nothing until the next turn starts.
+fn follow(awaiting: &mut Awaiting, output: &Output) {
+    match output {
+        Output::TurnStart { turn } | Output::StepEnd { turn, .. } => {
+            *awaiting = Awaiting::PreStep(*turn, Vec::new());
+        }
+        Output::Claimed { message, .. } => {
+            if let Awaiting::PreStep(_, batch) = awaiting {
+                batch.push(message.id().clone());
+            }
+        }
+        Output::StepStart { turn, step } => *awaiting = Awaiting::Step(*turn, *step),
+        Output::TurnEnd { .. } => *awaiting = Awaiting::Nothing,
+        _ => {}
+    }
+}
+
+fn await_mark(awaiting: &Awaiting) -> Option<Mark> {
+    let (to, label) = match awaiting {
+        Awaiting::Nothing => return None,
+        Awaiting::PreStep(_, batch) => {
+            let ids: Vec<&str> = batch.iter().map(MessageId::as_str).collect();
+            (
+                Lane::PreStepHook,
+                format!("awaits pre-step [{}]", ids.join(" ")),
+            )
+        }
+        Awaiting::Step(turn, step) => (Lane::StepHook, format!("awaits step {turn}.{step}")),
+    };
+    Some(Mark::Arrow {
+        from: Lane::Driver,
+        to,
+        label,
+        style: Style::Await,
+    })
+}

@@ -1,0 +1,255 @@
+//! A self-contained SVG picture: no scripts, no links, no web fonts, every
+//! text escaped, so it opens the same in a browser, an image viewer or a
+//! review tool that refuses active content.
+
+use std::fmt::Write;
+
+use super::Diagram;
+use super::sequence::{Lane, Mark, Style, marks};
+
+/// Horizontal space per lane.
+const LANE_WIDTH: usize = 190;
+/// Space left of the first lane for row numbers.
+const GUTTER: usize = 44;
+/// Height of one arrow or note.
+const MARK_HEIGHT: usize = 24;
+/// Top of the first row.
+const ROWS_TOP: usize = 104;
+/// Width of one character of the 12px monospace text, for sizing boxes.
+const CHAR_WIDTH: f64 = 7.3;
+/// Characters per line of the violation detail.
+const DETAIL_WIDTH: usize = 140;
+
+/// The stylesheet, inside the file so nothing is fetched.
+const STYLE: &str = "text{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px}\
+.title{font-size:15px;font-weight:bold}.lane{font-weight:bold;font-size:13px}\
+.row{fill:#888}.live{fill:#35608a}.refused{fill:#b3261e}.await{fill:#6b6b6b;font-style:italic}\
+.broken{fill:#b3261e;font-weight:bold}";
+
+/// The diagram as an SVG document.
+pub fn svg(diagram: &Diagram) -> String {
+    let rows = marks(&diagram.rows);
+    let width = GUTTER + LANE_WIDTH * Lane::ALL.len() + 16;
+    let mut body = String::new();
+    let mut y = ROWS_TOP;
+    for (index, row_marks) in rows.iter().enumerate() {
+        let broken = diagram
+            .broken
+            .as_ref()
+            .filter(|(row, _)| *row == index)
+            .map(|(_, violation)| violation.to_string());
+        let height = row_marks.len() * MARK_HEIGHT + 8;
+        if broken.is_some() {
+            let _ = write!(
+                body,
+                r##"<rect x="0" y="{y}" width="{width}" height="{height}" fill="#f4b4b4" fill-opacity="0.35"/>"##
+            );
+        }
+        let _ = write!(
+            body,
+            r##"<line x1="0" y1="{y}" x2="{width}" y2="{y}" stroke="#ddd"/><text class="row" x="8" y="{}">{}</text>"##,
+            y + 17,
+            index + 1
+        );
+        for (position, mark) in row_marks.iter().enumerate() {
+            draw(&mut body, mark, y + 4 + position * MARK_HEIGHT);
+        }
+        y += height;
+        if let Some(text) = broken {
+            y = draw_violation(&mut body, &text, y, width);
+        }
+    }
+    let height = y + 16;
+    let mut document = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"><style>{STYLE}</style>"##
+    );
+    document.push_str(&defs());
+    let _ = write!(
+        document,
+        r##"<rect width="{width}" height="{height}" fill="#fff"/><text class="title" x="8" y="22">{}</text><text x="8" y="42">{}</text>"##,
+        escape(&diagram.title),
+        escape(&diagram.verdict())
+    );
+    for lane in Lane::ALL {
+        draw_lane(&mut document, lane, height);
+    }
+    document.push_str(&body);
+    document.push_str("</svg>\n");
+    document
+}
+
+/// The arrowheads: filled for inputs and durable outputs, open for live
+/// notifications and awaits, a cross for refusals.
+fn defs() -> String {
+    let marker = |id: &str, path: &str| {
+        format!(
+            r##"<marker id="{id}" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse">{path}</marker>"##
+        )
+    };
+    format!(
+        "<defs>{}{}{}</defs>",
+        marker("solid", r##"<path d="M0,0 L10,5 L0,10 z" fill="#222"/>"##),
+        marker(
+            "open",
+            r##"<path d="M0,0 L10,5 L0,10" fill="none" stroke="#35608a"/>"##
+        ),
+        marker(
+            "cross",
+            r##"<path d="M1,1 L9,9 M9,1 L1,9" stroke="#b3261e" stroke-width="2"/>"##
+        )
+    )
+}
+
+/// A lane's title box and its dashed lifeline.
+fn draw_lane(document: &mut String, lane: Lane, height: usize) {
+    let x = center(lane);
+    let _ = write!(
+        document,
+        r##"<line x1="{x}" y1="86" x2="{x}" y2="{}" stroke="#bbb" stroke-dasharray="4 4"/><rect x="{}" y="58" width="{}" height="28" rx="4" fill="#eef2f7" stroke="#6d7f99"/><text class="lane" x="{x}" y="77" text-anchor="middle">{}</text>"##,
+        height - 8,
+        x - LANE_WIDTH / 2 + 12,
+        LANE_WIDTH - 24,
+        escape(lane.title())
+    );
+}
+
+fn draw(body: &mut String, mark: &Mark, top: usize) {
+    match mark {
+        Mark::Arrow {
+            from,
+            to,
+            label,
+            style,
+        } => draw_arrow(body, (*from, *to), label, *style, top),
+        Mark::Note { lane, label, style } => draw_note(body, *lane, label, *style, top),
+    }
+}
+
+fn draw_arrow(body: &mut String, (from, to): (Lane, Lane), label: &str, style: Style, top: usize) {
+    let (x1, x2) = (center(from), center(to));
+    let line_y = top + 18;
+    let (color, dash, head) = match style {
+        Style::Input | Style::Durable => ("#222", "", "solid"),
+        Style::Live => ("#35608a", r#" stroke-dasharray="5 3""#, "open"),
+        Style::Await => ("#6b6b6b", r#" stroke-dasharray="2 3""#, "open"),
+        Style::Refused => ("#b3261e", "", "cross"),
+    };
+    let width = if style == Style::Input { 2 } else { 1 };
+    let _ = write!(
+        body,
+        r##"<line x1="{x1}" y1="{line_y}" x2="{x2}" y2="{line_y}" stroke="{color}" stroke-width="{width}"{dash} marker-end="url(#{head})"/><text{} x="{}" y="{}" text-anchor="middle">{}</text>"##,
+        class(style),
+        (x1 + x2) / 2,
+        line_y - 4,
+        escape(label)
+    );
+}
+
+fn draw_note(body: &mut String, lane: Lane, label: &str, style: Style, top: usize) {
+    let width = text_width(label) + 14;
+    let (fill, stroke) = match style {
+        Style::Refused => ("#fde2e2", "#b3261e"),
+        _ => ("#fff8d6", "#c9b458"),
+    };
+    let x = center(lane);
+    let _ = write!(
+        body,
+        r##"<rect x="{}" y="{}" width="{width}" height="19" rx="3" fill="{fill}" stroke="{stroke}"/><text{} x="{x}" y="{}" text-anchor="middle">{}</text>"##,
+        x - width / 2,
+        top + 3,
+        class(style),
+        top + 17,
+        escape(label)
+    );
+}
+
+/// The violation box under the row where the property broke.
+fn draw_violation(body: &mut String, text: &str, top: usize, width: usize) -> usize {
+    let lines = wrap(&format!("BROKEN here: {text}"), DETAIL_WIDTH);
+    let height = lines.len() * 16 + 10;
+    let _ = write!(
+        body,
+        r##"<rect x="4" y="{}" width="{}" height="{height}" rx="4" fill="#fff" stroke="#b3261e" stroke-width="2"/>"##,
+        top + 2,
+        width - 8
+    );
+    for (index, line) in lines.iter().enumerate() {
+        let _ = write!(
+            body,
+            r##"<text class="broken" x="14" y="{}">{}</text>"##,
+            top + 18 + index * 16,
+            escape(line)
+        );
+    }
+    top + height + 6
+}
+
+fn class(style: Style) -> &'static str {
+    match style {
+        Style::Input | Style::Durable => "",
+        Style::Live => r#" class="live""#,
+        Style::Await => r#" class="await""#,
+        Style::Refused => r#" class="refused""#,
+    }
+}
+
+fn center(lane: Lane) -> usize {
+    GUTTER + LANE_WIDTH * lane.index() + LANE_WIDTH / 2
+}
+
+fn text_width(text: &str) -> usize {
+    (text.chars().count() as f64 * CHAR_WIDTH).ceil() as usize
+}
+
+/// Greedy word wrap at `width` characters (a longer word gets its own line).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_owned()),
+        }
+    }
+    lines
+}
+
+/// XML text and attribute escaping.
+fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&apos;"),
+            // XML 1.0 forbids most control characters, even escaped.
+            control if control.is_control() => escaped.push('\u{fffd}'),
+            other => escaped.push(other),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{escape, wrap};
+
+    #[test]
+    fn markup_in_text_is_escaped() {
+        assert_eq!(
+            escape(r#"<a href="x">&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&apos;&lt;/a&gt;"
+        );
+        assert_eq!(escape("a\u{0}b"), "a\u{fffd}b");
+    }
+
+    #[test]
+    fn wrap_breaks_between_words_within_the_width() {
+        assert_eq!(wrap("aa bb cc dd", 5), ["aa bb", "cc dd"]);
+        assert_eq!(wrap("toolongword x", 4), ["toolongword", "x"]);
+    }
+}

@@ -1,0 +1,82 @@
+//! `courier diagram`'s pictures: the Mermaid text of one scenario is pinned
+//! by a snapshot; the SVG is checked for its lanes, its escaping and the row
+//! where a planted bug breaks its property.
+
+use std::path::{Path, PathBuf};
+
+use courier::diagram::trace::Tracer;
+use courier::diagram::{Diagram, Format, Lane};
+use courier_core::Agent;
+use courier_core::transcript::Script;
+
+fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/shared/scenarios")
+        .join(name)
+}
+
+fn traced(name: &str, agent: Agent) -> Diagram {
+    let text = std::fs::read_to_string(scenario(name)).unwrap();
+    let mut tracer = Tracer::new(agent);
+    tracer.run_script(&Script::parse(&text).unwrap()).unwrap();
+    tracer.finish(name)
+}
+
+#[test]
+fn mermaid_of_the_latch_scenario() {
+    let diagram = traced("m01-no-latch.txn", Agent::new());
+    assert_eq!(diagram.broken, None);
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("diagram_m01_mermaid", diagram.render(Format::Mermaid));
+    });
+}
+
+#[test]
+fn svg_has_every_lane_and_no_active_content() {
+    let svg = traced("s065-steer-enters-step-2.txn", Agent::new()).render(Format::Svg);
+    assert!(
+        svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{svg}"
+    );
+    for lane in Lane::ALL {
+        assert!(
+            svg.contains(&format!(">{}</text>", lane.title())),
+            "no lane {lane:?}"
+        );
+    }
+    for active in ["<script", "href", "@import", "url(http"] {
+        assert!(!svg.contains(active), "found {active}");
+    }
+    assert!(svg.contains(">step/start 1.2</text>"), "{svg}");
+}
+
+#[test]
+fn a_refused_input_is_drawn_with_its_error() {
+    let script = Script::parse("inject A\n----\n\nsteer A\n----\n\n").unwrap();
+    let mut tracer = Tracer::new(Agent::new());
+    tracer.run_script(&script).unwrap();
+    let diagram = tracer.finish("refusal & <escape>");
+    let mermaid = diagram.render(Format::Mermaid);
+    assert!(mermaid.contains("C-xNS: steer A"), "{mermaid}");
+    assert!(
+        mermaid.contains("Note over NS: error: duplicate-id: A"),
+        "{mermaid}"
+    );
+    let svg = diagram.render(Format::Svg);
+    assert!(svg.contains("refusal &amp; &lt;escape&gt;"), "{svg}");
+    assert!(!svg.contains("<escape>"), "{svg}");
+}
+
+#[cfg(feature = "mutants")]
+#[test]
+fn a_planted_bug_is_marked_at_the_row_where_it_breaks() {
+    let agent = courier::variant::fresh_agent(Some("no-latch")).unwrap();
+    let diagram = traced("m01-no-latch.txn", agent);
+    let (row, violation) = diagram.broken.clone().expect("no-latch breaks a property");
+    assert_eq!((row, violation.property.name()), (3, "no-lost-wakeup"));
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("diagram_m01_no_latch_mermaid", diagram.render(Format::Mermaid));
+    });
+    let svg = diagram.render(Format::Svg);
+    assert!(svg.contains("BROKEN here: no-lost-wakeup"), "{svg}");
+}
