@@ -20,6 +20,9 @@ const CHAR_WIDTH: f64 = 7.3;
 /// Characters per line of the violation detail.
 const DETAIL_WIDTH: usize = 140;
 
+/// How to read the picture, printed under it.
+const LEGEND: &str = "thick: the input · solid: durable log · dashed: live notifications (~) · dotted: what the driver awaits · boxes: durable events";
+
 /// The stylesheet, inside the file so nothing is fetched.
 const STYLE: &str = "text{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px}\
 .title{font-size:15px;font-weight:bold}.lane{font-weight:bold;font-size:13px}\
@@ -59,7 +62,13 @@ pub fn svg(diagram: &Diagram) -> String {
             y = draw_violation(&mut body, &text, y, width);
         }
     }
-    let height = y + 16;
+    let _ = write!(
+        body,
+        r##"<text class="row" x="8" y="{}">{}</text>"##,
+        y + 20,
+        LEGEND
+    );
+    let height = y + 36;
     let mut document = format!(
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"><style>{STYLE}</style>"##
     );
