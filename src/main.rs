@@ -32,6 +32,8 @@ enum Command {
     Check(cli::check::Args),
     /// Draw a transcript, counterexample or race report as a sequence diagram.
     Diagram(cli::diagram::Args),
+    /// Serve stateright's Explorer for the Courier model on 127.0.0.1.
+    Explore(cli::explore::Args),
 }
 
 fn main() -> ExitCode {
@@ -44,5 +46,6 @@ fn main() -> ExitCode {
         Command::Demo(args) => cli::demo::main(&args),
         Command::Check(args) => cli::check::main(&args),
         Command::Diagram(args) => cli::diagram::main(&args),
+        Command::Explore(args) => cli::explore::main(&args),
     }
 }

@@ -133,6 +133,23 @@ impl Checker {
         self.aborted
     }
 
+    /// The pending occurrences a waking send still owes a claim to (the
+    /// Explorer shows them).
+    pub fn owed(&self) -> impl Iterator<Item = &MessageId> {
+        self.owed.iter()
+    }
+
+    /// The occurrences a stop parked until a later waking send.
+    pub fn parked(&self) -> impl Iterator<Item = &MessageId> {
+        self.parked.iter()
+    }
+
+    /// Whether a waking send reached the aborted open turn, so its
+    /// retirement owes a latch replay.
+    pub fn replay_owed(&self) -> bool {
+        self.replay_owed
+    }
+
     /// How many pending occurrences a waking send still owes a claim to.
     pub fn owed_count(&self) -> usize {
         self.owed.len()

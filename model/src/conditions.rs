@@ -85,6 +85,14 @@ impl stateright::Model for Space {
         self.next(state, action)
     }
 
+    fn format_action(&self, action: &Action) -> String {
+        crate::space::view::action(action)
+    }
+
+    fn format_step(&self, last_state: &State, action: Action) -> Option<String> {
+        crate::space::view::step(self, last_state, action)
+    }
+
     fn properties(&self) -> Vec<stateright::Property<Self>> {
         let always = Property::ALL
             .into_iter()

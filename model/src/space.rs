@@ -22,6 +22,8 @@ use crate::fingerprint::hash_with;
 use crate::property::Violation;
 use crate::vacuity::{self, Before, Facts, Tags, VacuityGoal};
 
+pub(crate) mod view;
+
 /// How far the exploration goes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Bounds {
@@ -54,8 +56,9 @@ pub(crate) struct Spent {
     edits: u8,
 }
 
-/// One explored state.
-#[derive(Clone, PartialEq, Debug)]
+/// One explored state. Its `Debug` is the Explorer's readable view
+/// (`space/view.rs`), not a field dump.
+#[derive(Clone, PartialEq)]
 pub struct State {
     agent: Agent,
     checker: Checker,

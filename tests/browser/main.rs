@@ -1,6 +1,6 @@
 //! The pictures in a real browser: headless Debian Chromium, driven through
-//! chromedriver, renders a `courier diagram` SVG (and, with the model,
-//! `courier explore`). Screenshots land in `target/browser/`.
+//! chromedriver, drives the Explorer that `courier explore` serves and
+//! renders a `courier diagram` SVG. Screenshots land in `target/browser/`.
 //!
 //! `.ci/run` installs `chromium` and `chromium-driver` and sets
 //! `COURIER_BROWSER_REQUIRED=1`; without them (and without that variable)
@@ -8,12 +8,14 @@
 
 mod webdriver;
 
-use std::io::Write as _;
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 
 use courier::diagram::Lane;
-use webdriver::Driver;
+use courier_model::VacuityGoal;
+use webdriver::{DEADLINE, Driver, Running, free_port, wait_for};
 
 /// Chromium and chromedriver, or `None` (after saying why) when this
 /// machine has neither and nothing asked for them.
@@ -106,4 +108,137 @@ fn a_diagram_renders_in_chromium_with_its_lanes() {
         );
     }
     session.screenshot(&output.join("diagram.png"));
+}
+
+/// The Explorer's state text (the "Current State" panel).
+const STATE_TEXT: &str =
+    "return document.querySelector('section.main-flex-right div.font-small').textContent";
+
+#[test]
+fn the_explorer_lists_the_properties_and_follows_an_action() {
+    let Some((chromium, chromedriver)) = browser() else {
+        return;
+    };
+    let output = output_folder();
+    let port = free_port();
+    let mut explorer = Running(
+        courier()
+            .args(["explore", "--messages", "2", "--port", &port.to_string()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let lines = printed_lines(&mut explorer);
+    let url = format!("http://127.0.0.1:{port}/");
+    let announced = wait_for("the Explorer's address", || {
+        lines
+            .recv_timeout(DEADLINE)
+            .ok()
+            .filter(|line| line.starts_with("Explorer:"))
+    });
+    assert_eq!(announced, format!("Explorer: {url} (Ctrl-C stops it)"));
+
+    let driver = Driver::start(&chromedriver);
+    let session = driver.session(&chromium, &profile(&output, "explorer"));
+    session.goto(&url);
+    let listed = session.wait_for_script(
+        "the property list",
+        "const names = Array.from(document.querySelectorAll('nav h3 + ul li .font-code'),\
+         e => e.textContent.trim());\
+         return names.length ? names : null",
+    );
+    let listed: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let mut expected: Vec<String> = courier_model::checked_properties()
+        .map(|property| format!("Always {property}"))
+        .collect();
+    expected.extend(VacuityGoal::ALL.map(|goal| format!("Sometimes {goal}")));
+    assert_eq!(listed, expected);
+
+    session.click("//a[normalize-space()='Init 0']");
+    let initial = session.wait_for_script(
+        "the initial state",
+        &format!(
+            "const text = (function() {{ {STATE_TEXT} }})();\
+                  return text.startsWith('phase') ? text : null"
+        ),
+    );
+    let initial = initial.as_str().unwrap().to_owned();
+    for line in [
+        "phase      idle",
+        "next-turn  -",
+        "next-step  -",
+        "owed       -",
+    ] {
+        assert!(initial.contains(line), "no `{line}` in:\n{initial}");
+    }
+    session.click("//a[starts-with(normalize-space(), 'followup')]");
+    let followed = session.wait_for_script(
+        "the state after `followup`",
+        &format!(
+            "const text = (function() {{ {STATE_TEXT} }})();\
+                  return text.startsWith('followup A') ? text : null"
+        ),
+    );
+    let followed = followed.as_str().unwrap();
+    assert_ne!(followed, initial);
+    assert!(
+        followed.contains("awaiting pre-step with [A]"),
+        "{followed}"
+    );
+    assert_eq!(session.script("return window.location.hash"), "#/steps/0/0");
+
+    // Check the whole space; each property's status then says how it ended.
+    session.click("//button[normalize-space()='Run to completion']");
+    let statuses = session.wait_for_script(
+        "every property's final status",
+        "const rows = Array.from(document.querySelectorAll('nav h3 + ul li'),\
+         li => li.textContent.replace(/\\s+/g, ' ').trim());\
+         return rows.length && rows.every(r => !r.includes('Searching')) ? rows : null",
+    );
+    let statuses: Vec<&str> = statuses
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for property in courier_model::checked_properties() {
+        let row = format!("Safety holds: Always {property}");
+        assert!(
+            statuses.iter().any(|status| status.ends_with(&row)),
+            "no `{row}` in {statuses:#?}"
+        );
+    }
+    session.screenshot(&output.join("explorer.png"));
+
+    stop_with_ctrl_c(&mut explorer, &lines);
+}
+
+/// Every line the child prints, as it prints them.
+fn printed_lines(child: &mut Running) -> mpsc::Receiver<String> {
+    let stdout = child.0.stdout.take().unwrap();
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    receiver
+}
+
+/// SIGINT (what Ctrl-C sends) stops the Explorer with exit 0.
+fn stop_with_ctrl_c(explorer: &mut Running, lines: &mpsc::Receiver<String>) {
+    let pid = explorer.0.id().to_string();
+    let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(sent.success());
+    let status = wait_for("the Explorer to exit", || explorer.0.try_wait().unwrap());
+    assert!(status.success(), "{status}");
+    let rest: Vec<String> = lines.iter().collect();
+    assert_eq!(rest, ["explorer stopped"]);
 }

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 /// How long any one wait may take before the test fails.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(45);
+/// The W3C key of an element reference.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How often a wait looks again.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -166,6 +168,17 @@ impl Session<'_> {
             let value = self.script(script);
             (!value.is_null() && value != Value::Bool(false)).then_some(value)
         })
+    }
+
+    /// Waits for the element at `xpath` and clicks it.
+    pub(crate) fn click(&self, xpath: &str) {
+        let path = format!("/session/{}/element", self.id);
+        let query = json!({"using": "xpath", "value": xpath});
+        let element = wait_for(xpath, || {
+            let found = self.driver.call("POST", &path, Some(query.clone())).ok()?;
+            found[ELEMENT].as_str().map(str::to_owned)
+        });
+        self.call("POST", &format!("/element/{element}/click"), None);
     }
 
     /// Saves what the window shows as a PNG.

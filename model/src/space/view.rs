@@ -1,0 +1,215 @@
+//! How the Explorer (`courier explore`) shows a state and an action. The
+//! Explorer prints a state with `{:#?}` and an action with `format_action`,
+//! so these are written for a person reading the web page: the two pending
+//! lists, the phase and awaited point, and the checker's ghost bookkeeping
+//! (what a waking send is still owed), one labelled line each.
+
+use std::fmt::{self, Write as _};
+
+use courier_core::transcript::{command_line, feed};
+use courier_core::{AwaitPoint, Message, MessageId, Status, StepOutcome, Target, Wakeup};
+
+use super::{Action, Decision, Space, State};
+use crate::vacuity::VacuityGoal;
+
+impl fmt::Debug for State {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let agent = &self.agent;
+        let ghost = &self.checker;
+        writeln!(formatter, "phase      {}", phase(self))?;
+        for target in [Target::NextTurn, Target::NextStep] {
+            let list = agent.inbox().list(target).iter().map(Message::id);
+            writeln!(formatter, "{:<10} {}", target.as_str(), ids(list))?;
+        }
+        writeln!(
+            formatter,
+            "owed       {}   (ghost: waking sends not yet claimed)",
+            ids(ghost.owed())
+        )?;
+        writeln!(
+            formatter,
+            "parked     {}   (ghost: pending at a stop, until a waking send)",
+            ids(ghost.parked())
+        )?;
+        if ghost.replay_owed() {
+            writeln!(
+                formatter,
+                "replay     owed (ghost: a waking send reached the aborted turn)"
+            )?;
+        }
+        writeln!(
+            formatter,
+            "agent      last turn {} · when-idle waiters {} · {}",
+            agent.last_turn(),
+            agent.idle_waiters(),
+            if agent.is_disposed() {
+                "disposed"
+            } else {
+                "not disposed"
+            }
+        )?;
+        let spent = &self.spent;
+        writeln!(
+            formatter,
+            "spent      messages {} · cancels {} · edits {}",
+            spent.messages, spent.cancels, spent.edits
+        )?;
+        let reached: Vec<&str> = VacuityGoal::ALL
+            .into_iter()
+            .filter(|goal| self.facts.contains(*goal))
+            .map(VacuityGoal::name)
+            .collect();
+        if !reached.is_empty() {
+            writeln!(formatter, "goals      {}", reached.join(" "))?;
+        }
+        match &self.violation {
+            None => write!(formatter, "violation  none"),
+            Some(violation) => write!(formatter, "violation  BROKEN {violation}"),
+        }
+    }
+}
+
+/// `idle`, or the open turn, its step and what the driver awaits.
+fn phase(state: &State) -> String {
+    let aborted = if state.checker.turn_aborted() {
+        " (aborted)"
+    } else {
+        ""
+    };
+    match state.agent.status() {
+        Status::Idle => "idle".to_owned(),
+        Status::Running {
+            turn,
+            step,
+            awaiting: AwaitPoint::PreStep,
+        } => {
+            let batch = state.agent.claimed().unwrap_or_default();
+            let batch: Vec<&str> = batch.iter().map(|m| m.id().as_str()).collect();
+            format!(
+                "running turn {turn}{aborted}, step {step}, awaiting pre-step with [{}]",
+                batch.join(" ")
+            )
+        }
+        Status::Running {
+            turn,
+            step,
+            awaiting: AwaitPoint::Step,
+        } => format!("running turn {turn}{aborted}, awaiting step {turn}.{step}"),
+    }
+}
+
+/// Space-separated ids, or `-` for none.
+fn ids<'a>(ids: impl Iterator<Item = &'a MessageId>) -> String {
+    let ids: Vec<&str> = ids.map(MessageId::as_str).collect();
+    if ids.is_empty() {
+        "-".to_owned()
+    } else {
+        ids.join(" ")
+    }
+}
+
+/// The action as the transcript command it stands for, with the message it
+/// would insert left as "next id" (the state decides which).
+pub(crate) fn action(action: &Action) -> String {
+    match action {
+        Action::Send(Target::NextTurn, Wakeup::Wake) => "followup (next id)".to_owned(),
+        Action::Send(Target::NextStep, Wakeup::Wake) => "steer (next id)".to_owned(),
+        Action::Send(Target::NextStep, Wakeup::NoWake) => "inject (next id)".to_owned(),
+        Action::Send(Target::NextTurn, Wakeup::NoWake) => {
+            "send (next id) next-turn no-wake".to_owned()
+        }
+        Action::Prepend(target) => format!("prepend {} (next id)", target.as_str()),
+        Action::Replace(position) => format!("replace pending #{position} by (next id)"),
+        Action::Remove(position) => format!("remove pending #{position}"),
+        Action::Cancel { keep_inbox: false } => "cancel user".to_owned(),
+        Action::Cancel { keep_inbox: true } => "cancel user keep-inbox".to_owned(),
+        Action::Dispose => "dispose".to_owned(),
+        Action::WhenIdle => "when-idle".to_owned(),
+        Action::PreStep(decision) => format!("pre-step {}", decision_name(*decision)),
+        Action::Step(outcome) => format!("step {}", outcome_name(*outcome)),
+    }
+}
+
+fn decision_name(decision: Decision) -> &'static str {
+    match decision {
+        Decision::Pass => "pass",
+        Decision::Reject => "reject",
+        Decision::Fail => "fail",
+        Decision::Drop => "enter (without the first)",
+        Decision::Add => "enter (plus context ctx)",
+        Decision::Reorder => "enter (reversed)",
+        Decision::EnterPending => "enter (plus a pending id)",
+    }
+}
+
+fn outcome_name(outcome: StepOutcome) -> &'static str {
+    match outcome {
+        StepOutcome::Completed => "completed",
+        StepOutcome::MaxTokens => "max-tokens",
+        StepOutcome::ToolCalls => "tool-calls",
+        StepOutcome::Fail => "fail",
+    }
+}
+
+/// One step as a transcript block (the exact command, `----`, what the core
+/// printed), then the state it leads to.
+pub(crate) fn step(space: &Space, last: &State, action: Action) -> Option<String> {
+    let next = space.next(last, action)?;
+    let input = space.input(last, action);
+    let mut text = command_line(&input);
+    text.push_str("\n----\n");
+    for line in feed(&mut last.agent.clone(), input) {
+        let _ = writeln!(text, "{line}");
+    }
+    let _ = write!(text, "\n{next:?}");
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use courier_core::Agent;
+
+    use super::*;
+    use crate::space::Bounds;
+
+    /// `followup A`, `cancel user keep-inbox`, `followup B`: B is latched.
+    fn latched(space: &Space) -> (State, State) {
+        let followup = Action::Send(Target::NextTurn, Wakeup::Wake);
+        let sent = space.next(&space.initial(), followup).unwrap();
+        let kept = space
+            .next(&sent, Action::Cancel { keep_inbox: true })
+            .unwrap();
+        let latched = space.next(&kept, followup).unwrap();
+        (kept, latched)
+    }
+
+    #[test]
+    fn a_state_reads_as_its_lists_phase_and_ghost() {
+        let space = Space::new(Bounds::default(), Agent::new(), false);
+        let view = format!("{:#?}", latched(&space).1);
+        for line in [
+            "phase      running turn 1 (aborted), step 0, awaiting pre-step with [A]\n",
+            "next-turn  B\n",
+            "next-step  -\n",
+            "owed       B   (ghost",
+            "replay     owed",
+            "spent      messages 2 · cancels 1 · edits 0\n",
+            "violation  none",
+        ] {
+            assert!(view.contains(line), "no `{line}` in:\n{view}");
+        }
+    }
+
+    #[test]
+    fn a_step_reads_as_a_transcript_block_then_the_next_state() {
+        let space = Space::new(Bounds::default(), Agent::new(), false);
+        let (kept, _) = latched(&space);
+        let followup = Action::Send(Target::NextTurn, Wakeup::Wake);
+        let shown = step(&space, &kept, followup).unwrap();
+        assert!(
+            shown.starts_with("followup B\n----\nspliced next-turn@0 +B\n~inserted B\n\nphase"),
+            "{shown}"
+        );
+        assert_eq!(action(&followup), "followup (next id)");
+    }
+}

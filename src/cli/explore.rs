@@ -1,0 +1,61 @@
+//! `courier explore [--messages N] [--mutant NAME] [--port P]`: serves
+//! stateright's Explorer for the Courier model on 127.0.0.1, so a person can
+//! walk the state space by hand: every property with its status, the next
+//! inputs to choose from, and each state shown readably (the pending lists,
+//! the phase and awaited point, the ghost owed set). Ctrl-C stops it with
+//! exit 0; a busy port or a bad variant exits 2.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::process::ExitCode;
+
+use courier_model::{Bounds, Space};
+use stateright::Model as _;
+
+/// Arguments of `courier explore`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Distinct messages inserted over a path (ids A, B, ...; at most 26).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=26))]
+    messages: u8,
+    /// Explore a planted bug of SPEC §8 (needs `--features mutants`).
+    #[arg(long, value_name = "NAME")]
+    mutant: Option<String>,
+    /// The port on 127.0.0.1.
+    #[arg(long, default_value_t = 3000)]
+    port: u16,
+}
+
+pub(crate) fn main(args: &Args) -> ExitCode {
+    let agent = match courier::variant::fresh_agent(args.mutant.as_deref()) {
+        Ok(agent) => agent,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let bounds = Bounds {
+        messages: args.messages,
+        ..Bounds::default()
+    };
+    let address = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
+    // The Explorer's server panics on a port it cannot bind; say why instead.
+    if let Err(error) = TcpListener::bind(address) {
+        eprintln!("error: cannot listen on {address}: {error}");
+        return ExitCode::from(2);
+    }
+    if let Err(error) = ctrlc::set_handler(|| {
+        println!("explorer stopped");
+        std::process::exit(0);
+    }) {
+        eprintln!("error: cannot handle Ctrl-C: {error}");
+        return ExitCode::from(2);
+    }
+    let variant = args.mutant.as_deref().unwrap_or("default");
+    println!(
+        "courier explore: variant={variant} messages={} cancels={} edits={} steps={}",
+        bounds.messages, bounds.cancels, bounds.edits, bounds.steps
+    );
+    println!("Explorer: http://{address}/ (Ctrl-C stops it)");
+    Space::new(bounds, agent, true).checker().serve(address);
+    ExitCode::SUCCESS
+}
