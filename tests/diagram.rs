@@ -80,3 +80,62 @@ fn a_planted_bug_is_marked_at_the_row_where_it_breaks() {
     let svg = diagram.render(Format::Svg);
     assert!(svg.contains("BROKEN here: no-lost-wakeup"), "{svg}");
 }
+
+/// `courier check` on a planted bug prints the diagram path beside the
+/// counterexample and writes it only with `--diagram`; `courier diagram`
+/// then finds the variant in the counterexample's `# replay:` header.
+#[cfg(feature = "mutants")]
+#[test]
+fn check_prints_and_writes_the_counterexample_diagram() {
+    let folder = tempfile::tempdir().unwrap();
+    let out = folder.path().join("ce.txn");
+    let svg = folder.path().join("ce.svg");
+    let check = |extra: &[&str]| {
+        let ran = courier()
+            .args([
+                "check",
+                "--mutant",
+                "no-latch",
+                "--messages",
+                "2",
+                "--threads",
+                "1",
+            ])
+            .args(extra)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(ran.status.code(), Some(1), "{ran:?}");
+        String::from_utf8(ran.stdout).unwrap()
+    };
+    let printed = check(&[]);
+    let hint = format!("diagram: {} (not written; add --diagram)\n", svg.display());
+    assert!(printed.contains(&hint), "{printed}");
+    assert!(!svg.exists());
+
+    let printed = check(&["--diagram"]);
+    assert!(
+        printed.contains(&format!("diagram: {}\n", svg.display())),
+        "{printed}"
+    );
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.contains("BROKEN here: no-lost-wakeup"), "{drawn}");
+
+    let mermaid = courier()
+        .args(["diagram", "--format", "mermaid"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let mermaid = String::from_utf8(mermaid.stdout).unwrap();
+    assert!(mermaid.contains("(planted bug no-latch)"), "{mermaid}");
+    assert!(
+        mermaid.contains("Note over C,S: BROKEN no-lost-wakeup"),
+        "{mermaid}"
+    );
+}
+
+#[cfg(feature = "mutants")]
+fn courier() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
+}

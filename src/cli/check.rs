@@ -1,8 +1,9 @@
-//! `courier check [--messages N] [--threads T] [--mutant NAME] [--out FILE]`:
-//! the exhaustive model check of every SPEC §7 property over every
-//! interleaving of inputs up to the bounds. Exit 0 when every property holds
-//! and every goal is reached, 1 on a violation (the shortest counterexample is
-//! written as a transcript) or an unreached goal, 2 on a usage error.
+//! `courier check [--messages N] [--threads T] [--mutant NAME] [--out FILE]
+//! [--diagram]`: the exhaustive model check of every SPEC §7 property over
+//! every interleaving of inputs up to the bounds. Exit 0 when every property
+//! holds and every goal is reached, 1 on a violation (the shortest
+//! counterexample is written as a transcript, its diagram path printed beside
+//! it and, with `--diagram`, written) or an unreached goal, 2 on a usage error.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +36,9 @@ pub(crate) struct Args {
     /// Check a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME")]
     mutant: Option<String>,
+    /// Also draw the counterexample as an SVG sequence diagram beside it.
+    #[arg(long)]
+    diagram: bool,
     /// Where the shortest counterexample goes.
     #[arg(long, value_name = "FILE", default_value = "counterexample.txn")]
     out: PathBuf,
@@ -109,6 +113,7 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
                 }
                 Err(error) => eprintln!("error: {}: cannot write: {error}", args.out.display()),
             }
+            print_diagram(args, space, &counterexample);
             ExitCode::from(1)
         }
     }
@@ -128,6 +133,21 @@ fn write_transcript(
     };
     let text = replay + &counterexample.transcript(&mut space.fresh_agent());
     std::fs::write(&args.out, text)
+}
+
+/// Prints where the counterexample's diagram goes; writes it with `--diagram`.
+fn print_diagram(args: &Args, space: &Space, counterexample: &Counterexample) {
+    if !args.diagram {
+        let svg = courier::diagram::svg_beside(&args.out);
+        println!("diagram: {} (not written; add --diagram)", svg.display());
+        return;
+    }
+    let inputs = counterexample.inputs.iter().cloned();
+    let agent = space.fresh_agent();
+    match courier::diagram::write_beside(&args.out, args.mutant.as_deref(), agent, inputs) {
+        Ok(svg) => println!("diagram: {}", svg.display()),
+        Err(error) => eprintln!("error: cannot write the diagram: {error}"),
+    }
 }
 
 fn progress_bar() -> ProgressBar {

@@ -4,11 +4,10 @@
 //! code does now), and the first broken property is marked at its row.
 //! Exit 0 when drawn, 2 when the file cannot be read, parsed or written.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use courier::diagram::{Diagram, Format, trace::Tracer};
-use courier_core::transcript::Script;
+use courier::diagram::{Format, load};
 
 /// Arguments of `courier diagram`.
 #[derive(clap::Args)]
@@ -22,7 +21,8 @@ pub(crate) struct Args {
     /// What to draw.
     #[arg(long, value_enum, default_value = "svg")]
     format: Format,
-    /// Run against a planted bug of SPEC §8 (needs `--features mutants`).
+    /// Run against a planted bug of SPEC §8 (needs `--features mutants`);
+    /// default: the variant the file names, else the correct design.
     #[arg(long, value_name = "NAME")]
     mutant: Option<String>,
 }
@@ -50,28 +50,5 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             eprintln!("error: {}: cannot write: {error}", out.display());
             ExitCode::from(2)
         }
-    }
-}
-
-/// Reads `file` and runs it on a fresh agent of the named variant.
-pub(crate) fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
-    let text = std::fs::read_to_string(file).map_err(|error| format!("cannot read: {error}"))?;
-    let mut tracer = Tracer::new(courier::variant::fresh_agent(mutant)?);
-    let script = Script::parse(&text).map_err(|error| error.to_string())?;
-    tracer
-        .run_script(&script)
-        .map_err(|(line, stalled)| format!("line {line}: {stalled}"))?;
-    Ok(tracer.finish(title(file, mutant)))
-}
-
-/// The file name and the variant it ran on.
-fn title(file: &Path, mutant: Option<&str>) -> String {
-    let name = file.file_name().map_or_else(
-        || file.display().to_string(),
-        |name| name.to_string_lossy().into_owned(),
-    );
-    match mutant {
-        Some(mutant) => format!("{name} (planted bug {mutant})"),
-        None => format!("{name} (correct design)"),
     }
 }

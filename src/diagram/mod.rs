@@ -6,8 +6,9 @@
 //! Rendering is pure: a [`Diagram`] (the inputs, what each emitted and the
 //! first property that broke) goes in, SVG or Mermaid text comes out.
 //! [`trace`] builds a `Diagram` by running inputs through the core and the
-//! checker.
+//! checker; [`load`] does so for a file.
 
+mod load;
 mod mermaid;
 mod sequence;
 mod svg;
@@ -16,6 +17,7 @@ pub mod trace;
 use courier_core::{Input, Output, Refusal};
 use courier_model::Violation;
 
+pub use load::{load, svg_beside, title, write_beside};
 pub use mermaid::mermaid;
 pub use sequence::Lane;
 pub use svg::svg;
