@@ -135,7 +135,94 @@ fn check_prints_and_writes_the_counterexample_diagram() {
     );
 }
 
+/// `courier sim` prints the diagram path beside the race report it writes
+/// and writes it only with `--diagram`; `courier diagram` draws the report
+/// on the variant the report names.
+#[cfg(feature = "mutants")]
+#[test]
+fn sim_prints_and_writes_the_report_diagram() {
+    let folder = tempfile::tempdir().unwrap();
+    let report = folder.path().join("race.json");
+    let svg = folder.path().join("race.svg");
+    let sim = |extra: &[&str]| {
+        let ran = courier()
+            .args([
+                "sim",
+                "--seeds",
+                "0..100",
+                "--mutant",
+                "no-latch",
+                "--no-coverage",
+            ])
+            .args(extra)
+            .arg("--report")
+            .arg(&report)
+            .output()
+            .unwrap();
+        assert_eq!(ran.status.code(), Some(1), "{ran:?}");
+        String::from_utf8(ran.stdout).unwrap()
+    };
+    let printed = sim(&[]);
+    let hint = format!("diagram: {} (not written; add --diagram)\n", svg.display());
+    assert!(printed.contains(&hint), "{printed}");
+    assert!(!svg.exists());
+
+    let printed = sim(&["--diagram"]);
+    assert!(
+        printed.contains(&format!("diagram: {}\n", svg.display())),
+        "{printed}"
+    );
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let property = written["property"].as_str().unwrap();
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.contains(&format!("BROKEN here: {property}")),
+        "{drawn}"
+    );
+
+    let mermaid = courier()
+        .args(["diagram", "--format", "mermaid"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    let mermaid = String::from_utf8(mermaid.stdout).unwrap();
+    assert!(
+        mermaid.contains("(planted bug no-latch) seed "),
+        "{mermaid}"
+    );
+    assert!(mermaid.contains(&format!("BROKEN {property}")), "{mermaid}");
+}
+
 #[cfg(feature = "mutants")]
 fn courier() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
+}
+
+/// A liveness failure breaks no single transition: the report's own
+/// violation is marked at its last row.
+#[test]
+fn a_liveness_report_is_marked_at_its_last_row() {
+    use courier_core::{Input, Message, Source};
+    use courier_model::Property;
+    use courier_sim::{Prng, REPORT_FORMAT, Report, Swarm};
+
+    let report = Report {
+        format: REPORT_FORMAT,
+        seed: 7,
+        mutant: None,
+        swarm: Swarm::draw(&mut Prng::new(7)),
+        property: Property::NoLostWakeup,
+        detail: "liveness: a driver is still running when the liveness phase ended".to_owned(),
+        output_hash: "fnv1a64:0000000000000000".to_owned(),
+        trace: vec![
+            Input::followup(Message::text("A", Source::user())),
+            Input::WhenIdle,
+        ],
+    };
+    let diagram = courier::diagram::from_report(Path::new("race-7.json"), &report, None).unwrap();
+    let (row, violation) = diagram.broken.expect("marked");
+    assert_eq!((row, violation.property), (1, Property::NoLostWakeup));
+    assert!(violation.detail.starts_with("liveness:"), "{violation:?}");
+    assert_eq!(diagram.title, "race-7.json (correct design) seed 7");
 }

@@ -1,16 +1,18 @@
 //! `courier sim --seeds A..B [--mutant NAME] [--report FILE] [--jobs J]
-//! [--shard I/N] [--check-determinism]`: runs every seed of the range (see
-//! `courier-sim`). The first failing seed (the lowest, whatever `--jobs`)
-//! prints `violation: <property> seed=<n>`, writes a race report and the
-//! commands that replay it, and exits 1; otherwise a summary and exit 0.
+//! [--shard I/N] [--check-determinism] [--diagram]`: runs every seed of the
+//! range (see `courier-sim`). The first failing seed (the lowest, whatever
+//! `--jobs`) prints `violation: <property> seed=<n>`, writes a race report,
+//! the path of its diagram (written with `--diagram`) and the commands that
+//! replay it, and exits 1; otherwise a summary and exit 0.
 //! Exit 2 on bad arguments.
 
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use courier::diagram::Format;
 use courier_core::Agent;
 use courier_sim::{Finding, Plan, REPORT_FORMAT, Report, SeedRun, draw, evaluate, sweep};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -33,6 +35,9 @@ pub(crate) struct Args {
     /// Run only shard I of N (1-based): a contiguous slice of the seed range.
     #[arg(long, value_parser = parse_shard, value_name = "I/N")]
     shard: Option<(u64, u64)>,
+    /// Also draw the race report as an SVG sequence diagram beside it.
+    #[arg(long)]
+    diagram: bool,
     /// Run each seed twice and fail on any difference.
     #[arg(long)]
     check_determinism: bool,
@@ -142,6 +147,22 @@ fn progress_bar(seeds: u64) -> ProgressBar {
     bar
 }
 
+/// Prints where the report's diagram goes; writes it with `--diagram`.
+fn print_diagram(args: &Args, path: &Path, report: &Report) {
+    let svg = courier::diagram::svg_beside(path);
+    if !args.diagram {
+        println!("diagram: {} (not written; add --diagram)", svg.display());
+        return;
+    }
+    let drawn = courier::diagram::from_report(path, report, None).and_then(|diagram| {
+        std::fs::write(&svg, diagram.render(Format::Svg)).map_err(|error| error.to_string())
+    });
+    match drawn {
+        Ok(()) => println!("diagram: {}", svg.display()),
+        Err(error) => eprintln!("error: {}: cannot draw the report: {error}", svg.display()),
+    }
+}
+
 /// Writes the report of a failing seed and prints how to replay it.
 fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     let violation = run.violation.as_ref().expect("a violation finding");
@@ -179,6 +200,7 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     }
     let shown = path.display();
     println!("report: {shown} ({} inputs)", run.trace.len());
+    print_diagram(args, &path, &report);
     println!("replay: courier replay {shown}");
     println!("shrink: courier shrink {shown} --out shrunk.txn");
     println!("rerun: {}", rerun_command(args, run.seed));

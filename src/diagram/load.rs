@@ -1,21 +1,32 @@
-//! Reading a run to draw: a transcript or checker counterexample (`.txn`),
-//! re-run on a fresh agent of its variant through the core and the checker.
-//! A file names its variant in a comment line `# mutant: NAME` (shrunk
-//! traces) or `# replay: courier run --mutant NAME ...` (counterexamples);
-//! an explicit `--mutant` wins.
+//! Reading a run to draw: a transcript or checker counterexample (`.txn`) or
+//! a simulator race report (`.json`), re-run on a fresh agent of its variant
+//! through the core and the checker. A transcript names its variant in a
+//! comment line `# mutant: NAME` (shrunk traces) or `# replay: courier run
+//! --mutant NAME ...` (counterexamples), a report in its `mutant` field; an
+//! explicit `--mutant` wins.
 
 use std::path::{Path, PathBuf};
 
 use courier_core::transcript::Script;
 use courier_core::{Agent, Input};
+use courier_model::Violation;
+use courier_sim::Report;
 
 use super::trace::Tracer;
 use super::{Diagram, Format};
 
 /// Reads `file` and runs it on a fresh agent of `mutant`, else of the
-/// variant the file names, else the correct design.
+/// variant the file names, else the correct design. A `.json` file is a
+/// race report, anything else a transcript.
 pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
     let text = std::fs::read_to_string(file).map_err(|error| format!("cannot read: {error}"))?;
+    if file
+        .extension()
+        .is_some_and(|extension| extension == "json")
+    {
+        let report = Report::parse(&text).map_err(|error| error.to_string())?;
+        return from_report(file, &report, mutant);
+    }
     let script = Script::parse(&text).map_err(|error| error.to_string())?;
     let named = named_variant(&text);
     let variant = mutant.or(named.as_deref());
@@ -24,6 +35,27 @@ pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
         .run_script(&script)
         .map_err(|(line, stalled)| format!("line {line}: {stalled}"))?;
     Ok(tracer.finish(title(file, variant)))
+}
+
+/// A race report's trace, run on its variant (or `mutant`). A liveness
+/// failure (a stall, a wake still owed when the run ends) is the simulator's
+/// verdict over the whole trace, not one transition's, so when the re-run
+/// breaks nothing the report's own violation is marked at its last row.
+pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result<Diagram, String> {
+    let variant = mutant.or(report.mutant.as_deref());
+    let mut tracer = Tracer::new(crate::variant::fresh_agent(variant)?);
+    tracer.feed_all(report.trace.iter().cloned());
+    let title = format!("{} seed {}", title(file, variant), report.seed);
+    let mut diagram = tracer.finish(title);
+    let last = diagram.rows.len().checked_sub(1);
+    if let (None, Some(last)) = (&diagram.broken, last) {
+        let violation = Violation {
+            property: report.property,
+            detail: report.detail.clone(),
+        };
+        diagram.broken = Some((last, violation));
+    }
+    Ok(diagram)
 }
 
 /// The planted bug a transcript's comments name, if any.

@@ -17,7 +17,7 @@ pub mod trace;
 use courier_core::{Input, Output, Refusal};
 use courier_model::Violation;
 
-pub use load::{load, svg_beside, title, write_beside};
+pub use load::{from_report, load, svg_beside, title, write_beside};
 pub use mermaid::mermaid;
 pub use sequence::Lane;
 pub use svg::svg;

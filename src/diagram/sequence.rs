@@ -156,19 +156,23 @@ fn row_marks(row: &Row, awaiting: &mut Awaiting) -> Vec<Mark> {
 /// Where the input's arrow starts and ends.
 fn input_lanes(row: &Row) -> (Lane, Lane) {
     match &row.input {
-        Input::Send { target, .. }
-        | Input::Append { target, .. }
+        // A waking send to an aborted turn lands in `next-turn` whatever its
+        // target: point at where it landed.
+        Input::Send { target, .. } => (Lane::Client, edited_list(row, Lane::list(*target))),
+        Input::Append { target, .. }
         | Input::Prepend { target, .. }
         | Input::Splice { target, .. } => (Lane::Client, Lane::list(*target)),
-        Input::Replace { .. } | Input::Remove { .. } => (Lane::Client, edited_list(row)),
+        Input::Replace { .. } | Input::Remove { .. } => {
+            (Lane::Client, edited_list(row, Lane::NextTurn))
+        }
         Input::Cancel { .. } | Input::Dispose | Input::WhenIdle => (Lane::Client, Lane::Driver),
         Input::PreStep(_) => (Lane::PreStepHook, Lane::Driver),
         Input::Step(_) => (Lane::StepHook, Lane::Driver),
     }
 }
 
-/// The list a replace or remove changed (its first splice), else `next-turn`.
-fn edited_list(row: &Row) -> Lane {
+/// The list the row's first splice changed, else `otherwise`.
+fn edited_list(row: &Row, otherwise: Lane) -> Lane {
     let outputs = row.outcome.as_deref().unwrap_or_default();
     outputs
         .iter()
@@ -176,7 +180,7 @@ fn edited_list(row: &Row) -> Lane {
             Output::Spliced(splice) => Some(Lane::list(splice.target)),
             _ => None,
         })
-        .unwrap_or(Lane::NextTurn)
+        .unwrap_or(otherwise)
 }
 
 /// One output's mark; `list` is the lane of the latest splice, which the
