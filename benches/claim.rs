@@ -15,7 +15,7 @@ use std::hint::black_box;
 use courier_core::{
     Agent, Input, Message, MessageId, Output, PreStepDecision, Source, Status, StepOutcome,
 };
-use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group};
 
 /// Messages per claim: one alone, a burst of steering, and a flood.
 const BATCH_SIZES: [usize; 3] = [1, 16, 256];
@@ -97,76 +97,146 @@ fn check_claim_cycle(count: usize) {
     assert!(agent.inbox().is_empty(), "the cycle leaves nothing pending");
 }
 
+/// One function's work on one batch, which it empties.
+type Cycle<'a> = dyn FnMut(&mut Vec<Message>) + 'a;
+
+/// The floor: push N messages onto a queue, then pop and drop them.
+fn vecdeque_cycle(queue: &mut VecDeque<Message>, batch: &mut Vec<Message>) {
+    queue.extend(batch.drain(..));
+    while let Some(message) = queue.pop_front() {
+        black_box(message);
+    }
+}
+
+/// Tokio's unbounded channel: send N, then receive N, inside one `block_on`
+/// of a current-thread runtime.
+struct TokioChannel {
+    runtime: tokio::runtime::Runtime,
+    sender: tokio::sync::mpsc::UnboundedSender<Message>,
+    receiver: tokio::sync::mpsc::UnboundedReceiver<Message>,
+}
+
+impl TokioChannel {
+    fn new() -> Self {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime");
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        Self {
+            runtime,
+            sender,
+            receiver,
+        }
+    }
+
+    fn cycle(&mut self, batch: &mut Vec<Message>) {
+        let count = batch.len();
+        let Self {
+            runtime,
+            sender,
+            receiver,
+        } = self;
+        runtime.block_on(async {
+            for message in batch.drain(..) {
+                sender.send(message).expect("the receiver is alive");
+            }
+            for _ in 0..count {
+                black_box(receiver.recv().await.expect("sent above"));
+            }
+        });
+    }
+}
+
+/// crossbeam's unbounded channel: send N, then receive N, on one thread.
+fn crossbeam_cycle(
+    (sender, receiver): &(
+        crossbeam_channel::Sender<Message>,
+        crossbeam_channel::Receiver<Message>,
+    ),
+    batch: &mut Vec<Message>,
+) {
+    let count = batch.len();
+    for message in batch.drain(..) {
+        sender.send(message).expect("the receiver is alive");
+    }
+    for _ in 0..count {
+        black_box(receiver.try_recv().expect("sent above"));
+    }
+}
+
 fn claim(criterion: &mut Criterion) {
     let mut group = criterion.benchmark_group("claim");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a current-thread runtime");
     for count in BATCH_SIZES {
         check_claim_cycle(count);
+        // Fresh containers per batch size, so one size's capacity never
+        // carries over to the next.
+        let mut agent = Agent::new();
+        let mut queue = VecDeque::new();
+        let mut tokio_channel = TokioChannel::new();
+        let crossbeam_channel = crossbeam_channel::unbounded();
         let prebuilt = messages(count);
         let setup = || prebuilt.clone();
         group.throughput(Throughput::Elements(count as u64));
-
-        let mut agent = Agent::new();
-        group.bench_function(BenchmarkId::new("core", count), |bencher| {
-            bencher.iter_batched_ref(
-                setup,
-                |batch| claim_cycle(&mut agent, batch),
-                BatchSize::SmallInput,
-            )
-        });
-
-        let mut queue = VecDeque::new();
-        group.bench_function(BenchmarkId::new("vecdeque", count), |bencher| {
-            bencher.iter_batched_ref(
-                setup,
-                |batch| {
-                    queue.extend(batch.drain(..));
-                    while let Some(message) = queue.pop_front() {
-                        black_box(message);
-                    }
-                },
-                BatchSize::SmallInput,
-            )
-        });
-
-        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-        group.bench_function(BenchmarkId::new("tokio-mpsc", count), |bencher| {
-            bencher.iter_batched_ref(
-                setup,
-                |batch| {
-                    runtime.block_on(async {
-                        for message in batch.drain(..) {
-                            sender.send(message).expect("the receiver is alive");
-                        }
-                        for _ in 0..count {
-                            black_box(receiver.recv().await);
-                        }
-                    })
-                },
-                BatchSize::SmallInput,
-            )
-        });
-
-        let (sender, receiver) = crossbeam_channel::unbounded();
-        group.bench_function(BenchmarkId::new("crossbeam", count), |bencher| {
-            bencher.iter_batched_ref(
-                setup,
-                |batch| {
-                    for message in batch.drain(..) {
-                        sender.send(message).expect("the receiver is alive");
-                    }
-                    for _ in 0..count {
-                        black_box(receiver.try_recv().expect("sent above"));
-                    }
-                },
-                BatchSize::SmallInput,
-            )
+        let mut bench = |name: &str, cycle: &mut Cycle<'_>| {
+            group.bench_function(BenchmarkId::new(name, count), |bencher| {
+                bencher.iter_batched_ref(setup, &mut *cycle, BatchSize::SmallInput)
+            });
+        };
+        bench("core", &mut |batch| claim_cycle(&mut agent, batch));
+        bench("vecdeque", &mut |batch| vecdeque_cycle(&mut queue, batch));
+        bench("tokio-mpsc", &mut |batch| tokio_channel.cycle(batch));
+        bench("crossbeam", &mut |batch| {
+            crossbeam_cycle(&crossbeam_channel, batch)
         });
     }
     group.finish();
 }
 
+/// Profiling mode, for `valgrind --tool=callgrind` or `perf`: with
+/// `COURIER_PROFILE=<function>:<batch size>:<cycles>` (for example
+/// `core:256:1000`) the binary runs exactly that many cycles of one function
+/// and exits without criterion, so instruction counts divide evenly.
+fn profile(spec: &str) {
+    let fields: Vec<&str> = spec.split(':').collect();
+    let [name, count, cycles] = fields[..] else {
+        panic!("COURIER_PROFILE wants <function>:<batch size>:<cycles>, got {spec:?}");
+    };
+    let count: usize = count.parse().expect("batch size is a number");
+    let cycles: usize = cycles.parse().expect("cycles is a number");
+    let prebuilt = messages(count);
+    let mut cycle: Box<Cycle<'_>> = match name {
+        "core" => {
+            let mut agent = Agent::new();
+            Box::new(move |batch| claim_cycle(&mut agent, batch))
+        }
+        "vecdeque" => {
+            let mut queue = VecDeque::new();
+            Box::new(move |batch| vecdeque_cycle(&mut queue, batch))
+        }
+        "tokio-mpsc" => {
+            let mut channel = TokioChannel::new();
+            Box::new(move |batch| channel.cycle(batch))
+        }
+        "crossbeam" => {
+            let channel = crossbeam_channel::unbounded();
+            Box::new(move |batch| crossbeam_cycle(&channel, batch))
+        }
+        other => panic!("unknown function {other:?}"),
+    };
+    for _ in 0..cycles {
+        let mut batch = prebuilt.clone();
+        cycle(&mut batch);
+    }
+}
+
 criterion_group!(benches, claim);
-criterion_main!(benches);
+
+// `criterion_main!` plus the profiling switch.
+fn main() {
+    if let Ok(spec) = std::env::var("COURIER_PROFILE") {
+        profile(&spec);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
