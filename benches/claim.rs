@@ -37,6 +37,7 @@ fn messages(count: usize) -> Vec<Message> {
 /// `step completed` (the turn ends with nothing pending and the agent
 /// retires). Every output is drained after each input, as the calling
 /// contract requires, and dropped.
+#[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
 fn claim_cycle(agent: &mut Agent, batch: &mut Vec<Message>) {
     let last = batch.pop().expect("batch sizes are positive");
     for message in batch.drain(..) {
@@ -101,6 +102,7 @@ fn check_claim_cycle(count: usize) {
 type Cycle<'a> = dyn FnMut(&mut Vec<Message>) + 'a;
 
 /// The floor: push N messages onto a queue, then pop and drop them.
+#[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
 fn vecdeque_cycle(queue: &mut VecDeque<Message>, batch: &mut Vec<Message>) {
     queue.extend(batch.drain(..));
     while let Some(message) = queue.pop_front() {
@@ -129,6 +131,7 @@ impl TokioChannel {
         }
     }
 
+    #[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
     fn cycle(&mut self, batch: &mut Vec<Message>) {
         let count = batch.len();
         let Self {
@@ -148,6 +151,7 @@ impl TokioChannel {
 }
 
 /// crossbeam's unbounded channel: send N, then receive N, on one thread.
+#[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
 fn crossbeam_cycle(
     (sender, receiver): &(
         crossbeam_channel::Sender<Message>,
