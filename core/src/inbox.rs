@@ -3,7 +3,7 @@
 //! about drivers.
 
 use std::collections::{HashSet, VecDeque};
-use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
@@ -47,7 +47,58 @@ impl Splice {
 
 /// The pending-id index uses a fixed-key hasher so no process entropy exists
 /// anywhere in the core; it is never iterated.
-type IdIndex = HashSet<MessageId, BuildHasherDefault<DefaultHasher>>;
+type IdIndex = HashSet<MessageId, BuildHasherDefault<IdHasher>>;
+
+/// The pending index's hasher: fixed, so no process entropy exists in the
+/// core, and cheap, because every message is hashed on send, on claim and on
+/// admission. It replaced std's `DefaultHasher` (SipHash-1-3 with fixed zero
+/// keys), whose hashing was the largest single cost of a claim cycle (see
+/// `BENCHMARKS.md`). Neither is keyed by a secret, so neither resists crafted
+/// collisions and nothing is lost; the index is never iterated, so the hash
+/// function cannot reach an output.
+///
+/// Each 8-byte word (the length first, the tail zero-padded) is folded in by a
+/// 64x64->128-bit multiply whose halves are xored, which carries every input
+/// bit into every output bit (unlike a plain 64-bit multiply, whose low bits
+/// never see the high bits of its inputs; `hashbrown` indexes by the low bits).
+#[derive(Clone, Copy, Default)]
+struct IdHasher {
+    hash: u64,
+}
+
+impl IdHasher {
+    /// An odd constant with no structure: the fractional bits of the golden ratio.
+    const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
+    fn add(&mut self, word: u64) {
+        let product = u128::from(self.hash ^ word) * u128::from(Self::MULTIPLIER);
+        self.hash = (product as u64) ^ ((product >> 64) as u64);
+    }
+}
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.add(bytes.len() as u64);
+        let mut words = bytes.chunks_exact(8);
+        for word in words.by_ref() {
+            self.add(u64::from_le_bytes(word.try_into().expect("chunks of 8")));
+        }
+        let tail = words.remainder();
+        if !tail.is_empty() {
+            let mut word = [0; 8];
+            word[..tail.len()].copy_from_slice(tail);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
+    }
+
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
 
 /// Both pending lists. An id is pending at most once across them.
 #[derive(Clone, Debug, Default)]
@@ -203,6 +254,39 @@ impl Inbox {
                 "index lost {}",
                 message.id()
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::hash::BuildHasher;
+
+    use super::*;
+
+    /// The index's hash spreads typical ids over the low bits `hashbrown`
+    /// indexes by, including ids that differ only in the top byte of a word.
+    #[test]
+    fn id_hasher_spreads_low_bits() {
+        let hasher = BuildHasherDefault::<IdHasher>::default();
+        let count = 1 << 14;
+        let ids = (0..count).map(|index| format!("message-{index:08}"));
+        let uuids = (0..count).map(|index| format!("{index:07x}0-0000-4000-8000-000000000000"));
+        // Only bytes 7 and 15, the top bytes of the first two words, vary.
+        let tops = (0..count).map(|index| {
+            let (high, low) = ((index >> 7) as u8, (index & 0x7f) as u8);
+            format!("prefix-{}prefix-{}", char::from(high), char::from(low))
+        });
+        for family in [ids.collect::<Vec<_>>(), uuids.collect(), tops.collect()] {
+            let hashes: HashSet<u64> = family
+                .iter()
+                .map(|id| hasher.hash_one(MessageId::new(id.as_str())))
+                .collect();
+            assert_eq!(hashes.len(), count, "no full collisions");
+            let buckets: HashSet<u64> = hashes.iter().map(|hash| hash % (1 << 14)).collect();
+            // Uniform hashing fills about 1 - 1/e (63%) of as many buckets as keys.
+            assert!(buckets.len() * 100 > count * 55, "low bits poorly spread");
         }
     }
 }
