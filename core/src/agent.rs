@@ -341,12 +341,18 @@ impl Agent {
             return Ok(());
         }
         let removed = self.state.inbox.apply(&splice);
-        let inserted = splice.inserted.clone();
+        let (target, inserted) = (
+            splice.target,
+            splice.start..splice.start + splice.inserted.len(),
+        );
         self.emit(Output::Spliced(splice));
         for message in removed {
             self.emit(Output::Discarded { message });
         }
-        for message in inserted {
+        // The inserted messages now sit at `inserted` in their list: clone
+        // them from there rather than copying the splice's vector first.
+        for index in inserted {
+            let message = self.state.inbox.list(target)[index].clone();
             self.emit(Output::Inserted { message });
         }
         Ok(())

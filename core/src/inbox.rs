@@ -193,13 +193,15 @@ impl Inbox {
     /// The first inserted id that would be pending twice once `splice` is
     /// applied (so replacing A by A is fine).
     pub fn duplicate(&self, splice: &Splice) -> Option<MessageId> {
-        let removed = self
-            .list(splice.target)
-            .range(splice.start..splice.start + splice.removed_count);
-        let removed_ids: Vec<&MessageId> = removed.map(Message::id).collect();
+        let range = splice.start..splice.start + splice.removed_count;
+        // Scanned only for an id that is pending, so a send allocates nothing here.
+        let removed = |id: &MessageId| {
+            let mut removed = self.list(splice.target).range(range.clone());
+            removed.any(|message| message.id() == id)
+        };
         for (index, message) in splice.inserted.iter().enumerate() {
             let id = message.id();
-            let pending_after = self.contains(id) && !removed_ids.contains(&id);
+            let pending_after = self.contains(id) && !removed(id);
             let inserted_twice = splice.inserted[..index].iter().any(|m| m.id() == id);
             if pending_after || inserted_twice {
                 return Some(id.clone());
@@ -215,9 +217,19 @@ impl Inbox {
         let range = splice.start..splice.start + splice.removed_count;
         let list = self.list_mut(splice.target);
         debug_assert!(range.end <= list.len(), "splice not normalized");
-        let removed: Vec<Message> = list.drain(range).collect();
-        for (offset, message) in splice.inserted.iter().enumerate() {
-            list.insert(splice.start + offset, message.clone());
+        // The common splices (a send, a claim-free append) remove nothing and
+        // insert at the end: skip the empty drain and the shifting inserts.
+        let removed: Vec<Message> = if range.is_empty() {
+            Vec::new()
+        } else {
+            list.drain(range).collect()
+        };
+        if splice.start == list.len() {
+            list.extend(splice.inserted.iter().cloned());
+        } else {
+            for (offset, message) in splice.inserted.iter().enumerate() {
+                list.insert(splice.start + offset, message.clone());
+            }
         }
         for message in &removed {
             self.pending.remove(message.id());
