@@ -246,8 +246,14 @@ impl Inbox {
         let list = self.list_mut(target);
         let count = count.min(list.len());
         let taken: Vec<Message> = list.drain(..count).collect();
-        for message in &taken {
-            self.pending.remove(message.id());
+        if taken.len() == self.pending.len() {
+            // The claim takes everything pending (the usual boundary): one
+            // clear instead of a hash and probe per message.
+            self.pending.clear();
+        } else {
+            for message in &taken {
+                self.pending.remove(message.id());
+            }
         }
         taken
     }
