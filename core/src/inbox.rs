@@ -57,10 +57,13 @@ type IdIndex = HashSet<MessageId, BuildHasherDefault<IdHasher>>;
 /// collisions and nothing is lost; the index is never iterated, so the hash
 /// function cannot reach an output.
 ///
-/// Each 8-byte word (the length first, the tail zero-padded) is folded in by a
-/// 64x64->128-bit multiply whose halves are xored, which carries every input
-/// bit into every output bit (unlike a plain 64-bit multiply, whose low bits
-/// never see the high bits of its inputs; `hashbrown` indexes by the low bits).
+/// Each 8-byte word is folded in by a 64x64->128-bit multiply whose halves
+/// are xored, which carries every input bit into every output bit (unlike a
+/// plain 64-bit multiply, whose low bits never see the high bits of its
+/// inputs; `hashbrown` indexes by the low bits). The last word holds the
+/// tail (0 to 7 bytes) and, in its top byte, the length: with the number of
+/// words that encodes every string differently. A short id costs two
+/// multiplies.
 #[derive(Clone, Copy, Default)]
 struct IdHasher {
     hash: u64,
@@ -78,21 +81,20 @@ impl IdHasher {
 
 impl Hasher for IdHasher {
     fn write(&mut self, bytes: &[u8]) {
-        self.add(bytes.len() as u64);
         let mut words = bytes.chunks_exact(8);
         for word in words.by_ref() {
             self.add(u64::from_le_bytes(word.try_into().expect("chunks of 8")));
         }
-        let tail = words.remainder();
-        if !tail.is_empty() {
-            let mut word = [0; 8];
-            word[..tail.len()].copy_from_slice(tail);
-            self.add(u64::from_le_bytes(word));
-        }
+        let length_byte = u64::from(bytes.len() as u8) << 56;
+        let tail = words.remainder().iter().rev();
+        let last = tail.fold(0, |word, &byte| (word << 8) | u64::from(byte));
+        self.add(last | length_byte);
     }
 
+    /// `str` ends every string with a 0xff byte, which adds nothing to a
+    /// write that already encodes its length: xor it in without a multiply.
     fn write_u8(&mut self, byte: u8) {
-        self.add(u64::from(byte));
+        self.hash ^= u64::from(byte);
     }
 
     fn finish(&self) -> u64 {
@@ -225,7 +227,9 @@ impl Inbox {
             list.drain(range).collect()
         };
         if splice.start == list.len() {
-            list.extend(splice.inserted.iter().cloned());
+            for message in &splice.inserted {
+                list.push_back(message.clone());
+            }
         } else {
             for (offset, message) in splice.inserted.iter().enumerate() {
                 list.insert(splice.start + offset, message.clone());
