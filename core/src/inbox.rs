@@ -2,8 +2,8 @@
 //! normalized splice primitive every change goes through. It knows nothing
 //! about drivers.
 
-use std::collections::{HashSet, VecDeque};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
@@ -45,9 +45,44 @@ impl Splice {
     }
 }
 
-/// The pending-id index uses a fixed-key hasher so no process entropy exists
-/// anywhere in the core; it is never iterated.
-type IdIndex = HashSet<MessageId, BuildHasherDefault<IdHasher>>;
+/// The pending-id index: for each id hash, how many pending messages have
+/// it. It uses a fixed-key hasher so no process entropy exists anywhere in
+/// the core, and it is never iterated.
+///
+/// It holds hashes, not ids, so keeping it touches no reference counts: a set
+/// of ids cost an atomic increment per send and a decrement per claim, the
+/// largest cost of a claim cycle after allocation (see `BENCHMARKS.md`). A
+/// hash it does not count rules an id out at once, which is the answer for
+/// every accepted send; a hash it counts is confirmed in the lists (see
+/// [`Inbox::contains`]).
+type IdIndex = HashMap<u64, u32, BuildHasherDefault<Prehashed>>;
+
+/// The hash of an id, as the index counts it.
+fn id_hash(id: &MessageId) -> u64 {
+    BuildHasherDefault::<IdHasher>::default().hash_one(id)
+}
+
+/// The index's keys are already [`IdHasher`] outputs: pass them through.
+#[derive(Clone, Copy, Default)]
+struct Prehashed {
+    hash: u64,
+}
+
+impl Hasher for Prehashed {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hasher = IdHasher { hash: self.hash };
+        hasher.write(bytes);
+        self.hash = hasher.hash;
+    }
+
+    fn write_u64(&mut self, hash: u64) {
+        self.hash ^= hash;
+    }
+
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
 
 /// The pending index's hasher: fixed, so no process entropy exists in the
 /// core, and cheap, because every message is hashed on send, on claim and on
@@ -144,23 +179,52 @@ impl Inbox {
     }
 
     /// Whether `id` is pending in either list.
+    ///
+    /// An uncounted hash answers at once. A counted one is confirmed by
+    /// scanning the lists: that happens only when the id is pending (a
+    /// refusal, or a replace or remove, which scan the lists anyway) or on a
+    /// 64-bit hash collision.
     pub fn contains(&self, id: &MessageId) -> bool {
-        self.pending.contains(id)
+        self.counted(id) && self.listed(id)
+    }
+
+    /// Whether the index counts `id`'s hash: `false` means not pending.
+    fn counted(&self, id: &MessageId) -> bool {
+        self.pending.contains_key(&id_hash(id))
+    }
+
+    fn listed(&self, id: &MessageId) -> bool {
+        let mut pending = self.next_turn.iter().chain(&self.next_step);
+        pending.any(|message| message.id() == id)
     }
 
     /// Whether both lists are empty.
     pub fn is_empty(&self) -> bool {
-        self.pending.is_empty()
+        self.next_turn.is_empty() && self.next_step.is_empty()
     }
 
     /// How many messages are pending in both lists.
     pub fn len(&self) -> usize {
-        self.pending.len()
+        self.next_turn.len() + self.next_step.len()
+    }
+
+    fn count(&mut self, id: &MessageId) {
+        *self.pending.entry(id_hash(id)).or_default() += 1;
+    }
+
+    fn uncount(&mut self, id: &MessageId) {
+        let hash = id_hash(id);
+        let count = self.pending.get_mut(&hash);
+        let count = count.expect("the index counts every pending id");
+        *count -= 1;
+        if *count == 0 {
+            self.pending.remove(&hash);
+        }
     }
 
     /// Where `id` is pending, if it is.
     pub fn find(&self, id: &MessageId) -> Option<(Target, usize)> {
-        if !self.contains(id) {
+        if !self.counted(id) {
             return None;
         }
         Target::ALL.into_iter().find_map(|target| {
@@ -236,11 +300,10 @@ impl Inbox {
             }
         }
         for message in &removed {
-            self.pending.remove(message.id());
+            self.uncount(message.id());
         }
         for message in &splice.inserted {
-            let fresh = self.pending.insert(message.id().clone());
-            debug_assert!(fresh, "unique-pending broken by {}", message.id());
+            self.count(message.id());
         }
         removed
     }
@@ -250,33 +313,31 @@ impl Inbox {
         let list = self.list_mut(target);
         let count = count.min(list.len());
         let taken: Vec<Message> = list.drain(..count).collect();
-        if taken.len() == self.pending.len() {
-            // The claim takes everything pending (the usual boundary): one
+        if self.is_empty() {
+            // The claim took everything pending (the usual boundary): one
             // clear instead of a hash and probe per message.
             self.pending.clear();
         } else {
             for message in &taken {
-                self.pending.remove(message.id());
+                self.uncount(message.id());
             }
         }
         taken
     }
 
-    /// Checks that the index matches the lists and no id is pending twice.
+    /// Checks that no id is pending twice and the index counts the lists.
     pub fn check_invariants(&self) {
-        let listed = self.next_turn.len() + self.next_step.len();
-        assert_eq!(
-            listed,
-            self.pending.len(),
-            "unique-pending: an id is pending twice"
-        );
+        let mut ids = HashSet::<&MessageId, BuildHasherDefault<IdHasher>>::default();
+        let mut counted = IdIndex::default();
         for message in self.next_turn.iter().chain(&self.next_step) {
-            assert!(
-                self.pending.contains(message.id()),
-                "index lost {}",
-                message.id()
-            );
+            let id = message.id();
+            assert!(ids.insert(id), "unique-pending: {id} is pending twice");
+            *counted.entry(id_hash(id)).or_default() += 1;
         }
+        assert!(
+            counted == self.pending,
+            "the index does not count the lists"
+        );
     }
 }
 
