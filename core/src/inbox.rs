@@ -50,8 +50,8 @@ impl Splice {
 /// the core, and it is never iterated.
 ///
 /// It holds hashes, not ids, so keeping it touches no reference counts: a set
-/// of ids cost an atomic increment per send and a decrement per claim, the
-/// largest cost of a claim cycle after allocation (see `BENCHMARKS.md`). A
+/// of ids cost an atomic increment per send and a decrement per claim, about
+/// a tenth of a claim cycle (see `BENCHMARKS.md`). A
 /// hash it does not count rules an id out at once, which is the answer for
 /// every accepted send; a hash it counts is confirmed in the lists (see
 /// [`Inbox::contains`]).
@@ -343,9 +343,6 @@ impl Inbox {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashSet;
-    use std::hash::BuildHasher;
-
     use super::*;
 
     /// The index's hash spreads typical ids over the low bits `hashbrown`
