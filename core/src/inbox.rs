@@ -2,8 +2,10 @@
 //! normalized splice primitive every change goes through. It knows nothing
 //! about drivers.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::collections::VecDeque;
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -46,95 +48,22 @@ impl Splice {
 }
 
 /// The pending-id index: for each id hash, how many pending messages have
-/// it. It uses a fixed-key hasher so no process entropy exists anywhere in
-/// the core, and it is never iterated.
+/// it. `rustc-hash`'s fixed, unkeyed hasher keeps process entropy out of the
+/// core (nothing here resists crafted collisions, and nothing needs to: the
+/// index is never iterated, so the hash cannot reach an output), and it is
+/// far cheaper than SipHash, which was the largest single cost of a claim
+/// cycle (see `BENCHMARKS.md`).
 ///
 /// It holds hashes, not ids, so keeping it touches no reference counts: a set
 /// of ids cost an atomic increment per send and a decrement per claim, about
-/// a tenth of a claim cycle (see `BENCHMARKS.md`). A
-/// hash it does not count rules an id out at once, which is the answer for
-/// every accepted send; a hash it counts is confirmed in the lists (see
-/// [`Inbox::contains`]).
-type IdIndex = HashMap<u64, u32, BuildHasherDefault<Prehashed>>;
+/// a tenth of a claim cycle. A hash it does not count rules an id out at
+/// once, which is the answer for every accepted send; a hash it counts is
+/// confirmed in the lists (see [`Inbox::contains`]).
+type IdIndex = FxHashMap<u64, u32>;
 
 /// The hash of an id, as the index counts it.
 fn id_hash(id: &MessageId) -> u64 {
-    BuildHasherDefault::<IdHasher>::default().hash_one(id)
-}
-
-/// The index's keys are already [`IdHasher`] outputs: pass them through.
-#[derive(Clone, Copy, Default)]
-struct Prehashed {
-    hash: u64,
-}
-
-impl Hasher for Prehashed {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut hasher = IdHasher { hash: self.hash };
-        hasher.write(bytes);
-        self.hash = hasher.hash;
-    }
-
-    fn write_u64(&mut self, hash: u64) {
-        self.hash ^= hash;
-    }
-
-    fn finish(&self) -> u64 {
-        self.hash
-    }
-}
-
-/// The pending index's hasher: fixed, so no process entropy exists in the
-/// core, and cheap, because every message is hashed on send, on claim and on
-/// admission. It replaced std's `DefaultHasher` (SipHash-1-3 with fixed zero
-/// keys), whose hashing was the largest single cost of a claim cycle (see
-/// `BENCHMARKS.md`). Neither is keyed by a secret, so neither resists crafted
-/// collisions and nothing is lost; the index is never iterated, so the hash
-/// function cannot reach an output.
-///
-/// Each 8-byte word is folded in by a 64x64->128-bit multiply whose halves
-/// are xored, which carries every input bit into every output bit (unlike a
-/// plain 64-bit multiply, whose low bits never see the high bits of its
-/// inputs; `hashbrown` indexes by the low bits). The last word holds the
-/// tail (0 to 7 bytes) and, in its top byte, the length: with the number of
-/// words that encodes every string differently. A short id costs two
-/// multiplies.
-#[derive(Clone, Copy, Default)]
-struct IdHasher {
-    hash: u64,
-}
-
-impl IdHasher {
-    /// An odd constant with no structure: the fractional bits of the golden ratio.
-    const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
-
-    fn add(&mut self, word: u64) {
-        let product = u128::from(self.hash ^ word) * u128::from(Self::MULTIPLIER);
-        self.hash = (product as u64) ^ ((product >> 64) as u64);
-    }
-}
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for word in words.by_ref() {
-            self.add(u64::from_le_bytes(word.try_into().expect("chunks of 8")));
-        }
-        let length_byte = u64::from(bytes.len() as u8) << 56;
-        let tail = words.remainder().iter().rev();
-        let last = tail.fold(0, |word, &byte| (word << 8) | u64::from(byte));
-        self.add(last | length_byte);
-    }
-
-    /// `str` ends every string with a 0xff byte, which adds nothing to a
-    /// write that already encodes its length: xor it in without a multiply.
-    fn write_u8(&mut self, byte: u8) {
-        self.hash ^= u64::from(byte);
-    }
-
-    fn finish(&self) -> u64 {
-        self.hash
-    }
+    FxBuildHasher.hash_one(id)
 }
 
 /// Both pending lists. An id is pending at most once across them.
@@ -327,7 +256,7 @@ impl Inbox {
 
     /// Checks that no id is pending twice and the index counts the lists.
     pub fn check_invariants(&self) {
-        let mut ids = HashSet::<&MessageId, BuildHasherDefault<IdHasher>>::default();
+        let mut ids = FxHashSet::<&MessageId>::default();
         let mut counted = IdIndex::default();
         for message in self.next_turn.iter().chain(&self.next_step) {
             let id = message.id();
@@ -338,35 +267,5 @@ impl Inbox {
             counted == self.pending,
             "the index does not count the lists"
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The index's hash spreads typical ids over the low bits `hashbrown`
-    /// indexes by, including ids that differ only in the top byte of a word.
-    #[test]
-    fn id_hasher_spreads_low_bits() {
-        let hasher = BuildHasherDefault::<IdHasher>::default();
-        let count = 1 << 14;
-        let ids = (0..count).map(|index| format!("message-{index:08}"));
-        let uuids = (0..count).map(|index| format!("{index:07x}0-0000-4000-8000-000000000000"));
-        // Only bytes 7 and 15, the top bytes of the first two words, vary.
-        let tops = (0..count).map(|index| {
-            let (high, low) = ((index >> 7) as u8, (index & 0x7f) as u8);
-            format!("prefix-{}prefix-{}", char::from(high), char::from(low))
-        });
-        for family in [ids.collect::<Vec<_>>(), uuids.collect(), tops.collect()] {
-            let hashes: HashSet<u64> = family
-                .iter()
-                .map(|id| hasher.hash_one(MessageId::new(id.as_str())))
-                .collect();
-            assert_eq!(hashes.len(), count, "no full collisions");
-            let buckets: HashSet<u64> = hashes.iter().map(|hash| hash % (1 << 14)).collect();
-            // Uniform hashing fills about 1 - 1/e (63%) of as many buckets as keys.
-            assert!(buckets.len() * 100 > count * 55, "low bits poorly spread");
-        }
     }
 }
