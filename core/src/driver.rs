@@ -2,11 +2,13 @@
 //! abort signal with its wake latch, the owed turn-end reason, and the
 //! transitions that claim, resolve `pre-step` and `step`, and retire.
 
+use rustc_hash::{FxBuildHasher, FxHashSet};
+
 use crate::agent::Agent;
 use crate::error::Refusal;
 use crate::event::{Activity, AwaitPoint, Output, PreStepDecision, StepOutcome};
 use crate::inbox::Splice;
-use crate::message::{Cause, Message, MessageId, Target, TurnEnd};
+use crate::message::{Cause, Message, Target, TurnEnd};
 #[cfg(feature = "mutants")]
 use crate::mutant::Mutant;
 
@@ -239,13 +241,22 @@ impl Agent {
             };
             return self.end_turn(driver, reason, Stop::Parked);
         }
-        let (entering, distinct) = match decision {
+        let entering = match decision {
             PreStepDecision::Reject => return self.reject(driver, batch),
             PreStepDecision::Fail => return self.fail(driver),
-            PreStepDecision::Pass => (batch, self.claims_are_distinct()),
-            PreStepDecision::Enter(messages) => (claimed_values(messages, &batch), false),
+            // One atomic claim took the batch out of the pending lists, so it
+            // names no id twice (unique-pending).
+            PreStepDecision::Pass => batch,
+            PreStepDecision::Enter(messages) => {
+                let entering = claimed_values(messages, &batch);
+                if names_twice(&entering) {
+                    return self.fail(driver);
+                }
+                entering
+            }
         };
-        if !self.admissible(&entering, distinct) {
+        let inbox = &self.state.inbox;
+        if entering.iter().any(|message| inbox.contains(message.id())) {
             return self.fail(driver);
         }
         match (entering.is_empty(), driver.step, driver.owed) {
@@ -256,45 +267,6 @@ impl Agent {
                 Ok(())
             }
         }
-    }
-
-    /// Whether a claimed batch is known to name no id twice: one atomic claim
-    /// takes it out of the pending lists, where no id is pending twice.
-    #[cfg(not(feature = "mutants"))]
-    fn claims_are_distinct(&self) -> bool {
-        true
-    }
-
-    /// `split-claim` takes the head in a later transition, after which a
-    /// send can have made an id of the first part the head again.
-    #[cfg(feature = "mutants")]
-    fn claims_are_distinct(&self) -> bool {
-        !self.runs(Mutant::SplitClaim)
-    }
-
-    /// An entering batch fails when it names an id twice or a pending id.
-    /// `distinct` says the caller knows it names no id twice: the pairwise
-    /// check is quadratic, and was the largest cost of passing a big batch.
-    fn admissible(&self, entering: &[Message], distinct: bool) -> bool {
-        let repeated = |index: usize, id: &MessageId| {
-            entering[..index].iter().any(|earlier| earlier.id() == id)
-        };
-        if distinct {
-            debug_assert!(
-                (0..entering.len()).all(|index| !repeated(index, entering[index].id())),
-                "a batch said to be distinct names an id twice"
-            );
-        }
-        // With nothing pending no lookup can hit (the usual case: a boundary
-        // claims everything that is pending).
-        let inbox = &self.state.inbox;
-        let lookups = !inbox.is_empty();
-        entering.iter().enumerate().all(|(index, message)| {
-            let id = message.id();
-            let twice = !distinct && repeated(index, id);
-            let pending = lookups && inbox.contains(id);
-            !twice && !pending
-        })
     }
 
     fn reject(&mut self, driver: Driver, batch: Vec<Message>) -> Result<(), Refusal> {
@@ -405,6 +377,12 @@ impl Agent {
             self.resolve_waiters();
         }
     }
+}
+
+/// Whether a decision's entering batch names an id twice (linear: one set).
+fn names_twice(entering: &[Message]) -> bool {
+    let mut named = FxHashSet::with_capacity_and_hasher(entering.len(), FxBuildHasher);
+    !entering.iter().all(|message| named.insert(message.id()))
 }
 
 /// The entering batch as values: an id from the claimed batch is that

@@ -114,7 +114,7 @@ impl Inbox {
     /// refusal, or a replace or remove, which scan the lists anyway) or on a
     /// 64-bit hash collision.
     pub fn contains(&self, id: &MessageId) -> bool {
-        self.counted(id) && self.listed(id)
+        !self.is_empty() && self.counted(id) && self.listed(id)
     }
 
     /// Whether the index counts `id`'s hash: `false` means not pending.
