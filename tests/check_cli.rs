@@ -1,18 +1,9 @@
 //! `courier check` from the outside: exit codes, the report, and (with the
 //! planted bugs) a counterexample file that `courier run` replays.
 
-use std::process::{Command, Output};
+mod common;
 
-fn courier(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_courier"))
-        .args(args)
-        .output()
-        .expect("the courier binary runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use common::{courier, stdout};
 
 #[test]
 fn the_design_passes_and_reports_its_counts() {

@@ -2,18 +2,10 @@
 //! codes, the lines users and scripts read, and the report round trip.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn courier(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_courier"))
-        .args(args)
-        .output()
-        .expect("the courier binary runs")
-}
+mod common;
 
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use common::{courier, stdout};
 
 /// A fresh scratch file under cargo's per-target temp folder.
 fn scratch(name: &str) -> PathBuf {

@@ -5,9 +5,10 @@
 
 mod common;
 
+use common::{courier, stdout};
+
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use courier::validate::{Finding, Summary, Unreadable, validate};
 use courier_core::Agent;
@@ -27,18 +28,6 @@ fn check(log: impl BufRead) -> (Vec<Finding>, Result<Summary, Unreadable>) {
     let mut findings = Vec::new();
     let outcome = validate(log, |finding| findings.push(finding));
     (findings, outcome)
-}
-
-fn courier(arguments: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_courier"))
-        .args(arguments)
-        .current_dir(common::workspace())
-        .output()
-        .unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
 }
 
 #[test]

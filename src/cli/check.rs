@@ -49,12 +49,8 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         eprintln!("error: --messages is at most 26 (ids A..Z)");
         return ExitCode::from(2);
     }
-    let agent = match courier::variant::fresh_agent(args.mutant.as_deref()) {
-        Ok(agent) => agent,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::from(2);
-        }
+    let Some(agent) = super::agent(args.mutant.as_deref()) else {
+        return ExitCode::from(2);
     };
     let bounds = Bounds {
         messages: args.messages,

@@ -26,12 +26,8 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    let agent = match courier::variant::fresh_agent(args.mutant.as_deref()) {
-        Ok(agent) => agent,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::from(2);
-        }
+    let Some(agent) = super::agent(args.mutant.as_deref()) else {
+        return ExitCode::from(2);
     };
     let bounds = Bounds {
         messages: args.messages,

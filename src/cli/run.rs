@@ -60,12 +60,8 @@ fn run_file(args: &Args, file: &PathBuf) -> Verdict {
             return Verdict::Broken;
         }
     };
-    let mut agent = match courier::variant::fresh_agent(args.mutant.as_deref()) {
-        Ok(agent) => agent,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return Verdict::Broken;
-        }
+    let Some(mut agent) = super::agent(args.mutant.as_deref()) else {
+        return Verdict::Broken;
     };
     let actual = match script.run(&mut agent) {
         Ok(actual) => actual,

@@ -47,12 +47,8 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    let prototype = match courier::variant::fresh_agent(args.mutant.as_deref()) {
-        Ok(agent) => agent,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::from(2);
-        }
+    let Some(prototype) = super::agent(args.mutant.as_deref()) else {
+        return ExitCode::from(2);
     };
     let seeds = match args.shard {
         Some(shard) => shard_of(&args.seeds, shard),

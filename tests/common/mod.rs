@@ -83,3 +83,19 @@ pub(crate) fn display(path: &Path) -> String {
     let shown = path.strip_prefix(workspace()).unwrap_or(path);
     shown.display().to_string()
 }
+
+/// Runs the built `courier` binary in the workspace root. (`option_env!`:
+/// member crates' tests include this module too, without the binary.)
+pub(crate) fn courier(arguments: &[&str]) -> std::process::Output {
+    let binary = option_env!("CARGO_BIN_EXE_courier");
+    std::process::Command::new(binary.expect("only the courier package's tests run it"))
+        .args(arguments)
+        .current_dir(workspace())
+        .output()
+        .expect("the courier binary runs")
+}
+
+/// A command's standard output as text.
+pub(crate) fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
