@@ -3,9 +3,12 @@
 //! fixed action order, so the path (and the property it breaks) is the same
 //! on every run. stateright's own paths are neither minimal nor stable
 //! across threads; it proves a violation exists, this finds the shortest.
+//! The same walk enumerates the checker's abstract states for the
+//! simulator's coverage ([`crate::reachable_fingerprints`]).
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
+use std::ops::ControlFlow;
 
 use courier_core::transcript::record;
 use courier_core::{Agent, Input};
@@ -47,14 +50,37 @@ type Seen = HashSet<u64, BuildHasherDefault<DefaultHasher>>;
 /// The shortest path in `space` to a state that breaks a property, if any.
 /// Visits every state up to that depth (all of them when there is none).
 pub fn shortest_counterexample(space: &Space) -> Option<Counterexample> {
+    let mut nodes = Vec::new();
+    breadth_first(space, |state, step| {
+        let (parent, action) = step.map_or((0, None), |(parent, action)| (parent, Some(action)));
+        nodes.push(Node { parent, action });
+        match state.violation() {
+            Some(violation) => ControlFlow::Break(Counterexample {
+                inputs: inputs(space, &path_to(&nodes, nodes.len() - 1)),
+                violation: violation.clone(),
+            }),
+            None => ControlFlow::Continue(()),
+        }
+    })
+}
+
+/// Visits each state of `space` once (by its canonical state hash),
+/// breadth-first in the fixed action order, so every run visits the same
+/// states in the same order. `reached` hears each new state, numbered from 0
+/// in visiting order, with its parent's number and the action that led
+/// there (`None` for the initial state), and may stop the search.
+pub(crate) fn breadth_first<B>(
+    space: &Space,
+    mut reached: impl FnMut(&State, Option<(usize, Action)>) -> ControlFlow<B>,
+) -> Option<B> {
     let initial = space.initial();
     let mut seen = Seen::default();
     seen.insert(fingerprint(&initial));
-    let mut nodes = vec![Node {
-        parent: 0,
-        action: None,
-    }];
+    if let ControlFlow::Break(found) = reached(&initial, None) {
+        return Some(found);
+    }
     let mut frontier = VecDeque::from([(initial, 0)]);
+    let mut visited = 1;
     let mut actions = Vec::new();
     while let Some((state, index)) = frontier.pop_front() {
         space.actions(&state, &mut actions);
@@ -65,18 +91,11 @@ pub fn shortest_counterexample(space: &Space) -> Option<Counterexample> {
             if !seen.insert(fingerprint(&next)) {
                 continue;
             }
-            nodes.push(Node {
-                parent: index,
-                action: Some(action),
-            });
-            if let Some(violation) = next.violation() {
-                let path = path_to(&nodes, nodes.len() - 1);
-                return Some(Counterexample {
-                    inputs: inputs(space, &path),
-                    violation: violation.clone(),
-                });
+            if let ControlFlow::Break(found) = reached(&next, Some((index, action))) {
+                return Some(found);
             }
-            frontier.push_back((next, nodes.len() - 1));
+            frontier.push_back((next, visited));
+            visited += 1;
         }
     }
     None

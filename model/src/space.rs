@@ -48,9 +48,11 @@ impl Default for Bounds {
     }
 }
 
-/// The budget a path has spent.
+/// The budget a path has spent. Public so that another engine walking the
+/// same space (the simulator's `--coverage-bound` workloads) keeps its budget
+/// by the model's own rules ([`Space::enabled`], [`Spent::spend`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-pub(crate) struct Spent {
+pub struct Spent {
     messages: u8,
     cancels: u8,
     edits: u8,
@@ -76,6 +78,12 @@ impl State {
     /// The first broken property on the path here, if any.
     pub fn violation(&self) -> Option<&Violation> {
         self.violation.as_ref()
+    }
+
+    /// The abstract state's [`crate::fingerprint`]: the agent and the
+    /// checker's ghost, without the budget, tags and goals the model keeps.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        crate::fingerprint(&self.agent, &self.checker)
     }
 
     /// Whether the transition that led here reached `goal`.
@@ -225,18 +233,23 @@ impl Space {
 
     /// The actions enabled in `state`, in a fixed order.
     pub fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        if state.violation.is_some() {
-            return;
+        if state.violation.is_none() {
+            self.enabled(&state.agent, state.spent, actions);
         }
-        self.client_actions(state, actions);
-        match state.agent.status() {
+    }
+
+    /// The actions enabled for `agent` once `spent` of the budget is used,
+    /// in a fixed order: [`Space::actions`] without a state around them.
+    pub fn enabled(&self, agent: &Agent, spent: Spent, actions: &mut Vec<Action>) {
+        self.client_actions(agent, spent, actions);
+        match agent.status() {
             Status::Idle => {}
             Status::Running {
                 awaiting: AwaitPoint::PreStep,
                 ..
             } => {
-                let batch = state.agent.claimed().map_or(0, <[Message]>::len);
-                let pending = !state.agent.inbox().is_empty();
+                let batch = agent.claimed().map_or(0, <[Message]>::len);
+                let pending = !agent.inbox().is_empty();
                 let useful = |decision: &Decision| match decision {
                     Decision::Drop => batch >= 1,
                     Decision::Reorder => batch >= 2,
@@ -255,35 +268,41 @@ impl Space {
         }
     }
 
-    fn client_actions(&self, state: &State, actions: &mut Vec<Action>) {
-        let disposed = state.agent.is_disposed();
-        let fresh = state.spent.messages < self.bounds.messages && !disposed;
+    fn client_actions(&self, agent: &Agent, spent: Spent, actions: &mut Vec<Action>) {
+        let disposed = agent.is_disposed();
+        let fresh = spent.messages < self.bounds.messages && !disposed;
         if fresh {
             actions.extend(SENDS.map(|(target, wakeup)| Action::Send(target, wakeup)));
         }
-        if state.spent.edits < self.bounds.edits {
-            let pending = state.agent.inbox().len();
+        if spent.edits < self.bounds.edits {
+            let pending = agent.inbox().len();
             if fresh {
                 actions.extend(Target::ALL.map(Action::Prepend));
                 actions.extend((0..pending).map(Action::Replace));
             }
             actions.extend((0..pending).map(Action::Remove));
         }
-        if state.spent.cancels < self.bounds.cancels {
+        if spent.cancels < self.bounds.cancels {
             actions.push(Action::Cancel { keep_inbox: false });
             actions.push(Action::Cancel { keep_inbox: true });
             if !disposed {
                 actions.push(Action::Dispose);
             }
         }
-        if state.agent.idle_waiters() == 0 {
+        if agent.idle_waiters() == 0 {
             actions.push(Action::WhenIdle);
         }
     }
 
     /// The core input `action` stands for in `state`.
     pub fn input(&self, state: &State, action: Action) -> Input {
-        let fresh = || self.pool[usize::from(state.spent.messages)].clone();
+        self.input_for(&state.agent, state.spent, action)
+    }
+
+    /// The core input `action` stands for, for `agent` once `spent` of the
+    /// budget is used: [`Space::input`] without a state around them.
+    pub fn input_for(&self, agent: &Agent, spent: Spent, action: Action) -> Input {
+        let fresh = || self.pool[usize::from(spent.messages)].clone();
         match action {
             Action::Send(target, wakeup) => Input::send(fresh(), target, wakeup),
             Action::Prepend(target) => Input::Prepend {
@@ -291,11 +310,11 @@ impl Space {
                 message: fresh(),
             },
             Action::Replace(position) => Input::Replace {
-                id: pending_at(&state.agent, position),
+                id: pending_at(agent, position),
                 message: fresh(),
             },
             Action::Remove(position) => Input::Remove {
-                id: pending_at(&state.agent, position),
+                id: pending_at(agent, position),
             },
             Action::Cancel { keep_inbox } => Input::Cancel {
                 cause: CancelCause::User,
@@ -303,13 +322,13 @@ impl Space {
             },
             Action::Dispose => Input::Dispose,
             Action::WhenIdle => Input::WhenIdle,
-            Action::PreStep(decision) => Input::PreStep(self.decision(state, decision)),
+            Action::PreStep(decision) => Input::PreStep(self.decision(agent, decision)),
             Action::Step(outcome) => Input::Step(outcome),
         }
     }
 
-    fn decision(&self, state: &State, decision: Decision) -> PreStepDecision {
-        let batch = state.agent.claimed().unwrap_or(&[]);
+    fn decision(&self, agent: &Agent, decision: Decision) -> PreStepDecision {
+        let batch = agent.claimed().unwrap_or(&[]);
         let mut entering = batch.to_vec();
         match decision {
             Decision::Pass => return PreStepDecision::Pass,
@@ -319,7 +338,7 @@ impl Space {
             Decision::Add => entering.push(self.context.clone()),
             Decision::Reorder => entering.reverse(),
             Decision::EnterPending => {
-                let inbox = state.agent.inbox();
+                let inbox = agent.inbox();
                 let pending = Target::ALL.iter().flat_map(|t| inbox.list(*t)).next();
                 entering.extend(pending.cloned());
             }
@@ -356,7 +375,7 @@ impl Space {
         if may_idle && next.agent == state.agent && next.checker == state.checker {
             return None;
         }
-        next.spend(action);
+        next.spent.spend(action);
         let before = Before {
             agent: &state.agent,
             checker: &state.checker,
@@ -367,17 +386,18 @@ impl Space {
     }
 }
 
-impl State {
-    fn spend(&mut self, action: Action) {
-        let spent = &mut self.spent;
+impl Spent {
+    /// Charges `action` to the budget; the model does so for every
+    /// transition that changes the state.
+    pub fn spend(&mut self, action: Action) {
         match action {
-            Action::Send(..) => spent.messages += 1,
+            Action::Send(..) => self.messages += 1,
             Action::Prepend(_) | Action::Replace(_) => {
-                spent.messages += 1;
-                spent.edits += 1;
+                self.messages += 1;
+                self.edits += 1;
             }
-            Action::Remove(_) => spent.edits += 1,
-            Action::Cancel { .. } | Action::Dispose => spent.cancels += 1,
+            Action::Remove(_) => self.edits += 1,
+            Action::Cancel { .. } | Action::Dispose => self.cancels += 1,
             Action::WhenIdle | Action::PreStep(_) | Action::Step(_) => {}
         }
     }
