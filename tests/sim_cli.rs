@@ -55,6 +55,45 @@ fn coverage_can_be_turned_off() {
 }
 
 #[test]
+fn a_coverage_bound_reports_the_share_of_the_checkers_states() {
+    let output = courier(&["sim", "--seeds", "0..200", "--coverage-bound", "2"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("coverage bound: messages=2 cancels=2 edits=1 steps=2"),
+        "{text}"
+    );
+    assert!(text.contains("passed: 200 seeds, "), "{text}");
+    let coverage = text
+        .lines()
+        .find_map(|line| line.strip_prefix("coverage: "))
+        .expect("a coverage line");
+    assert!(
+        coverage.ends_with(", 0 outside the checker's set"),
+        "{text}"
+    );
+    let reached: usize = coverage
+        .split(' ')
+        .next()
+        .and_then(|count| count.parse().ok())
+        .expect("a count first");
+    assert!(reached > 1, "{text}");
+    // Coverage is measured on the correct design only.
+    let mutant = courier(&[
+        "sim",
+        "--seeds",
+        "0..2",
+        "--coverage-bound",
+        "2",
+        "--mutant",
+        "x",
+    ]);
+    assert_eq!(mutant.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&mutant.stderr);
+    assert!(error.contains("cannot be used with '--mutant"), "{error}");
+}
+
+#[test]
 fn shards_split_the_range() {
     let output = courier(&["sim", "--seeds", "0..40", "--shard", "2/4"]);
     let text = stdout(&output);

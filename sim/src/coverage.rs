@@ -1,12 +1,12 @@
 //! Coverage: the distinct abstract states a sweep reached, counted with the
 //! model checker's own fingerprint ([`courier_model::fingerprint`]: the
 //! agent plus the checker's ghost, canonical over id renaming), so the two
-//! numbers measure the same thing. Only the count is reported: the fraction
-//! of the model checker's state set would need that set (the model exposes
-//! counts only) and the same bound (its runs bound messages and depth, the
-//! simulator's bound run length and an id pool).
+//! numbers measure the same thing. A free sweep's count has no denominator
+//! (its workloads leave every bound the checker explores); a sweep kept
+//! inside a bound (`Plan::bound`) is measured against the checker's set at
+//! that bound ([`courier_model::reachable_fingerprints`]) as a [`Fraction`].
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use courier_core::Agent;
@@ -52,6 +52,42 @@ impl Coverage {
     pub fn states(&self) -> usize {
         self.0.len()
     }
+
+    /// These states against `checker`, the model checker's set.
+    pub fn against(&self, checker: &BTreeSet<u64>) -> Fraction {
+        let inside = self
+            .0
+            .iter()
+            .filter(|state| checker.contains(state))
+            .count();
+        Fraction {
+            reached: self.states(),
+            checker: checker.len(),
+            inside,
+            outside: self.states() - inside,
+        }
+    }
+}
+
+/// A sweep's states against the model checker's set at the same bound.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Fraction {
+    /// Distinct states the sweep reached.
+    pub reached: usize,
+    /// Distinct states in the checker's set.
+    pub checker: usize,
+    /// Reached states the checker's set holds.
+    pub inside: usize,
+    /// Reached states it does not: nonzero only if the sweep left the bound
+    /// or the two engines fingerprint a state differently.
+    pub outside: usize,
+}
+
+impl Fraction {
+    /// The percentage of the checker's set the sweep reached.
+    pub fn percent(&self) -> f64 {
+        100.0 * self.inside as f64 / self.checker.max(1) as f64
+    }
 }
 
 #[cfg(test)]
@@ -75,5 +111,27 @@ mod tests {
         other.visit(&Agent::new(), &Checker::new());
         coverage.merge(other);
         assert_eq!(coverage.states(), 2);
+    }
+
+    #[test]
+    fn a_fraction_counts_states_inside_and_outside_the_checkers_set() {
+        let mut coverage = Coverage::default();
+        let (agent, checker) = (Agent::new(), Checker::new());
+        coverage.visit(&agent, &checker);
+        let initial = fingerprint(&agent, &checker);
+        let set = BTreeSet::from([initial, initial ^ 1, initial ^ 2, initial ^ 3]);
+        let fraction = coverage.against(&set);
+        assert_eq!(
+            fraction,
+            Fraction {
+                reached: 1,
+                checker: 4,
+                inside: 1,
+                outside: 0
+            }
+        );
+        assert_eq!(fraction.percent(), 25.0);
+        let other = coverage.against(&BTreeSet::from([initial ^ 1]));
+        assert_eq!((other.inside, other.outside), (0, 1));
     }
 }

@@ -34,9 +34,9 @@ thread_local! {
     };
 }
 
-/// One kind of input, in the order of [`Generator::kind_weights`].
+/// One kind of input, in the order of [`kind_weights`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
+pub(crate) enum Kind {
     Send(Target, Wakeup),
     Append,
     Prepend,
@@ -50,7 +50,7 @@ enum Kind {
     StrayCompletion,
 }
 
-const KINDS: [Kind; 14] = [
+pub(crate) const KINDS: [Kind; 14] = [
     Kind::Send(Target::NextTurn, Wakeup::Wake),
     Kind::Send(Target::NextStep, Wakeup::Wake),
     Kind::Send(Target::NextStep, Wakeup::NoWake),
@@ -67,6 +67,28 @@ const KINDS: [Kind; 14] = [
     Kind::StrayCompletion,
 ];
 
+/// The swarm's weight of each of [`KINDS`] (the bounded workload of
+/// `--coverage-bound` draws its kinds by the same table).
+pub(crate) fn kind_weights(swarm: &Swarm) -> [u32; KINDS.len()] {
+    let w = &swarm.inputs;
+    [
+        w.followup,
+        w.steer,
+        w.inject,
+        w.queue,
+        w.append,
+        w.prepend,
+        w.replace,
+        w.remove,
+        w.splice,
+        w.cancel,
+        w.dispose,
+        w.when_idle,
+        w.completion,
+        w.stray_completion,
+    ]
+}
+
 /// A seed's input stream.
 pub struct Generator {
     prng: Prng,
@@ -80,23 +102,7 @@ pub struct Generator {
 impl Generator {
     /// The stream of one seed's workload under `swarm`.
     pub fn new(prng: Prng, swarm: Swarm) -> Self {
-        let w = &swarm.inputs;
-        let kind_weights = [
-            w.followup,
-            w.steer,
-            w.inject,
-            w.queue,
-            w.append,
-            w.prepend,
-            w.replace,
-            w.remove,
-            w.splice,
-            w.cancel,
-            w.dispose,
-            w.when_idle,
-            w.completion,
-            w.stray_completion,
-        ];
+        let kind_weights = kind_weights(&swarm);
         let size = swarm.pool_size as usize;
         let (users, plugins) =
             POOL.with(|(users, plugins)| (users[..size].to_vec(), plugins[..size].to_vec()));

@@ -9,6 +9,7 @@
 //! reach a result: only the seed does.
 #![warn(missing_docs)]
 
+mod bounded;
 mod coverage;
 mod generate;
 mod hash;
@@ -20,12 +21,12 @@ mod shrink;
 mod swarm;
 mod sweep;
 
-pub use coverage::Coverage;
+pub use coverage::{Coverage, Fraction};
 pub use generate::Generator;
 pub use hash::OutputHash;
 pub use prng::Prng;
 pub use report::{REPORT_FORMAT, Report, ReportError};
-pub use run::{Evaluation, SeedRun, draw, evaluate, simulate};
+pub use run::{Evaluation, SeedRun, draw, evaluate, simulate, simulate_within};
 pub use session::{LIVENESS_INPUTS_MAX, Record, STALL_INPUTS_MAX, Session, pending_reason};
 pub use shrink::{EVALUATIONS_MAX, NotReproduced, Shrunk, shrink};
 pub use swarm::{InputWeights, POOL_SIZE_MAX, PreStepWeights, StepWeights, Swarm};

@@ -2,13 +2,15 @@
 //!
 //! A seed decides everything: the root stream draws the swarm configuration,
 //! then the seed of the workload stream. The safety phase feeds
-//! `inputs_max` generated inputs, checking every property after each; the
+//! `inputs_max` generated inputs (fewer when a bounded workload runs out of
+//! enabled actions), checking every property after each; the
 //! liveness phase then feeds only awaited completions until the agent is
 //! idle with nothing owed ([`Session::settle`]).
 
 use courier_core::{Agent, Input};
-use courier_model::Violation;
+use courier_model::{Bounds, Space, Violation};
 
+use crate::bounded::Bounded;
 use crate::generate::Generator;
 use crate::prng::Prng;
 use crate::session::{Record, Session};
@@ -34,22 +36,75 @@ pub struct SeedRun {
 
 /// The swarm configuration and workload stream of `seed`.
 pub fn draw(seed: u64) -> (Swarm, Generator) {
+    let (swarm, stream) = root(seed);
+    (swarm, Generator::new(stream, swarm))
+}
+
+/// The swarm configuration `seed` draws, and the seed of its workload stream.
+fn root(seed: u64) -> (Swarm, Prng) {
     let mut root = Prng::new(seed);
     let swarm = Swarm::draw(&mut root);
-    let generator = Generator::new(root.child(), swarm);
-    (swarm, generator)
+    (swarm, root.child())
+}
+
+/// Where a run's safety-phase inputs come from.
+pub(crate) trait Workload {
+    /// The next input for `agent`; `None` ends the safety phase early.
+    fn draw(&mut self, agent: &Agent) -> Option<Input>;
+
+    /// The core accepted the last input drawn.
+    fn accepted(&mut self) {}
+}
+
+/// The simulator's own generator.
+impl Workload for Generator {
+    fn draw(&mut self, agent: &Agent) -> Option<Input> {
+        Some(self.next_input(agent))
+    }
 }
 
 /// Runs `seed` against a clone of `prototype`, keeping what `record` asks.
 pub fn simulate(seed: u64, prototype: &Agent, record: Record<'_>) -> SeedRun {
-    let (swarm, mut generator) = draw(seed);
+    let (swarm, generator) = draw(seed);
+    run(seed, swarm, prototype, record, generator)
+}
+
+/// Runs `seed` as [`simulate`] does, with the same swarm configuration,
+/// but draws only inputs the model checker explores within `bounds`, so
+/// every state reached is in the checker's set at `bounds` (see
+/// `courier_model::reachable_fingerprints`).
+pub fn simulate_within(
+    seed: u64,
+    bounds: Bounds,
+    prototype: &Agent,
+    record: Record<'_>,
+) -> SeedRun {
+    let (swarm, stream) = root(seed);
+    let space = Space::new(bounds, prototype.clone(), true);
+    let workload = Bounded::new(stream, swarm, space);
+    run(seed, swarm, prototype, record, workload)
+}
+
+/// The safety phase on `workload`, then the liveness phase.
+fn run(
+    seed: u64,
+    swarm: Swarm,
+    prototype: &Agent,
+    record: Record<'_>,
+    mut workload: impl Workload,
+) -> SeedRun {
     let mut session = Session::new(prototype, record);
     let mut violation = None;
     for _ in 0..swarm.inputs_max {
-        let input = generator.next_input(session.agent());
+        let Some(input) = workload.draw(session.agent()) else {
+            break;
+        };
         if let Err(broken) = session.feed(input) {
             violation = Some(broken);
             break;
+        }
+        if session.accepted() {
+            workload.accepted();
         }
     }
     if violation.is_none() {

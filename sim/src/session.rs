@@ -40,6 +40,8 @@ pub struct Session<'a> {
     /// Inputs fed, kept only when recording the trace.
     fed: Vec<Input>,
     inputs: u64,
+    /// The core accepted the last input fed.
+    accepted: bool,
     keep_trace: bool,
     /// Reused for every transition's outputs.
     outputs: Vec<Output>,
@@ -61,6 +63,7 @@ impl<'a> Session<'a> {
             checker,
             fed: Vec::new(),
             inputs: 0,
+            accepted: false,
             keep_trace: record.trace,
             outputs: Vec::new(),
             hash: record.hash.then(OutputHash::default),
@@ -76,6 +79,12 @@ impl<'a> Session<'a> {
     /// How many inputs were fed, the violating one included.
     pub fn inputs(&self) -> u64 {
         self.inputs
+    }
+
+    /// Whether the core accepted the last input fed (a refused input
+    /// changed nothing).
+    pub fn accepted(&self) -> bool {
+        self.accepted
     }
 
     /// Gives up the fed inputs (empty unless the trace was recorded).
@@ -108,6 +117,7 @@ impl<'a> Session<'a> {
             .observe(&input, &result, &self.outputs)
             .and_then(|()| self.checker.check_inbox(self.agent.inbox()));
         self.inputs += 1;
+        self.accepted = result.is_ok();
         if self.keep_trace {
             self.fed.push(input);
         }

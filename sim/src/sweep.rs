@@ -10,9 +10,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use courier_core::Agent;
+use courier_model::Bounds;
 
 use crate::coverage::Coverage;
-use crate::run::{SeedRun, simulate};
+use crate::run::{SeedRun, simulate, simulate_within};
 use crate::session::Record;
 
 /// What to sweep.
@@ -27,6 +28,9 @@ pub struct Plan {
     /// Count distinct abstract states (the fingerprint costs about as much
     /// as generating and checking an input).
     pub coverage: bool,
+    /// Draw only inputs the model checker explores within these bounds
+    /// ([`simulate_within`]) instead of the free generator's.
+    pub bound: Option<Bounds>,
 }
 
 /// Why a seed failed.
@@ -166,8 +170,12 @@ fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Op
             hash: check,
             coverage: shared.plan.coverage.then_some(&mut *coverage),
         };
-        let run = simulate(seed, prototype, record);
-        let again = (check || run.violation.is_some()).then(|| simulate(seed, prototype, traced()));
+        let run_with = |record| match shared.plan.bound {
+            Some(bounds) => simulate_within(seed, bounds, prototype, record),
+            None => simulate(seed, prototype, record),
+        };
+        let run = run_with(record);
+        let again = (check || run.violation.is_some()).then(|| run_with(traced()));
         (run, again)
     }));
     let (run, again) = match guarded {

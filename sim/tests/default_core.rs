@@ -23,6 +23,7 @@ fn the_correct_core_passes_every_seed() {
         jobs: 2,
         check_determinism: false,
         coverage: true,
+        bound: None,
     };
     let outcome = sweep(&plan, &Agent::new(), &|_| {});
     assert!(
@@ -47,6 +48,7 @@ fn jobs_do_not_change_the_result() {
             jobs,
             check_determinism: true,
             coverage: true,
+            bound: None,
         };
         let outcome = sweep(&plan, &Agent::new(), &|_| {});
         assert!(outcome.finding.is_none(), "{:?}", outcome.finding);

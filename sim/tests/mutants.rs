@@ -21,6 +21,7 @@ fn first_failure(mutant: Mutant) -> SeedRun {
         jobs: 1,
         check_determinism: false,
         coverage: true,
+        bound: None,
     };
     match sweep(&plan, &Agent::with_mutant(Some(mutant)), &|_| {}).finding {
         Some(Finding::Violation(run)) => run,
@@ -101,6 +102,7 @@ fn a_mutant_sweep_reports_the_lowest_failing_seed_whatever_the_jobs() {
             jobs,
             check_determinism: false,
             coverage: true,
+            bound: None,
         };
         let outcome = sweep(&plan, &Agent::with_mutant(Some(Mutant::EarlyIdle)), &|_| {});
         outcome.finding.map(|finding| finding.seed())

@@ -1,10 +1,11 @@
 //! `courier sim --seeds A..B [--mutant NAME] [--report FILE] [--jobs J]
-//! [--shard I/N] [--check-determinism] [--diagram]`: runs every seed of the
-//! range (see `courier-sim`). The first failing seed (the lowest, whatever
-//! `--jobs`) prints `violation: <property> seed=<n>`, writes a race report,
-//! the path of its diagram (written with `--diagram`) and the commands that
-//! replay it, and exits 1; otherwise a summary and exit 0.
-//! Exit 2 on bad arguments.
+//! [--shard I/N] [--check-determinism] [--diagram] [--coverage-bound M]`:
+//! runs every seed of the range (see `courier-sim`). The first failing seed
+//! (the lowest, whatever `--jobs`) prints `violation: <property> seed=<n>`,
+//! writes a race report, the path of its diagram (written with `--diagram`)
+//! and the commands that replay it, and exits 1; otherwise a summary and
+//! exit 0 (with `--coverage-bound`, the share of the checker's states; see
+//! `bound.rs`). Exit 2 on bad arguments.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,8 @@ use courier::diagram::Format;
 use courier_core::Agent;
 use courier_sim::{Finding, Plan, REPORT_FORMAT, Report, SeedRun, draw, evaluate, sweep};
 use indicatif::{ProgressBar, ProgressStyle};
+
+mod bound;
 
 /// Arguments of `courier sim`.
 #[derive(clap::Args)]
@@ -44,6 +47,15 @@ pub(crate) struct Args {
     /// Skip counting distinct abstract states (about twice the throughput).
     #[arg(long)]
     no_coverage: bool,
+    /// Draw only inputs `courier check --messages M` explores and report the
+    /// share of the checker's abstract states the seeds reached.
+    #[arg(
+        long,
+        value_name = "M",
+        value_parser = clap::value_parser!(u8).range(0..=26),
+        conflicts_with_all = ["mutant", "no_coverage"],
+    )]
+    coverage_bound: Option<u8>,
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
@@ -60,6 +72,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         jobs: usize::from(args.jobs),
         check_determinism: args.check_determinism,
         coverage: !args.no_coverage,
+        bound: args.coverage_bound.map(bound::bounds),
     };
     let started = Instant::now();
     let inputs = AtomicU64::new(0);
@@ -97,7 +110,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
                 elapsed.as_secs_f64(),
                 rate(outcome.inputs, elapsed),
             );
-            ExitCode::SUCCESS
+            match plan.bound {
+                Some(bounds) => bound::report(bounds, &prototype, &outcome.coverage),
+                None => ExitCode::SUCCESS,
+            }
         }
     }
 }
@@ -126,6 +142,9 @@ fn print_banner(args: &Args, seeds: &Range<u64>) {
         );
     }
     println!("core debug assertions: {asserts}");
+    if let Some(messages) = args.coverage_bound {
+        println!("{}", bound::banner(bound::bounds(messages)));
+    }
 }
 
 fn progress_bar(seeds: u64) -> ProgressBar {
@@ -208,7 +227,10 @@ fn rerun_command(args: &Args, seed: u64) -> String {
         .mutant
         .as_ref()
         .map_or_else(String::new, |name| format!(" --mutant {name}"));
-    format!("courier sim --seeds {seed}{mutant}")
+    let bound = args.coverage_bound.map_or_else(String::new, |messages| {
+        format!(" --coverage-bound {messages}")
+    });
+    format!("courier sim --seeds {seed}{mutant}{bound}")
 }
 
 /// Inputs per second as a short figure (`2.1M`, `830k`).
