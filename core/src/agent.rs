@@ -118,12 +118,7 @@ impl Agent {
                 wakeup,
             } => self.send(message, target, wakeup),
             Input::Append { target, message } => {
-                let end = self.state.inbox.list(target).len();
-                self.edit(
-                    self.state
-                        .inbox
-                        .normalize(target, end, 0, vec![message], None),
-                )
+                self.edit(self.state.inbox.appending(target, message))
             }
             Input::Prepend { target, message } => {
                 self.edit(
@@ -276,12 +271,7 @@ impl Agent {
         } else {
             target
         };
-        let end = self.state.inbox.list(target).len();
-        self.edit(
-            self.state
-                .inbox
-                .normalize(target, end, 0, vec![message], None),
-        )?;
+        self.edit(self.state.inbox.appending(target, message))?;
         #[cfg(feature = "mutants")]
         if !wake && self.runs(Mutant::InjectWakes) && self.driver().is_none() {
             self.start_driver();

@@ -185,6 +185,13 @@ impl Inbox {
         }
     }
 
+    /// The splice that adds `message` at the end of `target` (a send or an
+    /// append).
+    pub fn appending(&self, target: Target, message: Message) -> Splice {
+        let end = self.list(target).len();
+        self.normalize(target, end, 0, vec![message], None)
+    }
+
     /// The first inserted id that would be pending twice once `splice` is
     /// applied (so replacing A by A is fine).
     pub fn duplicate(&self, splice: &Splice) -> Option<MessageId> {
