@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 
-use crate::driver::{Await, Driver, Phase};
+use crate::driver::{Await, Driver, Phase, Signal};
 use crate::error::Refusal;
 use crate::event::{Activity, AwaitPoint, Input, Output};
 use crate::inbox::{Inbox, Outcome, Splice};
@@ -195,6 +195,16 @@ impl Agent {
         match &self.state.phase {
             Phase::Running(driver) => driver.awaiting.batch(),
             Phase::Idle => None,
+        }
+    }
+
+    /// The cause that aborted the open turn (first cause wins), if one did:
+    /// a runtime uses it to drop the hook in flight; the core still ends the
+    /// turn when that hook's completion arrives.
+    pub fn abort_cause(&self) -> Option<&Cause> {
+        match &self.driver()?.signal {
+            Signal::Aborted { cause, .. } => Some(cause),
+            Signal::Live => None,
         }
     }
 

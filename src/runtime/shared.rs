@@ -38,9 +38,6 @@ struct Locked {
     core: Core,
     /// The driver task's waker while it waits for work or for an abort.
     driver: Option<Waker>,
-    /// The last turn a cancel or dispose aborted (0: none). The core keeps
-    /// the abort to itself; the runtime only needs to know which hook to drop.
-    aborted_turn: u64,
     /// What the open step entered, read off `user/message` outputs.
     entered: Vec<Message>,
     idle: Tickets,
@@ -66,7 +63,6 @@ impl Shared {
         let locked = Locked {
             core: Core::new(),
             driver: None,
-            aborted_turn: 0,
             entered: Vec::new(),
             idle: Tickets::default(),
             fanout: Fanout::new(sink, session_id),
@@ -150,7 +146,9 @@ impl Shared {
     /// otherwise, so the abort reaches the hook in flight.
     pub(crate) fn poll_aborted(&self, turn: u64, context: &mut Context<'_>) -> Poll<()> {
         self.with(|locked| {
-            if locked.aborted_turn == turn {
+            let open =
+                matches!(locked.core.status(), Status::Running { turn: open, .. } if open == turn);
+            if open && locked.core.abort_cause().is_some() {
                 return Poll::Ready(());
             }
             park(&mut locked.driver, context.waker());
@@ -198,11 +196,6 @@ impl Locked {
         let before = self.core.status();
         let aborts = matches!(input, Input::Cancel { .. } | Input::Dispose);
         self.core.handle(input)?;
-        if let (true, Status::Running { turn, .. }) = (aborts, before) {
-            // A cancel or dispose while running aborts the open turn
-            // (SPEC §5), whether or not an earlier cancel already did.
-            self.aborted_turn = turn;
-        }
         let started = before == Status::Idle && self.core.status() != Status::Idle;
         if started || aborts {
             self.wake.extend(self.driver.take());
