@@ -7,16 +7,27 @@
 //! - `core`: a log the core writes over many turns, every line a delivery
 //!   event (the worst case: each line is fully deserialized and replayed).
 //!
+//! Each log is also read by two baselines from the same run, which do only
+//! the part of the work every reader does: split the bytes into lines, check
+//! each is UTF-8, and parse it with `serde_json`, into `IgnoredAny` (syntax
+//! only: the validator's floor, since it syntax-checks every line) and into
+//! a `serde_json::Value` (a full parse into a generic tree).
+//!
 //! The goal is at least 100 MB/s. Run: `cargo bench --bench validate`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use std::time::Duration;
+
 use courier::validate::validate;
 use courier_core::log::{SessionHeader, durable_line};
 use courier_core::transcript::default_completion;
 use courier_core::{Agent, Input, Message};
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{
+    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
+use serde::de::{DeserializeOwned, IgnoredAny};
 
 /// Each input is at least this large, so per-log setup is noise.
 const LOG_BYTES_MIN: usize = 16 << 20;
@@ -63,16 +74,43 @@ fn core_log() -> Vec<u8> {
     log.into_bytes()
 }
 
+/// The baselines: every non-blank line of `log` checked as UTF-8 and parsed
+/// as a `T`; returns the line count, so nothing is optimized away.
+fn parse_lines<T: DeserializeOwned>(log: &[u8]) -> u64 {
+    let mut lines = 0;
+    for line in log.split(|byte| *byte == b'\n') {
+        let text = std::str::from_utf8(line).expect("the logs are UTF-8");
+        if text.trim().is_empty() {
+            continue;
+        }
+        let value: T = serde_json::from_str(text).expect("every line is JSON");
+        std::hint::black_box(value);
+        lines += 1;
+    }
+    lines
+}
+
 fn bench(criterion: &mut Criterion) {
     let mut group = criterion.benchmark_group("validate");
+    // Each iteration reads 16 MiB; short flat windows keep the six
+    // functions to about half a minute.
     group.sample_size(10);
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
     for (name, log) in [("recorded", recorded_log()), ("core", core_log())] {
         group.throughput(Throughput::Bytes(log.len() as u64));
-        group.bench_function(name, |bencher| {
+        group.bench_function(BenchmarkId::new("courier", name), |bencher| {
             bencher.iter(|| {
                 let summary = validate(log.as_slice(), |finding| panic!("{finding}")).unwrap();
                 assert!(summary.is_valid() && summary.lines > 1000);
             });
+        });
+        group.bench_function(BenchmarkId::new("json-ignored", name), |bencher| {
+            bencher.iter(|| assert!(parse_lines::<IgnoredAny>(&log) > 1000));
+        });
+        group.bench_function(BenchmarkId::new("json-value", name), |bencher| {
+            bencher.iter(|| assert!(parse_lines::<serde_json::Value>(&log) > 1000));
         });
     }
     group.finish();

@@ -1,0 +1,234 @@
+//! The async runtime end to end (issue 7): N messages through the
+//! `courier::runtime` handle to hooks that answer at once, against the same N
+//! messages through a tokio unbounded channel on the same runtime flavour (a
+//! current-thread runtime). See `BENCHMARKS.md` for what each timed region
+//! holds.
+//!
+//! As in the claim bench, every function gets a fresh `Vec` of N [`Message`]
+//! handles built by criterion's setup (cheap `Arc` clones of one set) and
+//! empties it inside the timed region; the agent, its driver task, the
+//! channels and the runtime live across iterations, so the figures are a
+//! steady state.
+
+use std::future::ready;
+use std::hint::black_box;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use courier::runtime::{Agent, Sink, model_fn, pre_step_fn};
+use courier_core::{Message, MessageId, PreStepDecision, Source, Status, StepOutcome};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use tokio::runtime::Runtime;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// Messages per cycle, as in the claim bench: one alone, a burst, a flood.
+const BATCH_SIZES: [usize; 3] = [1, 16, 256];
+
+/// N distinct human text messages, as a client would build them.
+fn messages(count: usize) -> Vec<Message> {
+    (0..count)
+        .map(|index| {
+            let id = MessageId::new(format!("message-{index:04}"));
+            Message::text(id, Source::user())
+        })
+        .collect()
+}
+
+fn current_thread() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread runtime")
+}
+
+/// A log that keeps nothing: the runtime still serializes every durable
+/// output to its JSONL line (that is part of its cost), but no memory grows
+/// across iterations and no disk is touched.
+struct Discard;
+
+impl Sink for Discard {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        black_box(line);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One agent and its driver task on a current-thread runtime, with hooks
+/// that answer at once (`pass`, `completed`). `entered` counts the messages
+/// the model hook was handed, so a cycle can be checked to deliver them all.
+struct Handle {
+    runtime: Runtime,
+    agent: Agent,
+    entered: Arc<AtomicUsize>,
+}
+
+impl Handle {
+    fn new() -> Self {
+        let entered = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&entered);
+        let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
+        let model = model_fn(move |call| {
+            counted.fetch_add(call.entered.len(), Ordering::Relaxed);
+            ready(StepOutcome::Completed)
+        });
+        let (agent, driver) = Agent::new("bench", pre_step, model, Discard);
+        let runtime = current_thread();
+        runtime.spawn(driver.run());
+        Self {
+            runtime,
+            agent,
+            entered,
+        }
+    }
+
+    /// One delivery cycle, from idle back to idle: `inject` all but the last
+    /// message (no-wake), `steer` the last (it wakes the driver task, whose
+    /// first boundary claims all N), then await `when_idle` while the driver
+    /// runs the pre-step hook on the batch and the model step on the N
+    /// entered messages.
+    fn cycle(&mut self, batch: &mut Vec<Message>) {
+        let agent = &self.agent;
+        let last = batch.pop().expect("batch sizes are positive");
+        self.runtime.block_on(async {
+            for message in batch.drain(..) {
+                agent.inject(message).expect("ids are fresh");
+            }
+            agent.steer(last).expect("ids are fresh");
+            agent.when_idle().await;
+        });
+    }
+}
+
+/// Runs one cycle outside the measurement and checks that it is the cycle
+/// this bench claims to time: all N messages reach the model hook and the
+/// agent ends idle with nothing pending.
+fn check_handle_cycle(count: usize) {
+    let mut handle = Handle::new();
+    handle.cycle(&mut messages(count));
+    assert_eq!(handle.entered.load(Ordering::Relaxed), count);
+    assert_eq!(handle.agent.status(), Status::Idle, "the cycle ends idle");
+    assert!(handle.agent.inbox().is_empty(), "nothing is left pending");
+}
+
+/// The baseline: a tokio unbounded channel into a consumer task (as the
+/// driver is a task), which receives N messages and then acknowledges on a
+/// second channel (as `when_idle` resolves); the producer awaits the ack.
+struct TokioTask {
+    runtime: Runtime,
+    sender: UnboundedSender<Message>,
+    acks: UnboundedReceiver<()>,
+}
+
+impl TokioTask {
+    fn new(count: usize) -> Self {
+        let runtime = current_thread();
+        let (sender, mut receiver) = unbounded_channel::<Message>();
+        let (ack, acks) = unbounded_channel();
+        runtime.spawn(async move {
+            loop {
+                for _ in 0..count {
+                    match receiver.recv().await {
+                        Some(message) => drop(black_box(message)),
+                        None => return,
+                    }
+                }
+                if ack.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            runtime,
+            sender,
+            acks,
+        }
+    }
+
+    fn cycle(&mut self, batch: &mut Vec<Message>) {
+        let Self {
+            runtime,
+            sender,
+            acks,
+        } = self;
+        runtime.block_on(async {
+            for message in batch.drain(..) {
+                sender.send(message).expect("the consumer is alive");
+            }
+            acks.recv().await.expect("the consumer acknowledges");
+        });
+    }
+}
+
+/// The claim bench's `tokio-mpsc`, for reference: send N then receive N in
+/// the same task, inside one `block_on` (no task switch, no wake).
+struct TokioSameTask {
+    runtime: Runtime,
+    sender: UnboundedSender<Message>,
+    receiver: UnboundedReceiver<Message>,
+}
+
+impl TokioSameTask {
+    fn new() -> Self {
+        let (sender, receiver) = unbounded_channel();
+        Self {
+            runtime: current_thread(),
+            sender,
+            receiver,
+        }
+    }
+
+    fn cycle(&mut self, batch: &mut Vec<Message>) {
+        let count = batch.len();
+        let Self {
+            runtime,
+            sender,
+            receiver,
+        } = self;
+        runtime.block_on(async {
+            for message in batch.drain(..) {
+                sender.send(message).expect("the receiver is alive");
+            }
+            for _ in 0..count {
+                black_box(receiver.recv().await.expect("sent above"));
+            }
+        });
+    }
+}
+
+/// One function's work on one batch, which it empties.
+type Cycle<'a> = dyn FnMut(&mut Vec<Message>) + 'a;
+
+fn runtime(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("runtime");
+    // Short windows: the three functions at three sizes finish in about 40 s.
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    for count in BATCH_SIZES {
+        check_handle_cycle(count);
+        // Fresh containers per batch size, so one size's capacity never
+        // carries over to the next.
+        let mut handle = Handle::new();
+        let mut task = TokioTask::new(count);
+        let mut same_task = TokioSameTask::new();
+        let prebuilt = messages(count);
+        let setup = || prebuilt.clone();
+        group.throughput(Throughput::Elements(count as u64));
+        let mut bench = |name: &str, cycle: &mut Cycle<'_>| {
+            group.bench_function(BenchmarkId::new(name, count), |bencher| {
+                bencher.iter_batched_ref(setup, &mut *cycle, BatchSize::SmallInput)
+            });
+        };
+        bench("handle", &mut |batch| handle.cycle(batch));
+        bench("tokio-task", &mut |batch| task.cycle(batch));
+        bench("tokio-same-task", &mut |batch| same_task.cycle(batch));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, runtime);
+criterion_main!(benches);

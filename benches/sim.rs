@@ -1,0 +1,127 @@
+//! The simulator's speed (issue 7) in inputs per second over a fixed seed
+//! range, on one thread, against the same inputs without the simulator:
+//! - `sweep/coverage` and `sweep/no-coverage`: `courier_sim::sweep`, what
+//!   `courier sim --seeds 0..1000` runs (with and without `--no-coverage`;
+//!   the free generator, not `--coverage-bound`):
+//!   per seed, draw a swarm, generate each input from the agent's state,
+//!   feed it, check every property and the core's invariants, then settle;
+//! - `replay-checked`: the inputs those seeds fed (recorded once, outside
+//!   the measurement) fed again through a [`Session`], so every property is
+//!   checked but nothing is generated;
+//! - `bare-core`: the same inputs fed to a bare core (`handle`, then drain
+//!   and drop the outputs), nothing checked. `sweep / bare-core` is the
+//!   simulator's whole overhead, `replay-checked / bare-core` the checking's.
+//!
+//! Every function sets `Throughput::Elements` to the same input count.
+//! Run: `cargo bench --bench sim`.
+
+use std::hint::black_box;
+use std::ops::Range;
+use std::time::Duration;
+
+use courier_core::{Agent, Input};
+use courier_sim::{Plan, Record, Session, simulate, sweep};
+use criterion::{
+    BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
+
+/// About 120k inputs: a few tens of milliseconds per sweep.
+const SEEDS: Range<u64> = 0..1000;
+
+fn plan(coverage: bool) -> Plan {
+    Plan {
+        seeds: SEEDS,
+        jobs: 1,
+        check_determinism: false,
+        coverage,
+        bound: None,
+    }
+}
+
+/// Every input each seed fed, both phases, in order.
+fn traces(prototype: &Agent) -> Vec<Vec<Input>> {
+    let record = || Record {
+        trace: true,
+        ..Record::default()
+    };
+    SEEDS
+        .map(|seed| {
+            let run = simulate(seed, prototype, record());
+            assert!(run.violation.is_none(), "seed {seed} passes");
+            assert_eq!(run.trace.len() as u64, run.inputs);
+            run.trace
+        })
+        .collect()
+}
+
+fn replay_checked(prototype: &Agent, traces: Vec<Vec<Input>>) {
+    for trace in traces {
+        let mut session = Session::new(prototype, Record::default());
+        for input in trace {
+            session.feed(input).expect("the seed passed when recorded");
+        }
+        black_box(session.inputs());
+    }
+}
+
+fn bare_core(prototype: &Agent, traces: Vec<Vec<Input>>) {
+    for trace in traces {
+        let mut agent = prototype.clone();
+        for input in trace {
+            black_box(agent.handle(input).is_ok());
+            while let Some(output) = agent.poll_output() {
+                black_box(output);
+            }
+        }
+        black_box(&agent);
+    }
+}
+
+fn bench(criterion: &mut Criterion) {
+    let prototype = Agent::new();
+    let recorded = traces(&prototype);
+    let inputs: u64 = recorded.iter().map(|trace| trace.len() as u64).sum();
+    let outcome = sweep(&plan(false), &prototype, &|_| {});
+    assert!(outcome.finding.is_none(), "the default core passes");
+    assert_eq!(
+        outcome.inputs, inputs,
+        "the recorded inputs are the sweep's"
+    );
+
+    let mut group = criterion.benchmark_group("sim");
+    group.sample_size(20);
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    group.throughput(Throughput::Elements(inputs));
+    for (name, coverage) in [("coverage", true), ("no-coverage", false)] {
+        let plan = plan(coverage);
+        group.bench_function(BenchmarkId::new("sweep", name), |b| {
+            b.iter(|| {
+                let outcome = sweep(&plan, &prototype, &|_| {});
+                assert_eq!(outcome.inputs, inputs);
+            })
+        });
+    }
+    // The replays own their inputs, as the sweep's generator does; cloning
+    // the recorded traces (handle clones) happens in criterion's setup.
+    let setup = || recorded.clone();
+    group.bench_function("replay-checked", |b| {
+        b.iter_batched(
+            setup,
+            |traces| replay_checked(&prototype, traces),
+            BatchSize::LargeInput,
+        )
+    });
+    group.bench_function("bare-core", |b| {
+        b.iter_batched(
+            setup,
+            |traces| bare_core(&prototype, traces),
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
