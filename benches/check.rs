@@ -20,6 +20,8 @@
 //! as states/s), so the `thrpt` lines compare directly; only `check/*`'s is
 //! a true state rate. Run: `cargo bench --bench check`.
 
+mod clock;
+
 use std::collections::{HashSet, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::hint::black_box;
@@ -27,9 +29,8 @@ use std::time::Duration;
 
 use courier_core::{Agent, Input};
 use courier_model::{Bounds, Space, State, Verdict, check, shortest_counterexample};
-use criterion::{
-    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
-};
+use criterion::measurement::Measurement;
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 
 /// The bound `courier check` uses without arguments, with symmetry on.
 fn space() -> Space {
@@ -107,7 +108,7 @@ fn bare_core(transitions: &Transitions) {
     }
 }
 
-fn bench(criterion: &mut Criterion) {
+fn bench<M: Measurement>(criterion: &mut Criterion<M>) {
     let space = space();
     let recorded = transitions(&space);
     // The walk above must be the exploration `check` does, or the baseline
@@ -118,7 +119,7 @@ fn bench(criterion: &mut Criterion) {
     assert_eq!(checked.counts.unique, recorded.unique);
     assert!(shortest_counterexample(&space).is_none());
 
-    let mut group = criterion.benchmark_group("check");
+    let mut group = clock::group(criterion, "check");
     // Each iteration is a whole exploration (about 0.1 s), so a few flat
     // samples suffice; the four functions finish in well under a minute.
     group.sample_size(10);
@@ -144,5 +145,6 @@ fn bench(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
-criterion_main!(benches);
+fn main() {
+    clock::main(bench, bench);
+}

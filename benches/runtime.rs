@@ -10,6 +10,8 @@
 //! channels and the runtime live across iterations, so the figures are a
 //! steady state.
 
+mod clock;
+
 use std::future::ready;
 use std::hint::black_box;
 use std::io;
@@ -19,7 +21,8 @@ use std::time::Duration;
 
 use courier::runtime::{Agent, Sink, model_fn, pre_step_fn};
 use courier_core::{Message, MessageId, PreStepDecision, Source, Status, StepOutcome};
-use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::Measurement;
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -203,8 +206,8 @@ impl TokioSameTask {
 /// One function's work on one batch, which it empties.
 type Cycle<'a> = dyn FnMut(&mut Vec<Message>) + 'a;
 
-fn runtime(criterion: &mut Criterion) {
-    let mut group = criterion.benchmark_group("runtime");
+fn runtime<M: Measurement>(criterion: &mut Criterion<M>) {
+    let mut group = clock::group(criterion, "runtime");
     // Short windows: the three functions at three sizes finish in about 40 s.
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
@@ -230,5 +233,6 @@ fn runtime(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, runtime);
-criterion_main!(benches);
+fn main() {
+    clock::main(runtime, runtime);
+}

@@ -15,15 +15,16 @@
 //! Every function sets `Throughput::Elements` to the same input count.
 //! Run: `cargo bench --bench sim`.
 
+mod clock;
+
 use std::hint::black_box;
 use std::ops::Range;
 use std::time::Duration;
 
 use courier_core::{Agent, Input};
 use courier_sim::{Plan, Record, Session, simulate, sweep};
-use criterion::{
-    BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
-};
+use criterion::measurement::Measurement;
+use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput};
 
 /// About 120k inputs: a few tens of milliseconds per sweep.
 const SEEDS: Range<u64> = 0..1000;
@@ -77,7 +78,7 @@ fn bare_core(prototype: &Agent, traces: Vec<Vec<Input>>) {
     }
 }
 
-fn bench(criterion: &mut Criterion) {
+fn bench<M: Measurement>(criterion: &mut Criterion<M>) {
     let prototype = Agent::new();
     let recorded = traces(&prototype);
     let inputs: u64 = recorded.iter().map(|trace| trace.len() as u64).sum();
@@ -88,7 +89,7 @@ fn bench(criterion: &mut Criterion) {
         "the recorded inputs are the sweep's"
     );
 
-    let mut group = criterion.benchmark_group("sim");
+    let mut group = clock::group(criterion, "sim");
     group.sample_size(20);
     group.sampling_mode(SamplingMode::Flat);
     group.warm_up_time(Duration::from_secs(1));
@@ -123,5 +124,6 @@ fn bench(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
-criterion_main!(benches);
+fn main() {
+    clock::main(bench, bench);
+}

@@ -15,6 +15,7 @@
 //!
 //! The goal is at least 100 MB/s. Run: `cargo bench --bench validate`.
 
+mod clock;
 #[path = "../tests/common/mod.rs"]
 mod common;
 
@@ -24,9 +25,8 @@ use courier::validate::validate;
 use courier_core::log::{SessionHeader, durable_line};
 use courier_core::transcript::default_completion;
 use courier_core::{Agent, Input, Message};
-use criterion::{
-    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
-};
+use criterion::measurement::Measurement;
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 /// Each input is at least this large, so per-log setup is noise.
@@ -90,8 +90,8 @@ fn parse_lines<T: DeserializeOwned>(log: &[u8]) -> u64 {
     lines
 }
 
-fn bench(criterion: &mut Criterion) {
-    let mut group = criterion.benchmark_group("validate");
+fn bench<M: Measurement>(criterion: &mut Criterion<M>) {
+    let mut group = clock::group(criterion, "validate");
     // Each iteration reads 16 MiB; short flat windows keep the six
     // functions to about half a minute.
     group.sample_size(10);
@@ -116,5 +116,6 @@ fn bench(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
-criterion_main!(benches);
+fn main() {
+    clock::main(bench, bench);
+}
