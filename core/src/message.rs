@@ -148,31 +148,36 @@ impl Source {
 }
 
 impl Serialize for Source {
+    /// `kind` first, then the variant's typed fields, then the extras, written
+    /// straight to the serializer (no intermediate map: every log line of a
+    /// message serializes its source).
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut object = Map::new();
-        object.insert("kind".into(), self.kind().into());
-        let extra = match self {
-            Self::User { extra } | Self::Tool { extra } | Self::Other { extra, .. } => extra,
-            Self::Plugin { plugin, extra } => {
-                object.insert("plugin".into(), plugin.as_str().into());
-                extra
-            }
+        use serde::ser::SerializeMap;
+        let (typed, extra) = match self {
+            Self::User { extra } | Self::Tool { extra } | Self::Other { extra, .. } => (0, extra),
+            Self::Plugin { extra, .. } => (1, extra),
+            Self::Goal { extra, .. } => (3, extra),
+        };
+        let mut map = serializer.serialize_map(Some(1 + typed + extra.len()))?;
+        map.serialize_entry("kind", self.kind())?;
+        match self {
+            Self::Plugin { plugin, .. } => map.serialize_entry("plugin", plugin)?,
             Self::Goal {
                 goal_id,
                 revision,
                 round,
-                extra,
+                ..
             } => {
-                object.insert("goalId".into(), goal_id.as_str().into());
-                object.insert("revision".into(), (*revision).into());
-                object.insert("round".into(), (*round).into());
-                extra
+                map.serialize_entry("goalId", goal_id)?;
+                map.serialize_entry("revision", revision)?;
+                map.serialize_entry("round", round)?;
             }
-        };
-        for (key, value) in extra {
-            object.insert(key.clone(), value.clone());
+            Self::User { .. } | Self::Tool { .. } | Self::Other { .. } => {}
         }
-        object.serialize(serializer)
+        for (key, value) in extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
     }
 }
 
