@@ -9,6 +9,8 @@
 //! function keeps its container (agent, queue, channel, runtime) across
 //! iterations, so allocations that a steady state reuses are not counted.
 
+mod baseline;
+
 use std::collections::VecDeque;
 use std::hint::black_box;
 use std::time::Instant;
@@ -111,46 +113,6 @@ fn vecdeque_cycle(queue: &mut VecDeque<Message>, batch: &mut Vec<Message>) {
     }
 }
 
-/// Tokio's unbounded channel: send N, then receive N, inside one `block_on`
-/// of a current-thread runtime.
-struct TokioChannel {
-    runtime: tokio::runtime::Runtime,
-    sender: tokio::sync::mpsc::UnboundedSender<Message>,
-    receiver: tokio::sync::mpsc::UnboundedReceiver<Message>,
-}
-
-impl TokioChannel {
-    fn new() -> Self {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("a current-thread runtime");
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        Self {
-            runtime,
-            sender,
-            receiver,
-        }
-    }
-
-    #[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
-    fn cycle(&mut self, batch: &mut Vec<Message>) {
-        let count = batch.len();
-        let Self {
-            runtime,
-            sender,
-            receiver,
-        } = self;
-        runtime.block_on(async {
-            for message in batch.drain(..) {
-                sender.send(message).expect("the receiver is alive");
-            }
-            for _ in 0..count {
-                black_box(receiver.recv().await.expect("sent above"));
-            }
-        });
-    }
-}
-
 /// crossbeam's unbounded channel: send N, then receive N, on one thread.
 #[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
 fn crossbeam_cycle(
@@ -177,7 +139,7 @@ fn claim(criterion: &mut Criterion) {
         // carries over to the next.
         let mut agent = Agent::new();
         let mut queue = VecDeque::new();
-        let mut tokio_channel = TokioChannel::new();
+        let mut tokio_channel = baseline::TokioChannel::new();
         let crossbeam_channel = crossbeam_channel::unbounded();
         let prebuilt = messages(count);
         let setup = || prebuilt.clone();
@@ -221,7 +183,7 @@ fn profile(spec: &str) {
             Box::new(move |batch| vecdeque_cycle(&mut queue, batch))
         }
         "tokio-mpsc" => {
-            let mut channel = TokioChannel::new();
+            let mut channel = baseline::TokioChannel::new();
             Box::new(move |batch| channel.cycle(batch))
         }
         "crossbeam" => {

@@ -10,6 +10,7 @@
 //! channels and the runtime live across iterations, so the figures are a
 //! steady state.
 
+mod baseline;
 mod clock;
 
 use std::future::ready;
@@ -167,42 +168,6 @@ impl TokioTask {
     }
 }
 
-/// The claim bench's `tokio-mpsc`, for reference: send N then receive N in
-/// the same task, inside one `block_on` (no task switch, no wake).
-struct TokioSameTask {
-    runtime: Runtime,
-    sender: UnboundedSender<Message>,
-    receiver: UnboundedReceiver<Message>,
-}
-
-impl TokioSameTask {
-    fn new() -> Self {
-        let (sender, receiver) = unbounded_channel();
-        Self {
-            runtime: current_thread(),
-            sender,
-            receiver,
-        }
-    }
-
-    fn cycle(&mut self, batch: &mut Vec<Message>) {
-        let count = batch.len();
-        let Self {
-            runtime,
-            sender,
-            receiver,
-        } = self;
-        runtime.block_on(async {
-            for message in batch.drain(..) {
-                sender.send(message).expect("the receiver is alive");
-            }
-            for _ in 0..count {
-                black_box(receiver.recv().await.expect("sent above"));
-            }
-        });
-    }
-}
-
 /// One function's work on one batch, which it empties.
 type Cycle<'a> = dyn FnMut(&mut Vec<Message>) + 'a;
 
@@ -217,7 +182,7 @@ fn runtime<M: Measurement>(criterion: &mut Criterion<M>) {
         // carries over to the next.
         let mut handle = Handle::new();
         let mut task = TokioTask::new(count);
-        let mut same_task = TokioSameTask::new();
+        let mut same_task = baseline::TokioChannel::new();
         let prebuilt = messages(count);
         let setup = || prebuilt.clone();
         group.throughput(Throughput::Elements(count as u64));
