@@ -1,10 +1,14 @@
 //! Stress: the runtime on a multi-thread tokio runtime. Eight client tasks
 //! send concurrently, mixed with seeded random edits and cancels, while a fake
 //! model answers after random short delays (yields, not timers: no clock).
-//! At the quiescence that follows, every message is claimed xor discarded xor
-//! still pending, counted from the live notifications; the durable log, read
-//! back from its JSONL file, passes `courier-model`'s durable checks and
-//! agrees with the notifications exactly.
+//! Every transition the runtime runs reaches an observer, in the core's
+//! order, and passes the full `courier_model::Checker` (the input-aware
+//! properties such as no-lost-wakeup included); the run ends quiescent and
+//! the checker's replay matches the inbox. At the quiescence that follows the
+//! clients, every message is claimed xor discarded xor still pending, counted
+//! from the live notifications; the durable log, read back from its JSONL
+//! file, passes `courier-model`'s durable checks and agrees with the
+//! notifications exactly.
 //!
 //! `cargo test --test stress` runs a small size; the full size (8 x 100k
 //! sends) is `cargo test --release --test stress -- --ignored --nocapture`.
@@ -14,14 +18,15 @@ mod ledger;
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-use courier::runtime::{Agent, Boundary, JsonlFile, StepCall, model_fn, pre_step_fn};
+use courier::runtime::{Agent, Boundary, JsonlFile, StepCall, Transition, model_fn, pre_step_fn};
 use courier_core::{
-    CancelCause, Message, MessageId, Output, PreStepDecision, Refusal, Source, StepOutcome, Target,
-    Wakeup,
+    CancelCause, Input, Message, MessageId, Output, PreStepDecision, Refusal, Source, StepOutcome,
+    Target, Wakeup,
 };
+use courier_model::Checker;
 use ledger::{Counts, Ledger};
 use serde_json::Value;
 use tokio::task::yield_now;
@@ -213,13 +218,83 @@ async fn listen(mut notifications: courier::runtime::Notifications) -> Live {
     live
 }
 
+/// What the runtime's observer saw: the full checker run over every
+/// transition, plus counts that show no transition was skipped.
+#[derive(Default)]
+struct Observed {
+    checker: Checker,
+    transitions: usize,
+    /// The first transition the checker refused, described; checking stops
+    /// there (the ghost state after a violation means nothing). Kept rather
+    /// than panicking, since the observer runs under the agent's lock.
+    violation: Option<String>,
+    /// Client inputs seen, to match against what the clients sent.
+    sends: usize,
+    cancels: usize,
+    /// The outputs of every transition, to match the live notifications.
+    outputs: Ledger,
+}
+
+impl Observed {
+    fn observe(&mut self, transition: Transition) {
+        self.transitions += 1;
+        match transition.input {
+            Input::Send { .. } => self.sends += 1,
+            Input::Cancel { .. } => self.cancels += 1,
+            _ => {}
+        }
+        for output in &transition.outputs {
+            self.outputs.observe(output);
+        }
+        if self.violation.is_some() {
+            return;
+        }
+        let Transition {
+            input,
+            result,
+            outputs,
+        } = &transition;
+        if let Err(violation) = self.checker.observe(input, result, outputs) {
+            self.violation = Some(format!(
+                "transition {}: {violation}\n  input {input:?} -> {result:?}\n  outputs {outputs:?}",
+                self.transitions
+            ));
+        }
+    }
+
+    /// Asserts the checker accepted every transition and ends quiescent.
+    fn assert_quiescent(&self, when: &str) {
+        if let Some(violation) = &self.violation {
+            panic!("the checker refused a transition: {violation}");
+        }
+        assert!(
+            self.checker.quiescent(),
+            "{when}: the checker is not quiescent (owed: {:?})",
+            self.checker.owed().collect::<Vec<_>>()
+        );
+    }
+}
+
 fn stress(size: &str, sends: usize) {
     let log_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("stress-{size}.jsonl"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .expect("a tokio runtime");
-    let (accepted, live, pending, cancelled) = runtime.block_on(run(&log_path, sends));
+    let observed = Arc::new(Mutex::new(Observed::default()));
+    let (accepted, live, pending, cancelled) =
+        runtime.block_on(run(&log_path, sends, Arc::clone(&observed)));
+    let observed = observed.lock().expect("the observer did not panic");
+    observed.assert_quiescent("after dispose");
+    assert_eq!(
+        observed.outputs, live.total,
+        "the observed transitions and the live notifications disagree"
+    );
+    assert_eq!(
+        (observed.sends, observed.cancels),
+        (TASKS as usize * sends + TAIL, accepted.cancels),
+        "the observer missed client inputs (sends, cancels)"
+    );
     let lines = std::io::BufRead::lines(std::io::BufReader::new(
         std::fs::File::open(&log_path).expect("the log exists"),
     ))
@@ -259,14 +334,16 @@ fn stress(size: &str, sends: usize) {
     println!(
         "stress {size}: {TASKS} tasks x {sends} sends, seed {SEED:#x}: {inserted} inserted, \
          {claimed} claimed, {discarded} discarded, {pending} pending at quiescence, {lost} lost; \
-         {} turns, {} cancels, {cancelled} hooks cancelled in flight, {} edits refused",
-        live.turns, accepted.cancels, accepted.refused
+         {} turns, {} cancels, {cancelled} hooks cancelled in flight, {} edits refused; \
+         {} transitions checked, quiescent",
+        live.turns, accepted.cancels, accepted.refused, observed.transitions
     );
 }
 
 async fn run(
     log_path: &std::path::Path,
     sends: usize,
+    observed: Arc<Mutex<Observed>>,
 ) -> (Accepted, Live, BTreeSet<MessageId>, usize) {
     let cancelled = Arc::new(AtomicUsize::new(0));
     let mut pre_step_rng = fastrand::Rng::with_seed(SEED);
@@ -285,7 +362,11 @@ async fn run(
         answer(delay, outcome, Arc::clone(&model_cancelled))
     });
     let sink = JsonlFile::create(log_path).expect("the log file can be created");
-    let (agent, driver) = Agent::new("stress", pre_step, model, sink);
+    let observer = {
+        let observed = Arc::clone(&observed);
+        move |transition| lock(&observed).observe(transition)
+    };
+    let (agent, driver) = Agent::with_observer("stress", pre_step, model, sink, observer);
     let listener = tokio::spawn(listen(agent.subscribe()));
     let driver = tokio::spawn(driver.run());
     let clients: Vec<_> = (0..TASKS)
@@ -305,10 +386,22 @@ async fn run(
         tally(&mut accepted, inject, 1);
     }
     agent.when_idle().await;
-    let pending = Ledger::pending(&agent.inbox());
+    let inbox = agent.inbox();
+    {
+        // No input can run now: the clients are done and the agent is idle.
+        let observed = lock(&observed);
+        observed.assert_quiescent("at the last quiescence");
+        let replay = observed.checker.check_inbox(&inbox);
+        replay.unwrap_or_else(|violation| panic!("{violation}"));
+    }
+    let pending = Ledger::pending(&inbox);
     agent.dispose().await.expect("the log was written");
     drop(agent);
     driver.await.expect("the driver does not panic");
     let live = listener.await.expect("the listener does not panic");
     (accepted, live, pending, cancelled.load(Ordering::Relaxed))
+}
+
+fn lock(observed: &Mutex<Observed>) -> std::sync::MutexGuard<'_, Observed> {
+    observed.lock().expect("the observer did not panic")
 }

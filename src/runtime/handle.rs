@@ -14,6 +14,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::driver::Driver;
 use super::hooks::{Model, PreStep};
+use super::observer::Observer;
 use super::shared::Shared;
 use super::sink::Sink;
 use super::sync::Arc;
@@ -33,7 +34,31 @@ impl Agent {
         model: M,
         sink: impl Sink,
     ) -> (Self, Driver<P, M>) {
-        let shared = Arc::new(Shared::new(Box::new(sink), session_id));
+        Self::build(session_id, pre_step, model, Box::new(sink), None)
+    }
+
+    /// [`Agent::new`], plus an `observer` handed every transition (input,
+    /// answer, outputs) in the core's order, so a test can run a checker
+    /// that needs the inputs too. See [`Observer`] for what it must not do.
+    pub fn with_observer<P: PreStep, M: Model>(
+        session_id: &str,
+        pre_step: P,
+        model: M,
+        sink: impl Sink,
+        observer: impl Observer,
+    ) -> (Self, Driver<P, M>) {
+        let observer: Box<dyn Observer> = Box::new(observer);
+        Self::build(session_id, pre_step, model, Box::new(sink), Some(observer))
+    }
+
+    fn build<P: PreStep, M: Model>(
+        session_id: &str,
+        pre_step: P,
+        model: M,
+        sink: Box<dyn Sink>,
+        observer: Option<Box<dyn Observer>>,
+    ) -> (Self, Driver<P, M>) {
+        let shared = Arc::new(Shared::new(sink, session_id, observer));
         let driver = Driver::new(Arc::clone(&shared), pre_step, model);
         (Self { shared }, driver)
     }

@@ -19,6 +19,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::fanout::Fanout;
 use super::hooks::{Boundary, StepCall};
+use super::observer::{Observer, Transition};
 use super::sink::Sink;
 use super::sync::{Mutex, lock};
 
@@ -46,6 +47,8 @@ struct Locked {
     handles: usize,
     /// Wakers to run once the lock is released.
     wake: Vec<Waker>,
+    /// Sees every transition; without one, `run` copies nothing.
+    observer: Option<Box<dyn Observer>>,
 }
 
 /// `when_idle` waiters. The core resolves waiters in the order they
@@ -59,7 +62,11 @@ struct Tickets {
 }
 
 impl Shared {
-    pub(crate) fn new(sink: Box<dyn Sink>, session_id: &str) -> Self {
+    pub(crate) fn new(
+        sink: Box<dyn Sink>,
+        session_id: &str,
+        observer: Option<Box<dyn Observer>>,
+    ) -> Self {
         let locked = Locked {
             core: Core::new(),
             driver: None,
@@ -68,6 +75,7 @@ impl Shared {
             fanout: Fanout::new(sink, session_id),
             handles: 1,
             wake: Vec::new(),
+            observer,
         };
         Self {
             locked: Mutex::new(locked),
@@ -191,8 +199,31 @@ impl Shared {
 }
 
 impl Locked {
-    /// Runs one transition, delivers its outputs and picks whom to wake.
+    /// Runs one transition, delivers its outputs and picks whom to wake; an
+    /// observer gets the transition last, still under the lock, so the order
+    /// it sees is the core's.
     fn run(&mut self, input: Input) -> Result<(), Refusal> {
+        if self.observer.is_none() {
+            return self.transition(input, None);
+        }
+        let mut outputs = Vec::new();
+        let result = self.transition(input.clone(), Some(&mut outputs));
+        if let Some(observer) = &mut self.observer {
+            observer.observe(Transition {
+                input,
+                result: result.clone(),
+                outputs,
+            });
+        }
+        result
+    }
+
+    /// The transition itself; `record` collects copies of its outputs.
+    fn transition(
+        &mut self,
+        input: Input,
+        record: Option<&mut Vec<Output>>,
+    ) -> Result<(), Refusal> {
         let before = self.core.status();
         let aborts = matches!(input, Input::Cancel { .. } | Input::Dispose);
         self.core.handle(input)?;
@@ -200,11 +231,11 @@ impl Locked {
         if started || aborts {
             self.wake.extend(self.driver.take());
         }
-        self.drain();
+        self.drain(record);
         Ok(())
     }
 
-    fn drain(&mut self) {
+    fn drain(&mut self, mut record: Option<&mut Vec<Output>>) {
         while let Some(output) = self.core.poll_output() {
             match &output {
                 Output::StepStart { .. } => self.entered.clear(),
@@ -213,6 +244,9 @@ impl Locked {
                 _ => {}
             }
             self.fanout.deliver(&output);
+            if let Some(record) = record.as_deref_mut() {
+                record.push(output);
+            }
         }
     }
 

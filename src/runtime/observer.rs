@@ -1,0 +1,35 @@
+//! An optional tap on every transition the runtime runs, for checkers that
+//! need each input and not only the outputs (e.g. `courier_model::Checker`,
+//! whose no-lost-wakeup check reads which sends woke). The runtime only
+//! reports what happened; it judges nothing.
+
+use courier_core::{Input, Output, Refusal};
+
+/// One transition of the core, as the runtime ran it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Transition {
+    /// The input fed: a client's, or the driver's completion.
+    pub input: Input,
+    /// The core's answer; a refused input emitted nothing.
+    pub result: Result<(), Refusal>,
+    /// What the transition emitted, in emission order.
+    pub outputs: Vec<Output>,
+}
+
+/// Receives every [`Transition`], in the core's order; see
+/// [`super::Agent::with_observer`]. Any `FnMut(Transition) + Send` closure
+/// is one.
+///
+/// Called inside the agent's critical section (that is what makes the order
+/// the core's), so it must be quick and must not call the agent: a call back
+/// in deadlocks, and a panic poisons the agent's lock.
+pub trait Observer: Send + 'static {
+    /// One transition, just after the core ran it.
+    fn observe(&mut self, transition: Transition);
+}
+
+impl<F: FnMut(Transition) + Send + 'static> Observer for F {
+    fn observe(&mut self, transition: Transition) {
+        self(transition);
+    }
+}
