@@ -262,16 +262,19 @@ impl Observed {
         }
     }
 
-    /// Asserts the checker accepted every transition and ends quiescent.
-    fn assert_quiescent(&self, when: &str) {
+    /// Whether the checker accepted every transition and is quiescent; the
+    /// caller panics, after releasing the lock the observer needs.
+    fn verdict(&self, when: &str) -> Result<(), String> {
         if let Some(violation) = &self.violation {
-            panic!("the checker refused a transition: {violation}");
+            return Err(format!("the checker refused a transition: {violation}"));
         }
-        assert!(
-            self.checker.quiescent(),
-            "{when}: the checker is not quiescent (owed: {:?})",
-            self.checker.owed().collect::<Vec<_>>()
-        );
+        if !self.checker.quiescent() {
+            let owed: Vec<_> = self.checker.owed().collect();
+            return Err(format!(
+                "{when}: the checker is not quiescent (owed: {owed:?})"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -284,8 +287,10 @@ fn stress(size: &str, sends: usize) {
     let observed = Arc::new(Mutex::new(Observed::default()));
     let (accepted, live, pending, cancelled) =
         runtime.block_on(run(&log_path, sends, Arc::clone(&observed)));
-    let observed = observed.lock().expect("the observer did not panic");
-    observed.assert_quiescent("after dispose");
+    let observed = lock(&observed);
+    observed
+        .verdict("after dispose")
+        .unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(
         observed.outputs, live.total,
         "the observed transitions and the live notifications disagree"
@@ -387,13 +392,14 @@ async fn run(
     }
     agent.when_idle().await;
     let inbox = agent.inbox();
-    {
-        // No input can run now: the clients are done and the agent is idle.
+    // No input can run now: the clients are done and the agent is idle.
+    let (verdict, replay) = {
         let observed = lock(&observed);
-        observed.assert_quiescent("at the last quiescence");
-        let replay = observed.checker.check_inbox(&inbox);
-        replay.unwrap_or_else(|violation| panic!("{violation}"));
-    }
+        let verdict = observed.verdict("at the last quiescence");
+        (verdict, observed.checker.check_inbox(&inbox))
+    };
+    verdict.unwrap_or_else(|error| panic!("{error}"));
+    replay.unwrap_or_else(|violation| panic!("{violation}"));
     let pending = Ledger::pending(&inbox);
     agent.dispose().await.expect("the log was written");
     drop(agent);
