@@ -9,29 +9,14 @@
 //! function keeps its container (agent, queue, channel, runtime) across
 //! iterations, so allocations that a steady state reuses are not counted.
 
-mod baseline;
+mod common;
 
 use std::collections::VecDeque;
 use std::hint::black_box;
 use std::time::Instant;
 
-use courier_core::{
-    Agent, Input, Message, MessageId, Output, PreStepDecision, Source, Status, StepOutcome,
-};
+use courier_core::{Agent, Input, Message, Output, PreStepDecision, Status, StepOutcome};
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group};
-
-/// Messages per claim: one alone, a burst of steering, and a flood.
-const BATCH_SIZES: [usize; 3] = [1, 16, 256];
-
-/// N distinct human text messages, as a client would build them.
-fn messages(count: usize) -> Vec<Message> {
-    (0..count)
-        .map(|index| {
-            let id = MessageId::new(format!("message-{index:04}"));
-            Message::text(id, Source::user())
-        })
-        .collect()
-}
 
 /// One claim cycle of the core, from idle back to idle: `inject` all but the
 /// last message (no-wake: the agent stays idle and they wait in `next-step`),
@@ -64,7 +49,7 @@ fn handle(agent: &mut Agent, input: Input) {
 /// `user/message`s, and the agent idle again.
 fn check_claim_cycle(count: usize) {
     let mut agent = Agent::new();
-    let mut batch = messages(count);
+    let mut batch = common::messages(count);
     let last = batch.pop().expect("batch sizes are positive");
     let mut outputs = Vec::new();
     let inputs = batch
@@ -133,15 +118,15 @@ fn crossbeam_cycle(
 
 fn claim(criterion: &mut Criterion) {
     let mut group = criterion.benchmark_group("claim");
-    for count in BATCH_SIZES {
+    for count in common::BATCH_SIZES {
         check_claim_cycle(count);
         // Fresh containers per batch size, so one size's capacity never
         // carries over to the next.
         let mut agent = Agent::new();
         let mut queue = VecDeque::new();
-        let mut tokio_channel = baseline::TokioChannel::new();
+        let mut tokio_channel = common::TokioChannel::new();
         let crossbeam_channel = crossbeam_channel::unbounded();
-        let prebuilt = messages(count);
+        let prebuilt = common::messages(count);
         let setup = || prebuilt.clone();
         group.throughput(Throughput::Elements(count as u64));
         let mut bench = |name: &str, cycle: &mut Cycle<'_>| {
@@ -172,7 +157,7 @@ fn profile(spec: &str) {
     };
     let count: usize = count.parse().expect("batch size is a number");
     let cycles: usize = cycles.parse().expect("cycles is a number");
-    let prebuilt = messages(count);
+    let prebuilt = common::messages(count);
     let mut cycle: Box<Cycle<'_>> = match name {
         "core" => {
             let mut agent = Agent::new();
@@ -183,7 +168,7 @@ fn profile(spec: &str) {
             Box::new(move |batch| vecdeque_cycle(&mut queue, batch))
         }
         "tokio-mpsc" => {
-            let mut channel = baseline::TokioChannel::new();
+            let mut channel = common::TokioChannel::new();
             Box::new(move |batch| channel.cycle(batch))
         }
         "crossbeam" => {

@@ -10,8 +10,8 @@
 //! channels and the runtime live across iterations, so the figures are a
 //! steady state.
 
-mod baseline;
 mod clock;
+mod common;
 
 use std::future::ready;
 use std::hint::black_box;
@@ -21,24 +21,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use courier::runtime::{Agent, Sink, model_fn, pre_step_fn};
-use courier_core::{Message, MessageId, PreStepDecision, Source, Status, StepOutcome};
+use courier_core::{Message, PreStepDecision, Status, StepOutcome};
 use criterion::measurement::Measurement;
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-
-/// Messages per cycle, as in the claim bench: one alone, a burst, a flood.
-const BATCH_SIZES: [usize; 3] = [1, 16, 256];
-
-/// N distinct human text messages, as a client would build them.
-fn messages(count: usize) -> Vec<Message> {
-    (0..count)
-        .map(|index| {
-            let id = MessageId::new(format!("message-{index:04}"));
-            Message::text(id, Source::user())
-        })
-        .collect()
-}
 
 fn current_thread() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -113,7 +100,7 @@ impl Handle {
 /// agent ends idle with nothing pending.
 fn check_handle_cycle(count: usize) {
     let mut handle = Handle::new();
-    handle.cycle(&mut messages(count));
+    handle.cycle(&mut common::messages(count));
     assert_eq!(handle.entered.load(Ordering::Relaxed), count);
     assert_eq!(handle.agent.status(), Status::Idle, "the cycle ends idle");
     assert!(handle.agent.inbox().is_empty(), "nothing is left pending");
@@ -176,14 +163,14 @@ fn runtime<M: Measurement>(criterion: &mut Criterion<M>) {
     // Short windows: the three functions at three sizes finish in about 40 s.
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
-    for count in BATCH_SIZES {
+    for count in common::BATCH_SIZES {
         check_handle_cycle(count);
         // Fresh containers per batch size, so one size's capacity never
         // carries over to the next.
         let mut handle = Handle::new();
         let mut task = TokioTask::new(count);
-        let mut same_task = baseline::TokioChannel::new();
-        let prebuilt = messages(count);
+        let mut same_task = common::TokioChannel::new();
+        let prebuilt = common::messages(count);
         let setup = || prebuilt.clone();
         group.throughput(Throughput::Elements(count as u64));
         let mut bench = |name: &str, cycle: &mut Cycle<'_>| {

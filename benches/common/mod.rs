@@ -1,9 +1,22 @@
-//! The tokio channel baseline shared by the `claim` bench (`tokio-mpsc`) and
-//! the `runtime` bench (`tokio-same-task`), so both time the same code.
+//! What the `claim` and `runtime` benches share, so both time the same
+//! inputs and the same tokio baseline (`tokio-mpsc` / `tokio-same-task`).
 
 use std::hint::black_box;
 
-use courier_core::Message;
+use courier_core::{Message, MessageId, Source};
+
+/// Messages per cycle: one alone, a burst of steering, and a flood.
+pub(crate) const BATCH_SIZES: [usize; 3] = [1, 16, 256];
+
+/// N distinct human text messages, as a client would build them.
+pub(crate) fn messages(count: usize) -> Vec<Message> {
+    (0..count)
+        .map(|index| {
+            let id = MessageId::new(format!("message-{index:04}"));
+            Message::text(id, Source::user())
+        })
+        .collect()
+}
 
 /// Tokio's unbounded channel: send N, then receive N, inside one `block_on`
 /// of a current-thread runtime.
