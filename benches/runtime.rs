@@ -1,5 +1,5 @@
 //! The async runtime end to end (issue 7): N messages through the
-//! `courier::runtime` handle to hooks that answer at once, against the same N
+//! `courier_runtime` handle to hooks that answer at once, against the same N
 //! messages through a tokio unbounded channel on the same runtime flavour (a
 //! current-thread runtime). See `BENCHMARKS.md` for what each timed region
 //! holds.
@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use courier::runtime::{Agent, Sink, model_fn, pre_step_fn};
 use courier_core::{Message, PreStepDecision, Status, StepOutcome};
+use courier_runtime::{Agent, Sink, model_fn, pre_step_fn};
 use criterion::measurement::Measurement;
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use tokio::runtime::Runtime;

@@ -21,7 +21,7 @@ mod common;
 
 use std::time::Duration;
 
-use courier::validate::validate;
+use courier_check::validate::validate;
 use courier_core::log::{SessionHeader, durable_line};
 use courier_core::transcript::default_completion;
 use courier_core::{Agent, Input, Message};

@@ -1,7 +1,5 @@
-//! The `courier` package: the CLI's shared pieces and the async runtime over
-//! `courier-core`.
+//! The `courier` package: the CLI's shared pieces (sequence diagrams and the
+//! variant a command runs); the engines live in their own crates.
 
 pub mod diagram;
-pub mod runtime;
-pub mod validate;
 pub mod variant;

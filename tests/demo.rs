@@ -4,6 +4,7 @@
 //! the shared durable checks, with every message claimed.
 #![cfg(not(loom))]
 
+#[path = "../runtime/tests/ledger/mod.rs"]
 mod ledger;
 
 use std::collections::BTreeSet;

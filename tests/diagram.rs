@@ -203,8 +203,8 @@ fn courier() -> std::process::Command {
 /// violation is marked at its last row.
 #[test]
 fn a_liveness_report_is_marked_at_its_last_row() {
+    use courier_check::Property;
     use courier_core::{Input, Message, Source};
-    use courier_model::Property;
     use courier_sim::{Prng, REPORT_FORMAT, Report, Swarm};
 
     let report = Report {

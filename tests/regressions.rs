@@ -8,11 +8,11 @@ mod common;
 
 use std::path::PathBuf;
 
+use courier_check::{Checker, Violation};
 use courier_core::Agent;
 use courier_core::transcript::{
     Command, RUN_INPUTS_MAX, Script, default_completion, parse_command,
 };
-use courier_model::{Checker, Violation};
 
 /// Nine planted bugs, one regression each, when this test was written.
 const REGRESSIONS_MIN: usize = 9;

@@ -10,7 +10,7 @@ use common::{courier, stdout};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use courier::validate::{Finding, Summary, Unreadable, validate};
+use courier_check::validate::{Finding, Summary, Unreadable, validate};
 use courier_core::Agent;
 use courier_core::log::{SessionHeader, durable_line};
 use courier_core::transcript::{Command as Line, Script, default_completion, parse_command};

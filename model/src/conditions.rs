@@ -2,9 +2,9 @@
 //! property ("no violation of this name"), one `sometimes` per vacuity goal,
 //! and the `Model` impl that hands [`Space`] to stateright.
 
-use crate::property::Property;
 use crate::space::{Action, Space, State};
 use crate::vacuity::VacuityGoal;
+use courier_check::Property;
 
 /// `holds::<P>`: no violation of `Property::ALL[P]` (stateright wants a
 /// plain `fn` per property, so the index is a const parameter).

@@ -13,8 +13,8 @@ use std::ops::ControlFlow;
 use courier_core::transcript::record;
 use courier_core::{Agent, Input};
 
-use crate::property::Violation;
 use crate::space::{Action, Space, State};
+use courier_check::Violation;
 
 /// A shortest path to a broken property.
 #[derive(Clone, PartialEq, Eq, Debug)]

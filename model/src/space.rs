@@ -17,10 +17,10 @@ use courier_core::{
 };
 use serde_json::Value;
 
-use crate::checker::Checker;
-use crate::fingerprint::hash_with;
-use crate::property::Violation;
 use crate::vacuity::{self, Before, Facts, Tags, VacuityGoal};
+use courier_check::Checker;
+use courier_check::Violation;
+use courier_check::hash_with;
 
 pub(crate) mod view;
 
@@ -83,7 +83,7 @@ impl State {
     /// The abstract state's [`crate::fingerprint`]: the agent and the
     /// checker's ghost, without the budget, tags and goals the model keeps.
     pub(crate) fn fingerprint(&self) -> u64 {
-        crate::fingerprint(&self.agent, &self.checker)
+        courier_check::fingerprint(&self.agent, &self.checker)
     }
 
     /// Whether the transition that led here reached `goal`.

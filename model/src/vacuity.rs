@@ -11,8 +11,8 @@ use courier_core::{
     TurnEnd, Wakeup,
 };
 
-use crate::checker::{Checker, Stepped};
-use crate::fingerprint::Ranks;
+use courier_check::Ranks;
+use courier_check::{Checker, Stepped};
 
 /// One situation the check must reach at least once.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -114,7 +114,7 @@ impl Tags {
     pub(crate) fn hash_ranked<H: std::hash::Hasher>(&self, ranks: &Ranks<'_>, hasher: &mut H) {
         let tagged = self.0.iter().map(|(id, tags)| {
             let rank = ranks.rank(id) as u64;
-            crate::checker::mix(rank << 8 | u64::from(*tags))
+            courier_check::mix(rank << 8 | u64::from(*tags))
         });
         hasher.write_usize(self.0.len());
         hasher.write_u64(tagged.fold(0, u64::wrapping_add));

@@ -1,5 +1,5 @@
 //! Coverage: the distinct abstract states a sweep reached, counted with the
-//! model checker's own fingerprint ([`courier_model::fingerprint`]: the
+//! model checker's own fingerprint ([`courier_check::fingerprint`]: the
 //! agent plus the checker's ghost, canonical over id renaming), so the two
 //! numbers measure the same thing. A free sweep's count has no denominator
 //! (its workloads leave every bound the checker explores); a sweep kept
@@ -9,8 +9,8 @@
 use std::collections::{BTreeSet, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use courier_check::{Checker, fingerprint};
 use courier_core::Agent;
-use courier_model::{Checker, fingerprint};
 
 /// The fingerprints are already hashes: store them through an identity
 /// hasher (fixed, no process entropy; the set is only ever counted).

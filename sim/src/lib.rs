@@ -2,7 +2,7 @@
 //!
 //! One seed decides a whole run (TigerBeetle's VOPR): it draws a swarm
 //! configuration, then a workload of the core's own [`courier_core::Input`]s,
-//! each checked by the shared [`courier_model::Checker`] before the next;
+//! each checked by the shared [`courier_check::Checker`] before the next;
 //! a liveness phase then requires the agent to settle idle with nothing owed.
 //! A failure becomes a [`Report`] that replays exactly ([`evaluate`]) and
 //! shrinks to a minimal trace ([`shrink`]). No clock, threads or entropy

@@ -2,8 +2,8 @@
 //! with a format version. The trace is the authority (it replays even if the
 //! generator changes); the seed and configuration say where it came from.
 
+use courier_check::Property;
 use courier_core::Input;
-use courier_model::Property;
 use serde::{Deserialize, Serialize};
 
 use crate::swarm::Swarm;
@@ -78,7 +78,7 @@ impl Report {
 mod property_name {
     use std::str::FromStr;
 
-    use courier_model::Property;
+    use courier_check::Property;
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub(super) fn serialize<S: Serializer>(

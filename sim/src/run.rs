@@ -7,8 +7,9 @@
 //! liveness phase then feeds only awaited completions until the agent is
 //! idle with nothing owed ([`Session::settle`]).
 
+use courier_check::Violation;
 use courier_core::{Agent, Input};
-use courier_model::{Bounds, Space, Violation};
+use courier_model::{Bounds, Space};
 
 use crate::bounded::Bounded;
 use crate::generate::Generator;

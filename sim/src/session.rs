@@ -3,9 +3,9 @@
 //! The same session runs a generated workload, replays a report's trace and
 //! evaluates a shrinking candidate, so all three judge a trace identically.
 
+use courier_check::{Checker, Property, Violation};
 use courier_core::transcript::default_completion;
 use courier_core::{Activity, Agent, Input, Output};
-use courier_model::{Checker, Property, Violation};
 
 use crate::coverage::Coverage;
 use crate::hash::OutputHash;

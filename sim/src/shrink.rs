@@ -4,8 +4,8 @@
 //! An input may become refused once what it named is gone; it is still fed
 //! and checked, and a later pass can remove it too.
 
+use courier_check::{Property, Violation};
 use courier_core::{Agent, Input};
-use courier_model::{Property, Violation};
 
 use crate::run::evaluate;
 

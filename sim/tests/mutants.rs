@@ -4,9 +4,9 @@
 //! answers differently (while breaking no property on it).
 #![cfg(feature = "mutants")]
 
+use courier_check::Checker;
 use courier_core::transcript::{Script, record};
 use courier_core::{Agent, Mutant};
-use courier_model::Checker;
 use courier_sim::{Finding, Plan, SeedRun, evaluate, shrink, sweep};
 
 /// Each bug is found below this seed (the CLI's must-show uses `0..1000`).

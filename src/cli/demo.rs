@@ -15,9 +15,9 @@ use std::future::ready;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use courier::runtime::{Agent, JsonlFile, MemoryLog, Model, Notifications, StepCall, pre_step_fn};
 use courier_core::transcript::command_line;
 use courier_core::{CancelCause, Input, Message, PreStepDecision, Source, StepOutcome};
+use courier_runtime::{Agent, JsonlFile, MemoryLog, Model, Notifications, StepCall, pre_step_fn};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 /// Arguments of `courier demo`.

@@ -12,7 +12,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use courier::validate::{Finding, Summary, Unreadable, validate};
+use courier_check::validate::{Finding, Summary, Unreadable, validate};
 use serde_json::{Value, json};
 
 /// Arguments of `courier validate`.

@@ -7,9 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use courier_check::Violation;
 use courier_core::transcript::Script;
 use courier_core::{Agent, Input};
-use courier_model::Violation;
 use courier_sim::Report;
 
 use super::trace::Tracer;

@@ -14,8 +14,8 @@ mod sequence;
 mod svg;
 pub mod trace;
 
+use courier_check::Violation;
 use courier_core::{Input, Output, Refusal};
-use courier_model::Violation;
 
 pub use load::{from_report, load, svg_beside, title, write_beside};
 pub use mermaid::mermaid;

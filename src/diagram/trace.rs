@@ -2,11 +2,11 @@
 //! so the picture shows what this build does (not what a file once said)
 //! and marks the first row where a SPEC §7 property broke.
 
+use courier_check::{Checker, Violation};
 use courier_core::transcript::{
     Command, RUN_INPUTS_MAX, Script, Stalled, default_completion, parse_command,
 };
 use courier_core::{Agent, Input};
-use courier_model::{Checker, Violation};
 
 use super::{Diagram, Row};
 

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
+use courier_check::{Checker, Violation};
 use courier_core::Agent;
 use courier_core::transcript::{Command, Script, default_completion, parse_command};
-use courier_model::{Checker, Violation};
 
 #[path = "../../tests/common/mod.rs"]
 mod common;

@@ -1,8 +1,8 @@
 //! The shared fingerprint is canonical over ids: renaming every id gives the
 //! same value, while any difference in structure gives a different one.
 
+use courier_check::{Checker, fingerprint};
 use courier_core::{Agent, Input, Message, PreStepDecision, Source, StepOutcome};
-use courier_model::{Checker, fingerprint};
 
 fn message(id: &str) -> Message {
     Message::text(id, Source::user())

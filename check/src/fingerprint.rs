@@ -33,7 +33,7 @@ pub fn hash_canonical<H: Hasher>(agent: &Agent, checker: &Checker, hasher: &mut 
 }
 
 /// [`hash_canonical`], then `extra` hashes more id-keyed data by rank.
-pub(crate) fn hash_with<H: Hasher>(
+pub fn hash_with<H: Hasher>(
     agent: &Agent,
     checker: &Checker,
     hasher: &mut H,
@@ -52,13 +52,13 @@ pub(crate) fn hash_with<H: Hasher>(
 /// Ids in canonical order: first appearance in `next-step`, `next-turn`, the
 /// claimed batch, then the ids admitted in the open step.
 #[derive(Debug, Default)]
-pub(crate) struct Ranks<'a> {
+pub struct Ranks<'a> {
     ids: Vec<&'a str>,
 }
 
 impl<'a> Ranks<'a> {
     /// The canonical order of the ids `(agent, checker)` hold.
-    pub(crate) fn of(agent: &'a Agent, checker: &'a Checker) -> Self {
+    pub fn of(agent: &'a Agent, checker: &'a Checker) -> Self {
         let inbox = agent.inbox();
         let batch = agent.claimed().unwrap_or(&[]);
         let listed = inbox.list(Target::NextStep).iter();
@@ -73,7 +73,7 @@ impl<'a> Ranks<'a> {
     }
 
     /// The rank of `id`; ids outside the lists rank after all listed ones.
-    pub(crate) fn rank(&self, id: &MessageId) -> usize {
+    pub fn rank(&self, id: &MessageId) -> usize {
         self.position(id.as_str().as_bytes())
             .unwrap_or(self.ids.len())
     }

@@ -10,9 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use courier_check::{History, Mode};
 use courier_core::log::{LogLine, parse_line};
 use courier_core::{Inbox, MessageId, Output, Target};
-use courier_model::{History, Mode};
 
 /// How many times each id was inserted, claimed and discarded.
 #[derive(Clone, Default, PartialEq, Eq, Debug)]
@@ -38,7 +38,7 @@ fn bump(counts: &mut BTreeMap<MessageId, u32>, id: &MessageId) {
 impl Ledger {
     /// Replays a runtime-written log: the header first, every line parses
     /// with `courier_core::log::parse_line`, and every durable event passes
-    /// the shared durable checks (`courier_model::History`), whose effects
+    /// the shared durable checks (`courier_check::History`), whose effects
     /// say what each splice removed and whether it was a claim. Returns the
     /// ledger and the ids still pending at the end of the log.
     pub(crate) fn from_log<S: AsRef<str>>(

@@ -2,7 +2,7 @@
 //! send concurrently, mixed with seeded random edits and cancels, while a fake
 //! model answers after random short delays (yields, not timers: no clock).
 //! Every transition the runtime runs reaches an observer, in the core's
-//! order, and passes the full `courier_model::Checker` (the input-aware
+//! order, and passes the full `courier_check::Checker` (the input-aware
 //! properties such as no-lost-wakeup included); the run ends quiescent and
 //! the checker's replay matches the inbox. At the quiescence that follows the
 //! clients, every message is claimed xor discarded xor still pending, counted
@@ -21,12 +21,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use courier::runtime::{Agent, Boundary, JsonlFile, StepCall, Transition, model_fn, pre_step_fn};
+use courier_check::Checker;
 use courier_core::{
     CancelCause, Input, Message, MessageId, Output, PreStepDecision, Refusal, Source, StepOutcome,
     Target, Wakeup,
 };
-use courier_model::Checker;
+use courier_runtime::{Agent, Boundary, JsonlFile, StepCall, Transition, model_fn, pre_step_fn};
 use ledger::{Counts, Ledger};
 use serde_json::Value;
 use tokio::task::yield_now;
@@ -201,7 +201,7 @@ struct Live {
     turns: usize,
 }
 
-async fn listen(mut notifications: courier::runtime::Notifications) -> Live {
+async fn listen(mut notifications: courier_runtime::Notifications) -> Live {
     let mut live = Live {
         at_idle: Vec::new(),
         total: Ledger::default(),

@@ -10,13 +10,13 @@ use std::future::{Future, ready};
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use courier::runtime::{
-    Agent, Boundary, JsonlFile, MemoryLog, Notifications, Sink, StepCall, model_fn, pre_step_fn,
-};
 use courier_core::transcript::execute;
 use courier_core::{
     Agent as Core, CancelCause, Message, MessageId, Output, PreStepDecision, Refusal, Source,
     StepOutcome, Target,
+};
+use courier_runtime::{
+    Agent, Boundary, JsonlFile, MemoryLog, Notifications, Sink, StepCall, model_fn, pre_step_fn,
 };
 
 fn block_on<F: Future>(future: F) -> F::Output {

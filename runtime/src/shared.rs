@@ -17,11 +17,11 @@ use std::task::{Context, Poll, Waker};
 use courier_core::{Agent as Core, AwaitPoint, Inbox, Input, Message, Output, Refusal, Status};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::fanout::Fanout;
-use super::hooks::{Boundary, StepCall};
-use super::observer::{Observer, Transition};
-use super::sink::Sink;
-use super::sync::{Mutex, lock};
+use crate::fanout::Fanout;
+use crate::hooks::{Boundary, StepCall};
+use crate::observer::{Observer, Transition};
+use crate::sink::Sink;
+use crate::sync::{Mutex, lock};
 
 /// What the driver task must do next for the core.
 pub(crate) enum Job {
@@ -43,7 +43,7 @@ struct Locked {
     entered: Vec<Message>,
     idle: Tickets,
     fanout: Fanout,
-    /// Live [`super::Agent`] handles; the last one to go disposes the agent.
+    /// Live [`crate::Agent`] handles; the last one to go disposes the agent.
     handles: usize,
     /// Wakers to run once the lock is released.
     wake: Vec<Waker>,

@@ -9,9 +9,9 @@ use std::task::Poll;
 
 use courier_core::{Input, PreStepDecision, StepOutcome};
 
-use super::hooks::{Model, PreStep};
-use super::shared::{Job, Shared};
-use super::sync::Arc;
+use crate::hooks::{Model, PreStep};
+use crate::shared::{Job, Shared};
+use crate::sync::Arc;
 
 /// Drives one agent: spawn [`Driver::run`] on any executor. Until it runs, no
 /// hook is called, no turn gets past its first claim, and `when_idle` after a

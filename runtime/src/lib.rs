@@ -1,4 +1,4 @@
-//! The thin async runtime over `courier-core`: an [`Agent`] handle that
+//! `courier-runtime`: the thin async runtime over `courier-core`: an [`Agent`] handle that
 //! clients call from any thread, and one [`Driver`] task that awaits the
 //! user's [`PreStep`] and [`Model`] hooks and feeds their results back to the
 //! core. All delivery decisions stay in the core; this layer only serializes

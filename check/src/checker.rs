@@ -623,7 +623,7 @@ impl Checker {
 
 /// splitmix64's finalizer: spreads a rank over 64 bits so sums of distinct
 /// rank sets rarely coincide.
-pub(crate) fn mix(value: u64) -> u64 {
+pub fn mix(value: u64) -> u64 {
     let mut z = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -12,12 +12,12 @@ use courier_core::{
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::driver::Driver;
-use super::hooks::{Model, PreStep};
-use super::observer::Observer;
-use super::shared::Shared;
-use super::sink::Sink;
-use super::sync::Arc;
+use crate::driver::Driver;
+use crate::hooks::{Model, PreStep};
+use crate::observer::Observer;
+use crate::shared::Shared;
+use crate::sink::Sink;
+use crate::sync::Arc;
 
 /// A handle to one running agent (`Clone + Send + Sync`). Dropping the last
 /// handle disposes the agent, which lets its driver finish.

@@ -22,8 +22,8 @@
 use std::fmt;
 use std::io::{BufRead, Read};
 
+use crate::{GoalRounds, History, Mode, Violation};
 use courier_core::log::{LogLine, parse_contract_line, parse_line};
-use courier_model::{GoalRounds, History, Mode, Violation};
 use serde::de::IgnoredAny;
 
 /// The longest line read; a longer one makes the file unreadable rather

@@ -7,7 +7,7 @@ use courier_core::Output;
 use courier_core::log::{SessionHeader, durable_line};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use super::sink::Sink;
+use crate::sink::Sink;
 
 pub(crate) struct Fanout {
     sink: Box<dyn Sink>,

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use super::sync::{Arc, Mutex, lock};
+use crate::sync::{Arc, Mutex, lock};
 
 /// A destination for log lines. Writes happen inside the agent's critical
 /// section, so an implementation should buffer rather than block.

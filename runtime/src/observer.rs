@@ -1,5 +1,5 @@
 //! An optional tap on every transition the runtime runs, for checkers that
-//! need each input and not only the outputs (e.g. `courier_model::Checker`,
+//! need each input and not only the outputs (e.g. `courier_check::Checker`,
 //! whose no-lost-wakeup check reads which sends woke). The runtime only
 //! reports what happened; it judges nothing.
 
@@ -17,7 +17,7 @@ pub struct Transition {
 }
 
 /// Receives every [`Transition`], in the core's order; see
-/// [`super::Agent::with_observer`]. Any `FnMut(Transition) + Send` closure
+/// [`crate::Agent::with_observer`]. Any `FnMut(Transition) + Send` closure
 /// is one.
 ///
 /// Called inside the agent's critical section (that is what makes the order

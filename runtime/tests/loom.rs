@@ -23,8 +23,8 @@ use std::future::ready;
 use std::sync::Arc as OutsideArc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use courier::runtime::{Agent, Driver, MemoryLog, Model, PreStep, model_fn, pre_step_fn};
 use courier_core::{CancelCause, Output, PreStepDecision, StepOutcome};
+use courier_runtime::{Agent, Driver, MemoryLog, Model, PreStep, model_fn, pre_step_fn};
 use ledger::Ledger;
 use loom::future::block_on;
 use loom::thread;

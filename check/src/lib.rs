@@ -1,0 +1,19 @@
+//! `courier-check`: what every engine checks the core against, written once
+//! over the core's `Input`/`Output` vocabulary: the properties of SPEC §7
+//! ([`Checker`] with its ghost state, [`History`] for the durable half), the
+//! canonical [`fingerprint`] of an abstract state, the [`Harness`] every
+//! engine drives, and the log validator.
+#![warn(missing_docs)]
+
+mod checker;
+mod fingerprint;
+pub mod goal;
+pub mod history;
+mod property;
+pub mod validate;
+
+pub use checker::{Checker, Stepped, mix};
+pub use fingerprint::{Ranks, fingerprint, hash_canonical, hash_with};
+pub use goal::GoalRounds;
+pub use history::{History, Mode};
+pub use property::{Property, Violation};
