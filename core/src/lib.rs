@@ -16,6 +16,7 @@ mod message;
 #[cfg(feature = "mutants")]
 mod mutant;
 pub mod transcript;
+mod transition;
 
 pub use agent::{Agent, Status};
 pub use error::Refusal;
@@ -24,3 +25,4 @@ pub use inbox::{Inbox, Outcome, Splice};
 pub use message::{CancelCause, Cause, Message, MessageId, Role, Source, Target, TurnEnd, Wakeup};
 #[cfg(feature = "mutants")]
 pub use mutant::{Mutant, UnknownMutant};
+pub use transition::Transition;

@@ -3,18 +3,7 @@
 //! whose no-lost-wakeup check reads which sends woke). The runtime only
 //! reports what happened; it judges nothing.
 
-use courier_core::{Input, Output, Refusal};
-
-/// One transition of the core, as the runtime ran it.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Transition {
-    /// The input fed: a client's, or the driver's completion.
-    pub input: Input,
-    /// The core's answer; a refused input emitted nothing.
-    pub result: Result<(), Refusal>,
-    /// What the transition emitted, in emission order.
-    pub outputs: Vec<Output>,
-}
+pub use courier_core::Transition;
 
 /// Receives every [`Transition`], in the core's order; see
 /// [`crate::Agent::with_observer`]. Any `FnMut(Transition) + Send` closure

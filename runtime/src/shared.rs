@@ -211,7 +211,7 @@ impl Locked {
         if let Some(observer) = &mut self.observer {
             observer.observe(Transition {
                 input,
-                result: result.clone(),
+                answer: result.clone(),
                 outputs,
             });
         }

@@ -251,7 +251,7 @@ impl Observed {
         }
         let Transition {
             input,
-            result,
+            answer: result,
             outputs,
         } = &transition;
         if let Err(violation) = self.checker.observe(input, result, outputs) {
