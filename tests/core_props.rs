@@ -1,19 +1,18 @@
 //! Property test of the core over random input sequences (SPEC §7 state
-//! properties a single agent can check about itself): no panic (debug builds
-//! run `check_invariants` after every input), a refused input changes nothing
-//! and queues nothing, no id is pending twice, and replaying the durable
-//! splices from two empty lists reproduces the inbox exactly.
+//! properties, through the shared harness): no panic (debug builds run
+//! `check_invariants` after every input), every property holds (a refused
+//! input queues nothing, no id is pending twice, the durable splices replay
+//! to the inbox...), a refused input changes nothing, no turn after dispose.
 //!
 //! A pool of five ids makes duplicates, not-pending edits and re-sends of
 //! claimed ids common. Some completions are drawn blind, so they often arrive
 //! at the wrong point and must be refused; others resolve whatever the driver
 //! awaits, so sequences reach deep steps instead of stalling at pre-step.
 
-use std::collections::{BTreeSet, VecDeque};
-
+use courier_check::Harness;
 use courier_core::{
     Agent, AwaitPoint, CancelCause, Input, Message, Output, PreStepDecision, Source, Status,
-    StepOutcome, Target, Wakeup,
+    StepOutcome, Target, Transition, Wakeup,
 };
 use proptest::prelude::*;
 
@@ -140,83 +139,40 @@ fn action() -> impl Strategy<Value = Action> {
     ]
 }
 
-/// The two lists rebuilt from durable `spliced` records only.
-#[derive(Default)]
-struct Replay {
-    next_turn: VecDeque<Message>,
-    next_step: VecDeque<Message>,
-}
-
-impl Replay {
-    fn list_mut(&mut self, target: Target) -> &mut VecDeque<Message> {
-        match target {
-            Target::NextTurn => &mut self.next_turn,
-            Target::NextStep => &mut self.next_step,
-        }
+/// Feeds one input under the harness (every SPEC §7 property, the ghost
+/// replay of the durable splices against the inbox) and checks what only
+/// the core can show: a refused input left the state as it was, and no turn
+/// opens after dispose.
+fn step(harness: &mut Harness, input: Input) -> Result<(), TestCaseError> {
+    let before = harness.agent().clone();
+    prop_assert!(
+        !before.has_output(),
+        "outputs left over from the last input"
+    );
+    let step = harness.feed(input);
+    harness.agent().check_invariants();
+    let Transition {
+        input,
+        answer,
+        outputs,
+    } = &step.transition;
+    if let Some(violation) = &step.violation {
+        return Err(TestCaseError::fail(format!(
+            "{input:?} -> {answer:?} broke {violation}; outputs {outputs:?}"
+        )));
     }
-
-    /// Applies one record; a durable splice is already normalized, so its
-    /// range must lie inside the replayed list.
-    fn apply(&mut self, output: &Output) -> Result<(), TestCaseError> {
-        let Output::Spliced(splice) = output else {
-            return Ok(());
-        };
-        let list = self.list_mut(splice.target);
-        let end = splice.start + splice.removed_count;
+    if let Err(refusal) = answer {
         prop_assert!(
-            end <= list.len(),
-            "spliced {:?} past a replayed list of {}",
-            splice,
-            list.len()
-        );
-        list.drain(splice.start..end);
-        for (offset, message) in splice.inserted.iter().enumerate() {
-            list.insert(splice.start + offset, message.clone());
-        }
-        Ok(())
-    }
-}
-
-/// Feeds one input, drains its outputs and checks every property.
-fn step(agent: &mut Agent, replay: &mut Replay, input: Input) -> Result<(), TestCaseError> {
-    prop_assert!(!agent.has_output(), "outputs left over from the last input");
-    let before = agent.clone();
-    let was_disposed = agent.is_disposed();
-    let result = agent.handle(input.clone());
-    agent.check_invariants();
-    let outputs: Vec<Output> = std::iter::from_fn(|| agent.poll_output()).collect();
-    if let Err(refusal) = &result {
-        prop_assert!(
-            *agent == before,
+            *harness.agent() == before,
             "{input:?} was refused ({refusal}) but changed the state"
         );
-        prop_assert!(
-            outputs.is_empty(),
-            "{input:?} was refused ({refusal}) but emitted {outputs:?}"
-        );
     }
-    for output in &outputs {
-        replay.apply(output)?;
-        if was_disposed {
-            let opened = matches!(output, Output::TurnStart { .. });
-            prop_assert!(!opened, "a turn opened after dispose: {input:?}");
-        }
+    if before.is_disposed() {
+        let opened = outputs
+            .iter()
+            .any(|o| matches!(o, Output::TurnStart { .. }));
+        prop_assert!(!opened, "a turn opened after dispose: {input:?}");
     }
-    let inbox = agent.inbox();
-    let pending: Vec<_> = Target::ALL
-        .into_iter()
-        .flat_map(|target| inbox.list(target).iter().map(Message::id))
-        .collect();
-    let distinct: BTreeSet<_> = pending.iter().map(|id| id.as_str()).collect();
-    prop_assert_eq!(
-        distinct.len(),
-        pending.len(),
-        "an id is pending twice: {:?}",
-        pending
-    );
-    prop_assert_eq!(inbox.len(), pending.len());
-    prop_assert_eq!(&replay.next_turn, inbox.list(Target::NextTurn));
-    prop_assert_eq!(&replay.next_step, inbox.list(Target::NextStep));
     Ok(())
 }
 
@@ -227,11 +183,10 @@ proptest! {
     fn random_inputs_keep_the_core_consistent(
         actions in prop::collection::vec(action(), 0..=SEQUENCE_LENGTH_MAX)
     ) {
-        let mut agent = Agent::new();
-        let mut replay = Replay::default();
+        let mut harness = Harness::new(Agent::new());
         for action in actions {
-            let input = action.input(&agent);
-            step(&mut agent, &mut replay, input)?;
+            let input = action.input(harness.agent());
+            step(&mut harness, input)?;
         }
     }
 }

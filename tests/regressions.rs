@@ -8,11 +8,9 @@ mod common;
 
 use std::path::PathBuf;
 
-use courier_check::{Checker, Violation};
+use courier_check::{Harness, NoHooks, Violation};
 use courier_core::Agent;
-use courier_core::transcript::{
-    Command, RUN_INPUTS_MAX, Script, default_completion, parse_command,
-};
+use courier_core::transcript::Script;
 
 /// Nine planted bugs, one regression each, when this test was written.
 const REGRESSIONS_MIN: usize = 9;
@@ -28,32 +26,13 @@ fn header<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text.lines().find_map(|line| line.strip_prefix(&prefix))
 }
 
-/// Feeds every command of `script` through the checker (`run` feeds the
+/// Feeds every command of `script` under the harness (`run` feeds the
 /// default completions until idle); the first violation, if any.
-fn check(script: &Script, mut agent: Agent) -> Option<Violation> {
-    let mut checker = Checker::new();
-    for block in script.blocks() {
-        let checked = match parse_command(&block.command) {
-            Ok(Command::Input(input)) => checker.step(&mut agent, input).map(drop),
-            Ok(Command::Run) => settle(&mut checker, &mut agent),
-            Ok(Command::Inbox | Command::Status) | Err(_) => Ok(()),
-        };
-        if let Err(violation) = checked {
-            return Some(violation);
-        }
-    }
-    None
-}
-
-/// `run` under the checker, with the runner's own cap.
-fn settle(checker: &mut Checker, agent: &mut Agent) -> Result<(), Violation> {
-    for _ in 0..RUN_INPUTS_MAX {
-        let Some(input) = default_completion(agent) else {
-            return Ok(());
-        };
-        checker.step(agent, input)?;
-    }
-    panic!("`run` did not settle within {RUN_INPUTS_MAX} completions")
+fn check(script: &Script, agent: Agent) -> Option<Violation> {
+    let mut harness = Harness::new(agent);
+    let ran = harness.run_script(script, &mut NoHooks);
+    ran.unwrap_or_else(|(line, stalled)| panic!("line {line}: {stalled}"));
+    harness.broken().cloned()
 }
 
 #[test]

@@ -8,22 +8,11 @@ use std::collections::{BTreeSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use courier_core::{
-    Activity, Agent, Inbox, Input, Message, MessageId, Output, Refusal, Target, TurnEnd, Wakeup,
+    Activity, Inbox, Input, Message, MessageId, Output, Target, Transition, TurnEnd, Wakeup,
 };
 
 use crate::history::{Effect, History, Mode};
 use crate::property::{Property, Violation, ensure};
-
-/// One checked transition.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Stepped {
-    /// The input fed.
-    pub input: Input,
-    /// Why the core refused it, if it did.
-    pub refusal: Option<Refusal>,
-    /// What it emitted, in order.
-    pub outputs: Vec<Output>,
-}
 
 /// The claim a boundary owes, in the order SPEC §5 emits it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -83,7 +72,7 @@ pub struct Checker {
 }
 
 /// What one transition has shown so far.
-struct Transition<'a> {
+struct Progress<'a> {
     input: &'a Input,
     /// Messages the input supplied and no splice has inserted yet.
     supplied: Vec<Message>,
@@ -179,28 +168,15 @@ impl Checker {
         Ok(())
     }
 
-    /// Feeds `input` to `agent`, drains the outputs and checks the
-    /// transition, including `replay-matches` against the agent's inbox.
-    pub fn step(&mut self, agent: &mut Agent, input: Input) -> Result<Stepped, Violation> {
-        let result = agent.handle(input.clone());
-        let outputs: Vec<Output> = std::iter::from_fn(|| agent.poll_output()).collect();
-        self.observe(&input, &result, &outputs)?;
-        self.check_inbox(agent.inbox())?;
-        Ok(Stepped {
+    /// Checks one transition: the input, the core's answer, and its outputs.
+    /// `replay-matches` needs the core's inbox: see [`Checker::check_inbox`].
+    pub fn observe(&mut self, transition: &Transition) -> Result<(), Violation> {
+        let Transition {
             input,
-            refusal: result.err(),
+            answer,
             outputs,
-        })
-    }
-
-    /// Checks one transition: `input`, the core's answer, and its outputs.
-    pub fn observe(
-        &mut self,
-        input: &Input,
-        result: &Result<(), Refusal>,
-        outputs: &[Output],
-    ) -> Result<(), Violation> {
-        if let Err(refusal) = result {
+        } = transition;
+        if let Err(refusal) = answer {
             return ensure(outputs.is_empty(), Property::RefusalSilent, || {
                 format!(
                     "refused input ({refusal}) emitted {} outputs",
@@ -208,14 +184,14 @@ impl Checker {
                 )
             });
         }
-        let mut transition = self.begin(input);
+        let mut progress = self.begin(input);
         for (index, output) in outputs.iter().enumerate() {
-            self.output(&mut transition, output, &outputs[index + 1..])?;
+            self.output(&mut progress, output, &outputs[index + 1..])?;
         }
-        self.finish(transition)
+        self.finish(progress)
     }
 
-    fn begin<'a>(&mut self, input: &'a Input) -> Transition<'a> {
+    fn begin<'a>(&mut self, input: &'a Input) -> Progress<'a> {
         let started_idle = self.status == Activity::Idle;
         if let Input::Send {
             wakeup: Wakeup::Wake,
@@ -236,7 +212,7 @@ impl Checker {
             Input::Splice { inserted, .. } => inserted.clone(),
             _ => Vec::new(),
         };
-        Transition {
+        Progress {
             input,
             supplied,
             started_idle,
@@ -249,14 +225,14 @@ impl Checker {
 
     fn output(
         &mut self,
-        transition: &mut Transition<'_>,
+        progress: &mut Progress<'_>,
         output: &Output,
         rest: &[Output],
     ) -> Result<(), Violation> {
-        if self.check_boundary(transition, output)? {
+        if self.check_boundary(progress, output)? {
             return Ok(());
         }
-        if let Some(expected) = transition.notices.pop_front() {
+        if let Some(expected) = progress.notices.pop_front() {
             ensure(expected.matches(output), Property::SingleExit, || {
                 format!("expected `{expected}` after the splice, got `{output}`")
             })?;
@@ -267,26 +243,22 @@ impl Checker {
                 Property::SingleExit,
                 format!("`{output}` with no splice"),
             )),
-            Output::Status { status } => self.status_change(transition, *status, rest),
-            Output::Idle => self.idle(transition),
+            Output::Status { status } => self.status_change(progress, *status, rest),
+            Output::Idle => self.idle(progress),
             Output::Claimed { .. } => Err(Violation::new(
                 Property::ClaimShape,
                 format!("`{output}` outside a boundary's claim"),
             )),
             Output::Error { .. } => Ok(()),
-            durable => self.durable(transition, durable),
+            durable => self.durable(progress, durable),
         }
     }
 
-    fn durable(
-        &mut self,
-        transition: &mut Transition<'_>,
-        output: &Output,
-    ) -> Result<(), Violation> {
+    fn durable(&mut self, progress: &mut Progress<'_>, output: &Output) -> Result<(), Violation> {
         let stepped = self.history.turn_has_stepped();
         let effect = self.history.observe(output)?;
         match output {
-            Output::Spliced(splice) => self.spliced(transition, &splice.inserted, effect)?,
+            Output::Spliced(splice) => self.spliced(progress, &splice.inserted, effect)?,
             Output::TurnStart { turn } => {
                 ensure(
                     self.status == Activity::Running,
@@ -295,10 +267,10 @@ impl Checker {
                 )?;
                 self.aborted = false;
                 self.replay_owed = false;
-                transition.boundary = Some(self.boundary(*turn, true));
+                progress.boundary = Some(self.boundary(*turn, true));
             }
             Output::StepEnd { turn, .. } => {
-                transition.boundary = Some(self.boundary(*turn, false));
+                progress.boundary = Some(self.boundary(*turn, false));
             }
             Output::TurnEnd { reason, .. } => {
                 // Stops without the pending check forgive and park what is pending.
@@ -311,7 +283,7 @@ impl Checker {
                     self.owed.clear();
                     self.parked = self.history.pending().cloned().collect();
                 }
-                transition.retiring_replay = self.replay_owed;
+                progress.retiring_replay = self.replay_owed;
             }
             _ => {}
         }
@@ -348,14 +320,14 @@ impl Checker {
     /// Returns whether `output` was a `claimed` notification it accounted for.
     fn check_boundary(
         &self,
-        transition: &mut Transition<'_>,
+        progress: &mut Progress<'_>,
         output: &Output,
     ) -> Result<bool, Violation> {
-        let Some(boundary) = &mut transition.boundary else {
+        let Some(boundary) = &mut progress.boundary else {
             return Ok(false);
         };
         if boundary.splices.is_empty() && boundary.claimed.is_empty() {
-            transition.boundary = None;
+            progress.boundary = None;
             return Ok(false);
         }
         let turn = boundary.turn;
@@ -392,7 +364,7 @@ impl Checker {
             Output::TurnEnd { .. } | Output::Error { .. }
                 if boundary.after_step && !boundary.started =>
             {
-                transition.boundary = None;
+                progress.boundary = None;
                 Ok(false)
             }
             _ => Err(Violation::new(
@@ -407,13 +379,13 @@ impl Checker {
 
     fn spliced(
         &mut self,
-        transition: &mut Transition<'_>,
+        progress: &mut Progress<'_>,
         inserted: &[Message],
         effect: Effect,
     ) -> Result<(), Violation> {
         if let Input::Cancel {
             keep_inbox: true, ..
-        } = transition.input
+        } = progress.input
         {
             return Err(Violation::new(
                 Property::KeepInboxSilent,
@@ -427,35 +399,35 @@ impl Checker {
                 format!("{id} claimed while parked by a stop, before a later waking send")
             })?;
             if !effect.claim {
-                transition.notices.push_back(Notice::Discarded(id.clone()));
+                progress.notices.push_back(Notice::Discarded(id.clone()));
             }
         }
         let waking = matches!(
-            transition.input,
+            progress.input,
             Input::Send {
                 wakeup: Wakeup::Wake,
                 ..
             }
         );
         for (id, message) in effect.inserted.iter().zip(inserted) {
-            let Some(position) = transition.supplied.iter().position(|m| m == message) else {
+            let Some(position) = progress.supplied.iter().position(|m| m == message) else {
                 return Err(Violation::new(
                     Property::InsertedByInput,
                     format!("{id} inserted but the input did not supply it"),
                 ));
             };
-            transition.supplied.remove(position);
+            progress.supplied.remove(position);
             if waking {
                 self.owed.insert(id.clone());
             }
-            transition.notices.push_back(Notice::Inserted(id.clone()));
+            progress.notices.push_back(Notice::Inserted(id.clone()));
         }
         Ok(())
     }
 
     fn status_change(
         &mut self,
-        transition: &mut Transition<'_>,
+        progress: &mut Progress<'_>,
         status: Activity,
         rest: &[Output],
     ) -> Result<(), Violation> {
@@ -464,42 +436,36 @@ impl Checker {
         })?;
         self.status = status;
         match status {
-            Activity::Running => self.start(transition),
-            Activity::Idle => self.retire(transition, rest),
+            Activity::Running => self.start(progress),
+            Activity::Idle => self.retire(progress, rest),
         }
     }
 
     /// `no-wake-stays-idle`: a driver starts only for a waking send that
     /// found the agent idle, or for a replay the retiring turn owed.
-    fn start(&mut self, transition: &mut Transition<'_>) -> Result<(), Violation> {
-        ensure(
-            !transition.idle_emitted,
-            Property::QuiescentWhenIdle,
-            || "`~idle` before `~status running` in one transition".to_owned(),
-        )?;
+    fn start(&mut self, progress: &mut Progress<'_>) -> Result<(), Violation> {
+        ensure(!progress.idle_emitted, Property::QuiescentWhenIdle, || {
+            "`~idle` before `~status running` in one progress".to_owned()
+        })?;
         let waking_send = matches!(
-            transition.input,
+            progress.input,
             Input::Send {
                 wakeup: Wakeup::Wake,
                 ..
             }
         );
-        if waking_send && std::mem::take(&mut transition.started_idle) {
+        if waking_send && std::mem::take(&mut progress.started_idle) {
             return Ok(());
         }
         ensure(
-            std::mem::take(&mut transition.retiring_replay),
+            std::mem::take(&mut progress.retiring_replay),
             Property::NoWakeStaysIdle,
             || "a driver started without a waking send or an owed latch replay".to_owned(),
         )
     }
 
     /// `no-lost-wakeup` at a retirement that starts no driver.
-    fn retire(
-        &mut self,
-        transition: &mut Transition<'_>,
-        rest: &[Output],
-    ) -> Result<(), Violation> {
+    fn retire(&mut self, progress: &mut Progress<'_>, rest: &[Output]) -> Result<(), Violation> {
         if let Some(turn) = self.history.open_turn() {
             return Err(Violation::new(
                 Property::Balanced,
@@ -517,13 +483,13 @@ impl Checker {
             format!("retired with {} owed: {}", self.owed.len(), self.owed_ids())
         })?;
         ensure(
-            !(transition.retiring_replay && self.history.has_pending() && !self.disposed),
+            !(progress.retiring_replay && self.history.has_pending() && !self.disposed),
             Property::NoLostWakeup,
             || "a latched wake was not replayed though work is pending".to_owned(),
         )
     }
 
-    fn idle(&mut self, transition: &mut Transition<'_>) -> Result<(), Violation> {
+    fn idle(&mut self, progress: &mut Progress<'_>) -> Result<(), Violation> {
         ensure(
             self.status == Activity::Idle,
             Property::QuiescentWhenIdle,
@@ -532,12 +498,12 @@ impl Checker {
         ensure(self.owed.is_empty(), Property::QuiescentWhenIdle, || {
             format!("`~idle` with {} owed", self.owed_ids())
         })?;
-        transition.idle_emitted = true;
+        progress.idle_emitted = true;
         Ok(())
     }
 
-    fn finish(&mut self, transition: Transition<'_>) -> Result<(), Violation> {
-        if let Some(boundary) = &transition.boundary {
+    fn finish(&mut self, progress: Progress<'_>) -> Result<(), Violation> {
+        if let Some(boundary) = &progress.boundary {
             let pending = !boundary.splices.is_empty() || !boundary.claimed.is_empty();
             ensure(!pending, Property::ClaimShape, || {
                 format!(
@@ -547,13 +513,13 @@ impl Checker {
                 )
             })?;
         }
-        if let Some(expected) = transition.notices.front() {
+        if let Some(expected) = progress.notices.front() {
             return Err(Violation::new(
                 Property::SingleExit,
                 format!("`{expected}` never came"),
             ));
         }
-        self.apply_cancel(transition.input);
+        self.apply_cancel(progress.input);
         match (self.status, self.history.open_turn()) {
             (Activity::Running, None) => Err(Violation::new(
                 Property::NoGaps,

@@ -8,12 +8,14 @@
 mod checker;
 mod fingerprint;
 pub mod goal;
+mod harness;
 pub mod history;
 mod property;
 pub mod validate;
 
-pub use checker::{Checker, Stepped, mix};
+pub use checker::{Checker, mix};
 pub use fingerprint::{Ranks, fingerprint, hash_canonical, hash_with};
 pub use goal::GoalRounds;
+pub use harness::{Harness, Hooks, Monitor, NoHooks, Step};
 pub use history::{History, Mode};
 pub use property::{Property, Violation};

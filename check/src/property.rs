@@ -111,7 +111,7 @@ impl FromStr for Property {
 }
 
 /// A broken property with what was wrong, naming the ids and numbers involved.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Violation {
     /// The property that broke.
     pub property: Property,

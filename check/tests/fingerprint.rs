@@ -1,23 +1,25 @@
 //! The shared fingerprint is canonical over ids: renaming every id gives the
 //! same value, while any difference in structure gives a different one.
 
-use courier_check::{Checker, fingerprint};
+use courier_check::{Harness, fingerprint};
 use courier_core::{Agent, Input, Message, PreStepDecision, Source, StepOutcome};
 
 fn message(id: &str) -> Message {
     Message::text(id, Source::user())
 }
 
-/// Feeds `inputs` through the checker from a fresh agent; the fingerprint.
+/// Feeds `inputs` under the harness from a fresh agent; the fingerprint.
 fn after(inputs: Vec<Input>) -> u64 {
-    let mut agent = Agent::new();
-    let mut checker = Checker::new();
+    let mut harness = Harness::new(Agent::new());
     for input in inputs {
-        checker
-            .step(&mut agent, input)
-            .expect("the correct core holds");
+        let step = harness.feed(input);
+        assert_eq!(step.violation, None, "the correct core holds");
     }
-    fingerprint(&agent, &checker)
+    assert_eq!(
+        harness.fingerprint(),
+        fingerprint(harness.agent(), harness.checker())
+    );
+    harness.fingerprint()
 }
 
 /// A running turn with two queued prompts and one steer, ids chosen by `ids`.

@@ -3,39 +3,20 @@
 
 use std::path::Path;
 
-use courier_check::{Checker, Violation};
+use courier_check::{Harness, NoHooks, Violation};
 use courier_core::Agent;
-use courier_core::transcript::{Command, Script, default_completion, parse_command};
+use courier_core::transcript::Script;
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
-/// Runs a transcript's commands through the checker; the first violation.
-fn check(file: &Path, mut agent: Agent) -> Option<Violation> {
+/// Runs a transcript's commands under the harness; the first violation.
+fn check(file: &Path, agent: Agent) -> Option<Violation> {
     let script = Script::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let mut checker = Checker::new();
-    for block in script.blocks() {
-        let result = match parse_command(&block.command) {
-            Ok(Command::Input(input)) => checker.step(&mut agent, input).map(drop),
-            Ok(Command::Run) => run(&mut checker, &mut agent),
-            _ => Ok(()),
-        };
-        if let Err(violation) = result {
-            return Some(violation);
-        }
-    }
-    None
-}
-
-/// `run` under the checker: default completions until idle, bounded.
-fn run(checker: &mut Checker, agent: &mut Agent) -> Result<(), Violation> {
-    for _ in 0..1000 {
-        let Some(input) = default_completion(agent) else {
-            return Ok(());
-        };
-        checker.step(agent, input)?;
-    }
-    panic!("run did not reach idle within 1000 completions");
+    let mut harness = Harness::new(agent);
+    let ran = harness.run_script(&script, &mut NoHooks);
+    ran.unwrap_or_else(|(line, stalled)| panic!("{}:{line}: {stalled}", file.display()));
+    harness.broken().cloned()
 }
 
 #[test]

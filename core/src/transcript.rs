@@ -383,7 +383,7 @@ pub fn execute(agent: &mut Agent, line: &str) -> Result<Vec<String>, Stalled> {
         Ok(Command::Input(input)) => feed(agent, input),
         Ok(Command::Inbox) => inbox_lines(agent),
         Ok(Command::Status) => vec![agent.status().to_string()],
-        Ok(Command::Run) => return run_until_idle(agent),
+        Ok(Command::Run) => return run_printing(agent),
     };
     Ok(printed)
 }
@@ -404,16 +404,32 @@ pub fn default_completion(agent: &Agent) -> Option<Input> {
     }
 }
 
-/// `run`: resolve each await with `pass` / `completed` until idle.
-fn run_until_idle(agent: &mut Agent) -> Result<Vec<String>, Stalled> {
-    let mut printed = Vec::new();
+/// `run`: resolves each await of the agent `driven` holds with `pass` /
+/// `completed` until idle, feeding through `feed`; the printing runner and
+/// the checking harness share this one loop and its cap.
+pub fn run_until_idle<D>(
+    driven: &mut D,
+    agent: impl Fn(&D) -> &Agent,
+    mut feed: impl FnMut(&mut D, Input),
+) -> Result<(), Stalled> {
     for _ in 0..RUN_INPUTS_MAX {
-        let Some(input) = default_completion(agent) else {
-            return Ok(printed);
+        let Some(input) = default_completion(agent(driven)) else {
+            return Ok(());
         };
-        printed.extend(feed(agent, input));
+        feed(driven, input);
     }
     Err(Stalled)
+}
+
+/// `run` on a bare agent, printing what each completion printed.
+fn run_printing(agent: &mut Agent) -> Result<Vec<String>, Stalled> {
+    let mut printed = Vec::new();
+    run_until_idle(
+        agent,
+        |agent| agent,
+        |agent, input| printed.extend(feed(agent, input)),
+    )?;
+    Ok(printed)
 }
 
 /// Writes a transcript of `inputs` fed to `agent`: each input as its command

@@ -10,8 +10,7 @@ use courier_check::Property;
 /// plain `fn` per property, so the index is a const parameter).
 fn holds<const P: usize>(_: &Space, state: &State) -> bool {
     state
-        .violation
-        .as_ref()
+        .violation()
         .is_none_or(|violation| violation.property != Property::ALL[P])
 }
 

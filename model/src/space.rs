@@ -18,7 +18,7 @@ use courier_core::{
 use serde_json::Value;
 
 use crate::vacuity::{self, Before, Facts, Tags, VacuityGoal};
-use courier_check::Checker;
+use courier_check::Harness;
 use courier_check::Violation;
 use courier_check::hash_with;
 
@@ -62,14 +62,13 @@ pub struct Spent {
 /// (`space/view.rs`), not a field dump.
 #[derive(Clone, PartialEq)]
 pub struct State {
-    agent: Agent,
-    checker: Checker,
+    /// The agent under the shared checker; its first broken property makes
+    /// the state terminal.
+    harness: Harness,
     spent: Spent,
     tags: Tags,
     /// Goals reached by the transition that led here.
     facts: Facts,
-    /// The first broken property; the state is terminal.
-    pub(crate) violation: Option<Violation>,
     /// Hash ids canonically (symmetry reduction); fixed for a run.
     symmetric: bool,
 }
@@ -77,13 +76,18 @@ pub struct State {
 impl State {
     /// The first broken property on the path here, if any.
     pub fn violation(&self) -> Option<&Violation> {
-        self.violation.as_ref()
+        self.harness.broken()
+    }
+
+    /// The agent and its checker.
+    pub(crate) fn harness(&self) -> &Harness {
+        &self.harness
     }
 
     /// The abstract state's [`crate::fingerprint`]: the agent and the
     /// checker's ghost, without the budget, tags and goals the model keeps.
     pub(crate) fn fingerprint(&self) -> u64 {
-        courier_check::fingerprint(&self.agent, &self.checker)
+        self.harness.fingerprint()
     }
 
     /// Whether the transition that led here reached `goal`.
@@ -94,19 +98,27 @@ impl State {
 
 impl Hash for State {
     fn hash<H: Hasher>(&self, hasher: &mut H) {
-        if self.symmetric {
-            hash_with(&self.agent, &self.checker, hasher, |ranks, hasher| {
-                self.tags.hash_ranked(ranks, hasher);
+        let Self {
+            harness,
+            spent,
+            tags,
+            facts,
+            symmetric,
+        } = self;
+        let (agent, checker) = (harness.agent(), harness.checker());
+        if *symmetric {
+            hash_with(agent, checker, hasher, |ranks, hasher| {
+                tags.hash_ranked(ranks, hasher);
             });
         } else {
-            self.agent.hash(hasher);
-            self.checker.hash(hasher);
-            self.tags.hash(hasher);
+            agent.hash(hasher);
+            checker.hash(hasher);
+            tags.hash(hasher);
         }
-        self.spent.hash(hasher);
-        self.facts.hash(hasher);
+        spent.hash(hasher);
+        facts.hash(hasher);
         // A violating state is terminal: which property broke is enough.
-        self.violation.as_ref().map(|v| v.property).hash(hasher);
+        harness.broken().map(|v| v.property).hash(hasher);
     }
 }
 
@@ -221,20 +233,18 @@ impl Space {
     /// The state before any input.
     pub fn initial(&self) -> State {
         State {
-            agent: self.agent.clone(),
-            checker: Checker::new(),
+            harness: Harness::new(self.agent.clone()),
             spent: Spent::default(),
             tags: Tags::default(),
             facts: Facts::default(),
-            violation: None,
             symmetric: self.symmetric,
         }
     }
 
     /// The actions enabled in `state`, in a fixed order.
     pub fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        if state.violation.is_none() {
-            self.enabled(&state.agent, state.spent, actions);
+        if state.violation().is_none() {
+            self.enabled(state.harness.agent(), state.spent, actions);
         }
     }
 
@@ -296,7 +306,7 @@ impl Space {
 
     /// The core input `action` stands for in `state`.
     pub fn input(&self, state: &State, action: Action) -> Input {
-        self.input_for(&state.agent, state.spent, action)
+        self.input_for(state.harness.agent(), state.spent, action)
     }
 
     /// The core input `action` stands for, for `agent` once `spent` of the
@@ -352,36 +362,33 @@ impl Space {
     pub fn next(&self, state: &State, action: Action) -> Option<State> {
         let input = self.input(state, action);
         let mut next = state.clone();
-        let stepped = match next.checker.step(&mut next.agent, input) {
-            Ok(stepped) => stepped,
-            Err(violation) => {
-                // A property the model has no `always` for would pass unseen.
-                assert!(
-                    !crate::conditions::LOG_ONLY.contains(&violation.property),
-                    "the core broke a log-only property: {violation}"
-                );
-                next.violation = Some(violation);
-                next.facts = Facts::default();
-                return Some(next);
-            }
-        };
-        if stepped.refusal.is_some() {
+        let step = next.harness.feed(input);
+        if let Some(violation) = &step.violation {
+            // A property the model has no `always` for would pass unseen.
+            assert!(
+                !crate::conditions::LOG_ONLY.contains(&violation.property),
+                "the core broke a log-only property: {violation}"
+            );
+            next.facts = Facts::default();
+            return Some(next);
+        }
+        if step.transition.answer.is_err() {
             return None;
         }
         let may_idle = matches!(
             action,
             Action::Cancel { .. } | Action::Dispose | Action::WhenIdle
         );
-        if may_idle && next.agent == state.agent && next.checker == state.checker {
+        if may_idle && next.harness == state.harness {
             return None;
         }
         next.spent.spend(action);
         let before = Before {
-            agent: &state.agent,
-            checker: &state.checker,
+            agent: state.harness.agent(),
+            checker: state.harness.checker(),
             tags: &state.tags,
         };
-        (next.facts, next.tags) = vacuity::observe(&before, &stepped, &next.agent);
+        (next.facts, next.tags) = vacuity::observe(&before, &step.transition, next.harness.agent());
         Some(next)
     }
 }

@@ -8,11 +8,11 @@ use std::fmt;
 
 use courier_core::{
     Activity, Agent, AwaitPoint, Input, MessageId, Output, PreStepDecision, Status, Target,
-    TurnEnd, Wakeup,
+    Transition, TurnEnd, Wakeup,
 };
 
+use courier_check::Checker;
 use courier_check::Ranks;
-use courier_check::{Checker, Stepped};
 
 /// One situation the check must reach at least once.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -128,23 +128,27 @@ pub(crate) struct Before<'a> {
     pub(crate) tags: &'a Tags,
 }
 
-/// The goals `stepped` reached, and the tags after it (`agent` is the agent
+/// The goals `transition` reached, and the tags after it (`agent` is the agent
 /// after the transition).
-pub(crate) fn observe(before: &Before<'_>, stepped: &Stepped, agent: &Agent) -> (Facts, Tags) {
-    let mut facts = transition_facts(before, stepped);
+pub(crate) fn observe(
+    before: &Before<'_>,
+    transition: &Transition,
+    agent: &Agent,
+) -> (Facts, Tags) {
+    let mut facts = transition_facts(before, transition);
     let open_turn = match before.agent.status() {
         Status::Running { turn, .. } => Some(turn),
         Status::Idle => None,
     };
     let followup = matches!(
-        stepped.input,
+        transition.input,
         Input::Send {
             target: Target::NextTurn,
             wakeup: Wakeup::Wake,
             ..
         }
     );
-    for output in &stepped.outputs {
+    for output in &transition.outputs {
         let Output::Claimed { message, turn } = output else {
             continue;
         };
@@ -162,11 +166,11 @@ pub(crate) fn observe(before: &Before<'_>, stepped: &Stepped, agent: &Agent) -> 
             facts.insert(VacuityGoal::NoWakeTurnRides);
         }
     }
-    (facts, retag(before, stepped, agent))
+    (facts, retag(before, transition, agent))
 }
 
 /// Goals one transition shows by itself.
-fn transition_facts(before: &Before<'_>, stepped: &Stepped) -> Facts {
+fn transition_facts(before: &Before<'_>, transition: &Transition) -> Facts {
     let mut facts = Facts::default();
     let idle = Output::Status {
         status: Activity::Idle,
@@ -174,11 +178,11 @@ fn transition_facts(before: &Before<'_>, stepped: &Stepped) -> Facts {
     let running = Output::Status {
         status: Activity::Running,
     };
-    let retired = stepped.outputs.iter().position(|o| *o == idle);
-    if retired.is_some_and(|index| stepped.outputs[index..].contains(&running)) {
+    let retired = transition.outputs.iter().position(|o| *o == idle);
+    if retired.is_some_and(|index| transition.outputs[index..].contains(&running)) {
         facts.insert(VacuityGoal::LatchReplay);
     }
-    let blocked = stepped.outputs.iter().any(|output| {
+    let blocked = transition.outputs.iter().any(|output| {
         matches!(
             output,
             Output::TurnEnd {
@@ -187,10 +191,10 @@ fn transition_facts(before: &Before<'_>, stepped: &Stepped) -> Facts {
             }
         )
     });
-    if stepped.input == Input::PreStep(PreStepDecision::Reject) && blocked {
+    if transition.input == Input::PreStep(PreStepDecision::Reject) && blocked {
         facts.insert(VacuityGoal::Reject);
     }
-    let cancel = matches!(stepped.input, Input::Cancel { .. } | Input::Dispose);
+    let cancel = matches!(transition.input, Input::Cancel { .. } | Input::Dispose);
     if cancel && awaits_live(before, AwaitPoint::PreStep) {
         facts.insert(VacuityGoal::CancelAtPreStep);
     }
@@ -206,11 +210,11 @@ fn awaits_live(before: &Before<'_>, point: AwaitPoint) -> bool {
 
 /// The tags after the transition: new ones for the input, minus every
 /// message that left the inbox (claimed or discarded).
-fn retag(before: &Before<'_>, stepped: &Stepped, agent: &Agent) -> Tags {
+fn retag(before: &Before<'_>, transition: &Transition, agent: &Agent) -> Tags {
     let mut tags = before.tags.clone();
     let running = matches!(before.agent.status(), Status::Running { .. });
     let live = running && !before.checker.turn_aborted();
-    match &stepped.input {
+    match &transition.input {
         Input::Send {
             message,
             target,
@@ -236,7 +240,7 @@ fn retag(before: &Before<'_>, stepped: &Stepped, agent: &Agent) -> Tags {
         }
         _ => {}
     }
-    tags.0.retain(|(id, _)| !left(&stepped.outputs, id));
+    tags.0.retain(|(id, _)| !left(&transition.outputs, id));
     tags
 }
 

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use courier_check::Checker;
+use courier_check::Monitor;
 use courier_core::{
     CancelCause, Input, Message, MessageId, Output, PreStepDecision, Refusal, Source, StepOutcome,
     Target, Wakeup,
@@ -218,15 +218,16 @@ async fn listen(mut notifications: courier_runtime::Notifications) -> Live {
     live
 }
 
-/// What the runtime's observer saw: the full checker run over every
+/// What the runtime's observer saw: the shared monitor run over every
 /// transition, plus counts that show no transition was skipped.
 #[derive(Default)]
 struct Observed {
-    checker: Checker,
+    /// Stops checking at the first violation (the ghost state after it
+    /// means nothing), which it keeps rather than panicking, since the
+    /// observer runs under the agent's lock.
+    monitor: Monitor,
     transitions: usize,
-    /// The first transition the checker refused, described; checking stops
-    /// there (the ghost state after a violation means nothing). Kept rather
-    /// than panicking, since the observer runs under the agent's lock.
+    /// The transition that broke a property, described.
     violation: Option<String>,
     /// Client inputs seen, to match against what the clients sent.
     sends: usize,
@@ -246,17 +247,14 @@ impl Observed {
         for output in &transition.outputs {
             self.outputs.observe(output);
         }
-        if self.violation.is_some() {
-            return;
-        }
-        let Transition {
-            input,
-            answer: result,
-            outputs,
-        } = &transition;
-        if let Err(violation) = self.checker.observe(input, result, outputs) {
+        if let Some(violation) = self.monitor.observe(&transition, None) {
+            let Transition {
+                input,
+                answer,
+                outputs,
+            } = &transition;
             self.violation = Some(format!(
-                "transition {}: {violation}\n  input {input:?} -> {result:?}\n  outputs {outputs:?}",
+                "transition {}: {violation}\n  input {input:?} -> {answer:?}\n  outputs {outputs:?}",
                 self.transitions
             ));
         }
@@ -268,8 +266,9 @@ impl Observed {
         if let Some(violation) = &self.violation {
             return Err(format!("the checker refused a transition: {violation}"));
         }
-        if !self.checker.quiescent() {
-            let owed: Vec<_> = self.checker.owed().collect();
+        let checker = self.monitor.checker();
+        if !checker.quiescent() {
+            let owed: Vec<_> = checker.owed().collect();
             return Err(format!(
                 "{when}: the checker is not quiescent (owed: {owed:?})"
             ));
@@ -396,7 +395,7 @@ async fn run(
     let (verdict, replay) = {
         let observed = lock(&observed);
         let verdict = observed.verdict("at the last quiescence");
-        (verdict, observed.checker.check_inbox(&inbox))
+        (verdict, observed.monitor.checker().check_inbox(&inbox))
     };
     verdict.unwrap_or_else(|error| panic!("{error}"));
     replay.unwrap_or_else(|violation| panic!("{violation}"));

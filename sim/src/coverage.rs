@@ -9,8 +9,7 @@
 use std::collections::{BTreeSet, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use courier_check::{Checker, fingerprint};
-use courier_core::Agent;
+use courier_check::{Harness, Hooks, Step};
 
 /// The fingerprints are already hashes: store them through an identity
 /// hasher (fixed, no process entropy; the set is only ever counted).
@@ -38,9 +37,9 @@ impl Hasher for Identity {
 pub struct Coverage(HashSet<u64, BuildHasherDefault<Identity>>);
 
 impl Coverage {
-    /// Records the state `(agent, checker)`.
-    pub fn visit(&mut self, agent: &Agent, checker: &Checker) {
-        self.0.insert(fingerprint(agent, checker));
+    /// Records the state the harness stands in.
+    pub fn visit(&mut self, harness: &Harness) {
+        self.0.insert(harness.fingerprint());
     }
 
     /// Adds another worker's states.
@@ -69,6 +68,15 @@ impl Coverage {
     }
 }
 
+/// A refused input changes nothing, so its state is already counted.
+impl Hooks for Coverage {
+    fn after(&mut self, harness: &Harness, step: &Step) {
+        if step.transition.answer.is_ok() {
+            self.visit(harness);
+        }
+    }
+}
+
 /// A sweep's states against the model checker's set at the same bound.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Fraction {
@@ -93,22 +101,24 @@ impl Fraction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use courier_core::{Input, Message, Source};
+    use courier_core::{Agent, Input, Message, Source};
 
     #[test]
     fn a_state_counts_once_and_a_new_one_adds_one() {
         let mut coverage = Coverage::default();
-        let mut agent = Agent::new();
-        let mut checker = Checker::new();
-        coverage.visit(&agent, &checker);
-        coverage.visit(&agent, &checker);
+        let mut harness = Harness::new(Agent::new());
+        coverage.visit(&harness);
+        coverage.visit(&harness);
         assert_eq!(coverage.states(), 1);
         let send = Input::inject(Message::text("A", Source::user()));
-        checker.step(&mut agent, send).expect("holds");
-        coverage.visit(&agent, &checker);
+        let step = harness.feed_with(send.clone(), &mut coverage);
+        assert_eq!(step.violation, None);
         assert_eq!(coverage.states(), 2);
+        let refused = harness.feed_with(send, &mut coverage);
+        assert!(refused.transition.answer.is_err(), "A is pending");
+        assert_eq!(coverage.states(), 2, "a refusal is no new state");
         let mut other = Coverage::default();
-        other.visit(&Agent::new(), &Checker::new());
+        other.visit(&Harness::new(Agent::new()));
         coverage.merge(other);
         assert_eq!(coverage.states(), 2);
     }
@@ -116,9 +126,9 @@ mod tests {
     #[test]
     fn a_fraction_counts_states_inside_and_outside_the_checkers_set() {
         let mut coverage = Coverage::default();
-        let (agent, checker) = (Agent::new(), Checker::new());
-        coverage.visit(&agent, &checker);
-        let initial = fingerprint(&agent, &checker);
+        let harness = Harness::new(Agent::new());
+        coverage.visit(&harness);
+        let initial = harness.fingerprint();
         let set = BTreeSet::from([initial, initial ^ 1, initial ^ 2, initial ^ 3]);
         let fraction = coverage.against(&set);
         assert_eq!(

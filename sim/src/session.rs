@@ -1,9 +1,9 @@
-//! One agent under the shared [`Checker`]: every input is fed, its outputs
+//! One agent under the shared [`Harness`]: every input is fed, its outputs
 //! drained and checked against every SPEC §7 property before the next one.
 //! The same session runs a generated workload, replays a report's trace and
 //! evaluates a shrinking candidate, so all three judge a trace identically.
 
-use courier_check::{Checker, Property, Violation};
+use courier_check::{Harness, Property, Step, Violation};
 use courier_core::transcript::default_completion;
 use courier_core::{Activity, Agent, Input, Output};
 
@@ -33,18 +33,15 @@ pub struct Record<'a> {
     pub coverage: Option<&'a mut Coverage>,
 }
 
-/// An agent, its checker and what was fed to it.
+/// An agent under the shared checker, and what was fed to it.
 pub struct Session<'a> {
-    agent: Agent,
-    checker: Checker,
+    harness: Harness,
     /// Inputs fed, kept only when recording the trace.
     fed: Vec<Input>,
     inputs: u64,
     /// The core accepted the last input fed.
     accepted: bool,
     keep_trace: bool,
-    /// Reused for every transition's outputs.
-    outputs: Vec<Output>,
     hash: Option<OutputHash>,
     coverage: Option<&'a mut Coverage>,
 }
@@ -52,20 +49,17 @@ pub struct Session<'a> {
 impl<'a> Session<'a> {
     /// A session on a clone of `prototype` (the default agent or a mutant).
     pub fn new(prototype: &Agent, record: Record<'a>) -> Self {
-        let agent = prototype.clone();
-        let checker = Checker::new();
+        let harness = Harness::new(prototype.clone());
         let mut coverage = record.coverage;
         if let Some(coverage) = &mut coverage {
-            coverage.visit(&agent, &checker);
+            coverage.visit(&harness);
         }
         Self {
-            agent,
-            checker,
+            harness,
             fed: Vec::new(),
             inputs: 0,
             accepted: false,
             keep_trace: record.trace,
-            outputs: Vec::new(),
             hash: record.hash.then(OutputHash::default),
             coverage,
         }
@@ -73,7 +67,7 @@ impl<'a> Session<'a> {
 
     /// The agent as it stands.
     pub fn agent(&self) -> &Agent {
-        &self.agent
+        self.harness.agent()
     }
 
     /// How many inputs were fed, the violating one included.
@@ -100,33 +94,31 @@ impl<'a> Session<'a> {
     /// Feeds one input and checks the transition. Returns whether it made
     /// liveness progress (a claim or a retirement).
     pub fn feed(&mut self, input: Input) -> Result<bool, Violation> {
-        let result = self.agent.handle(input.clone());
-        self.outputs.clear();
-        self.outputs
-            .extend(std::iter::from_fn(|| self.agent.poll_output()));
+        let Step {
+            transition,
+            violation,
+        } = match &mut self.coverage {
+            Some(coverage) => self.harness.feed_with(input, *coverage),
+            None => self.harness.feed(input),
+        };
         // The core checks its invariants after every input in debug builds;
         // never let a release build run the simulator with them off.
         if !cfg!(debug_assertions) {
-            self.agent.check_invariants();
+            self.harness.agent().check_invariants();
         }
         if let Some(hash) = &mut self.hash {
-            hash.add(&result, &self.outputs);
+            hash.add(&transition.answer, &transition.outputs);
         }
-        let checked = self
-            .checker
-            .observe(&input, &result, &self.outputs)
-            .and_then(|()| self.checker.check_inbox(self.agent.inbox()));
         self.inputs += 1;
-        self.accepted = result.is_ok();
+        self.accepted = transition.answer.is_ok();
+        let progress = transition.outputs.iter().any(is_progress);
         if self.keep_trace {
-            self.fed.push(input);
+            self.fed.push(transition.input);
         }
-        checked?;
-        // A refused input changes nothing, so its state is already counted.
-        if let (Some(coverage), Ok(())) = (&mut self.coverage, &result) {
-            coverage.visit(&self.agent, &self.checker);
+        match violation {
+            Some(violation) => Err(violation),
+            None => Ok(progress),
         }
-        Ok(self.outputs.iter().any(is_progress))
     }
 
     /// The liveness phase: no client inputs, only the completions the driver
@@ -140,10 +132,10 @@ impl<'a> Session<'a> {
     fn settle_within(&mut self, stall_inputs_max: usize) -> Result<(), Violation> {
         let mut stalled = 0;
         for _ in 0..LIVENESS_INPUTS_MAX {
-            if pending_reason(&self.agent, &self.checker).is_none() {
+            if self.harness.pending_reason().is_none() {
                 return Ok(());
             }
-            let Some(input) = default_completion(&self.agent) else {
+            let Some(input) = default_completion(self.harness.agent()) else {
                 break;
             };
             if stalled == stall_inputs_max {
@@ -153,7 +145,7 @@ impl<'a> Session<'a> {
             }
             stalled = if self.feed(input)? { 0 } else { stalled + 1 };
         }
-        match pending_reason(&self.agent, &self.checker) {
+        match self.harness.pending_reason() {
             None => Ok(()),
             Some(_) => Err(self.liveness_failure("when the liveness phase ended")),
         }
@@ -162,8 +154,8 @@ impl<'a> Session<'a> {
     /// Names the unmet liveness goal: a lost wake when a waking send is
     /// still owed, else the agent is not quiescent.
     fn liveness_failure(&self, when: &str) -> Violation {
-        let reason = pending_reason(&self.agent, &self.checker).unwrap_or("nothing");
-        let property = if self.checker.owed_count() > 0 {
+        let reason = self.harness.pending_reason().unwrap_or("nothing");
+        let property = if self.harness.checker().owed_count() > 0 {
             Property::NoLostWakeup
         } else {
             Property::QuiescentWhenIdle
@@ -172,22 +164,6 @@ impl<'a> Session<'a> {
             property,
             detail: format!("liveness: {reason} {when}"),
         }
-    }
-}
-
-/// What still keeps the run from being quiescent, or `None` when it is
-/// (TigerBeetle's `pending()`).
-pub fn pending_reason(agent: &Agent, checker: &Checker) -> Option<&'static str> {
-    if agent.status() != courier_core::Status::Idle {
-        Some("a driver is still running")
-    } else if checker.owed_count() > 0 {
-        Some("a waking send is still owed a claim")
-    } else if agent.idle_waiters() > 0 {
-        Some("a when-idle waiter is unresolved")
-    } else if !checker.quiescent() {
-        Some("the checker's ghost agent is not quiescent")
-    } else {
-        None
     }
 }
 
@@ -210,7 +186,7 @@ mod tests {
     #[test]
     fn settling_resolves_every_await_and_leaves_nothing_pending() {
         let mut session = Session::new(&Agent::new(), Record::default());
-        assert_eq!(pending_reason(&session.agent, &session.checker), None);
+        assert_eq!(session.harness.pending_reason(), None);
         let followup = Input::followup(Message::text("A", Source::user()));
         assert_eq!(
             session.feed(followup),
@@ -220,12 +196,12 @@ mod tests {
         let steer = Input::steer(Message::text("B", Source::user()));
         assert_eq!(session.feed(steer), Ok(false));
         assert_eq!(
-            pending_reason(&session.agent, &session.checker),
+            session.harness.pending_reason(),
             Some("a driver is still running")
         );
         assert_eq!(session.settle(), Ok(()));
-        assert_eq!(pending_reason(&session.agent, &session.checker), None);
-        assert_eq!(session.agent.status(), courier_core::Status::Idle);
+        assert_eq!(session.harness.pending_reason(), None);
+        assert_eq!(session.agent().status(), courier_core::Status::Idle);
         assert!(session.inputs() > 2, "settling fed completions");
         assert!(
             session.into_trace().is_empty(),

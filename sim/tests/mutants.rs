@@ -4,7 +4,7 @@
 //! answers differently (while breaking no property on it).
 #![cfg(feature = "mutants")]
 
-use courier_check::Checker;
+use courier_check::Harness;
 use courier_core::transcript::{Script, record};
 use courier_core::{Agent, Mutant};
 use courier_sim::{Finding, Plan, SeedRun, evaluate, shrink, sweep};
@@ -85,10 +85,9 @@ fn assert_correct_core_differs(mutant: Mutant, prototype: &Agent, inputs: &[cour
         "{mutant}: the correct core agrees:\n{text}"
     );
 
-    let mut agent = Agent::new();
-    let mut checker = Checker::new();
+    let mut harness = Harness::new(Agent::new());
     for input in inputs {
-        if let Err(violation) = checker.step(&mut agent, input.clone()) {
+        if let Some(violation) = harness.feed(input.clone()).violation {
             panic!("{mutant}: the correct core breaks {violation} on:\n{text}");
         }
     }

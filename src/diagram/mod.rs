@@ -15,29 +15,20 @@ mod svg;
 pub mod trace;
 
 use courier_check::Violation;
-use courier_core::{Input, Output, Refusal};
+use courier_core::Transition;
 
 pub use load::{from_report, load, svg_beside, title, write_beside};
 pub use mermaid::mermaid;
 pub use sequence::Lane;
 pub use svg::svg;
 
-/// One input of the run and what the core did with it.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Row {
-    /// The input fed.
-    pub input: Input,
-    /// The outputs it emitted in order, or why the core refused it.
-    pub outcome: Result<Vec<Output>, Refusal>,
-}
-
 /// A whole run, ready to draw.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Diagram {
     /// What the run is (a file name, the variant).
     pub title: String,
-    /// One per input, in order.
-    pub rows: Vec<Row>,
+    /// One transition per input, in order.
+    pub rows: Vec<Transition>,
     /// The first property that broke and the 0-based row where it did.
     pub broken: Option<(usize, Violation)>,
 }

@@ -2,9 +2,7 @@
 //! the picture's shape, shared by the SVG and Mermaid renderers.
 
 use courier_core::transcript::command_line;
-use courier_core::{Input, MessageId, Output, Target};
-
-use super::Row;
+use courier_core::{Input, MessageId, Output, Target, Transition};
 
 /// A lane of the diagram, left to right.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -104,17 +102,17 @@ enum Awaiting {
 }
 
 /// The marks of every row, in order.
-pub(super) fn marks(rows: &[Row]) -> Vec<Vec<Mark>> {
+pub(super) fn marks(rows: &[Transition]) -> Vec<Vec<Mark>> {
     let mut awaiting = Awaiting::Nothing;
     rows.iter()
         .map(|row| row_marks(row, &mut awaiting))
         .collect()
 }
 
-fn row_marks(row: &Row, awaiting: &mut Awaiting) -> Vec<Mark> {
+fn row_marks(row: &Transition, awaiting: &mut Awaiting) -> Vec<Mark> {
     let (from, to) = input_lanes(row);
     let label = command_line(&row.input);
-    let outputs = match &row.outcome {
+    let outputs = match &row.answer {
         Err(refusal) => {
             return vec![
                 Mark::Arrow {
@@ -130,7 +128,7 @@ fn row_marks(row: &Row, awaiting: &mut Awaiting) -> Vec<Mark> {
                 },
             ];
         }
-        Ok(outputs) => outputs,
+        Ok(()) => &row.outputs,
     };
     let mut marks = vec![Mark::Arrow {
         from,
@@ -154,7 +152,7 @@ fn row_marks(row: &Row, awaiting: &mut Awaiting) -> Vec<Mark> {
 }
 
 /// Where the input's arrow starts and ends.
-fn input_lanes(row: &Row) -> (Lane, Lane) {
+fn input_lanes(row: &Transition) -> (Lane, Lane) {
     match &row.input {
         // A waking send to an aborted turn lands in `next-turn` whatever its
         // target: point at where it landed.
@@ -172,8 +170,8 @@ fn input_lanes(row: &Row) -> (Lane, Lane) {
 }
 
 /// The list the row's first splice changed, else `otherwise`.
-fn edited_list(row: &Row, otherwise: Lane) -> Lane {
-    let outputs = row.outcome.as_deref().unwrap_or_default();
+fn edited_list(row: &Transition, otherwise: Lane) -> Lane {
+    let outputs = &row.outputs;
     outputs
         .iter()
         .find_map(|output| match output {

@@ -14,8 +14,8 @@ use crate::vacuity::VacuityGoal;
 
 impl fmt::Debug for State {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let agent = &self.agent;
-        let ghost = &self.checker;
+        let agent = self.harness().agent();
+        let ghost = self.harness().checker();
         writeln!(formatter, "phase      {}", phase(self))?;
         for target in [Target::NextTurn, Target::NextStep] {
             let list = agent.inbox().list(target).iter().map(Message::id);
@@ -62,7 +62,7 @@ impl fmt::Debug for State {
         if !reached.is_empty() {
             writeln!(formatter, "goals      {}", reached.join(" "))?;
         }
-        match &self.violation {
+        match self.violation() {
             None => write!(formatter, "violation  none"),
             Some(violation) => write!(formatter, "violation  BROKEN {violation}"),
         }
@@ -71,19 +71,19 @@ impl fmt::Debug for State {
 
 /// `idle`, or the open turn, its step and what the driver awaits.
 fn phase(state: &State) -> String {
-    let aborted = if state.checker.turn_aborted() {
+    let aborted = if state.harness().checker().turn_aborted() {
         " (aborted)"
     } else {
         ""
     };
-    match state.agent.status() {
+    match state.harness().agent().status() {
         Status::Idle => "idle".to_owned(),
         Status::Running {
             turn,
             step,
             awaiting: AwaitPoint::PreStep,
         } => {
-            let batch = state.agent.claimed().unwrap_or_default();
+            let batch = state.harness().agent().claimed().unwrap_or_default();
             let batch: Vec<&str> = batch.iter().map(|m| m.id().as_str()).collect();
             format!(
                 "running turn {turn}{aborted}, step {step}, awaiting pre-step with [{}]",
@@ -158,7 +158,7 @@ pub(crate) fn step(space: &Space, last: &State, action: Action) -> Option<String
     let input = space.input(last, action);
     let mut text = command_line(&input);
     text.push_str("\n----\n");
-    for line in feed(&mut last.agent.clone(), input) {
+    for line in feed(&mut last.harness().agent().clone(), input) {
         let _ = writeln!(text, "{line}");
     }
     let _ = write!(text, "\n{next:?}");
