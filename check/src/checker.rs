@@ -38,11 +38,24 @@ enum Notice {
 
 impl Notice {
     fn matches(&self, output: &Output) -> bool {
-        match (self, output) {
-            (Self::Discarded(id), Output::Discarded { message }) => message.id() == id,
-            (Self::Inserted(id), Output::Inserted { message }) => message.id() == id,
-            _ => false,
-        }
+        let owed = match self {
+            Self::Discarded(id) | Self::Inserted(id) => id,
+        };
+        let same_kind = match output {
+            Output::Discarded { message } => matches!(self, Self::Discarded(_)).then_some(message),
+            Output::Inserted { message } => matches!(self, Self::Inserted(_)).then_some(message),
+            Output::Spliced(_)
+            | Output::TurnStart { .. }
+            | Output::StepStart { .. }
+            | Output::UserMessage(_)
+            | Output::StepEnd { .. }
+            | Output::TurnEnd { .. }
+            | Output::Claimed { .. }
+            | Output::Status { .. }
+            | Output::Error { .. }
+            | Output::Idle => None,
+        };
+        same_kind.is_some_and(|message| message.id() == owed)
     }
 }
 
@@ -210,7 +223,12 @@ impl Checker {
             | Input::Prepend { message, .. }
             | Input::Replace { message, .. } => vec![message.clone()],
             Input::Splice { inserted, .. } => inserted.clone(),
-            _ => Vec::new(),
+            Input::Remove { .. }
+            | Input::Cancel { .. }
+            | Input::Dispose
+            | Input::WhenIdle
+            | Input::PreStep(_)
+            | Input::Step(_) => Vec::new(),
         };
         Progress {
             input,
@@ -250,7 +268,12 @@ impl Checker {
                 format!("`{output}` outside a boundary's claim"),
             )),
             Output::Error { .. } => Ok(()),
-            durable => self.durable(progress, durable),
+            Output::Spliced(_)
+            | Output::TurnStart { .. }
+            | Output::StepStart { .. }
+            | Output::UserMessage(_)
+            | Output::StepEnd { .. }
+            | Output::TurnEnd { .. } => self.durable(progress, output),
         }
     }
 
@@ -285,7 +308,15 @@ impl Checker {
                 }
                 progress.retiring_replay = self.replay_owed;
             }
-            _ => {}
+            // History checked these; the ghost's own state does not change.
+            Output::StepStart { .. } | Output::UserMessage(_) => {}
+            // `output` routes only durable outputs here.
+            Output::Inserted { .. }
+            | Output::Claimed { .. }
+            | Output::Discarded { .. }
+            | Output::Status { .. }
+            | Output::Error { .. }
+            | Output::Idle => {}
         }
         Ok(())
     }
@@ -367,7 +398,19 @@ impl Checker {
                 progress.boundary = None;
                 Ok(false)
             }
-            _ => Err(Violation::new(
+            // Anything else (a guard above failing included) breaks the claim.
+            Output::Spliced(_)
+            | Output::Claimed { .. }
+            | Output::TurnEnd { .. }
+            | Output::Error { .. }
+            | Output::TurnStart { .. }
+            | Output::StepStart { .. }
+            | Output::UserMessage(_)
+            | Output::StepEnd { .. }
+            | Output::Inserted { .. }
+            | Output::Discarded { .. }
+            | Output::Status { .. }
+            | Output::Idle => Err(Violation::new(
                 Property::ClaimShape,
                 format!(
                     "`{output}` inside turn {turn}'s claim; {} still due",
@@ -538,7 +581,15 @@ impl Checker {
         let (keep_inbox, dispose) = match input {
             Input::Cancel { keep_inbox, .. } => (*keep_inbox, false),
             Input::Dispose => (false, true),
-            _ => return,
+            Input::Send { .. }
+            | Input::Append { .. }
+            | Input::Prepend { .. }
+            | Input::Replace { .. }
+            | Input::Remove { .. }
+            | Input::Splice { .. }
+            | Input::WhenIdle
+            | Input::PreStep(_)
+            | Input::Step(_) => return,
         };
         if !keep_inbox {
             self.replay_owed = false;
@@ -567,18 +618,29 @@ impl Checker {
         hasher: &mut H,
         rank: impl Fn(&MessageId) -> usize,
     ) {
-        self.history.hash_turns(hasher);
-        self.status.hash(hasher);
-        for set in [&self.owed, &self.parked] {
+        // Destructured, so a new ghost field cannot be left out silently
+        // (two states differing only in it would merge).
+        let Self {
+            history,
+            status,
+            owed,
+            parked,
+            aborted,
+            replay_owed,
+            disposed,
+        } = self;
+        history.hash_turns(hasher);
+        status.hash(hasher);
+        for set in [owed, parked] {
             // A sum of mixed ranks is independent of the set's name order
             // and needs no allocation.
             let mixed = set.iter().map(|id| mix(rank(id) as u64));
             set.len().hash(hasher);
             mixed.fold(0u64, u64::wrapping_add).hash(hasher);
         }
-        self.aborted.hash(hasher);
-        self.replay_owed.hash(hasher);
-        self.disposed.hash(hasher);
+        aborted.hash(hasher);
+        replay_owed.hash(hasher);
+        disposed.hash(hasher);
     }
 
     fn owed_ids(&self) -> String {

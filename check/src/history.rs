@@ -120,13 +120,22 @@ impl History {
         self.turn.as_ref().map_or(&[], |turn| &turn.admitted)
     }
 
-    /// Hashes everything but the two ghost lists (see `Checker::hash_canonical`).
+    /// Hashes everything but the two ghost lists (see `Checker::hash_canonical`);
+    /// destructured, so a new field cannot be left out silently.
     pub(crate) fn hash_turns<H: std::hash::Hasher>(&self, hasher: &mut H) {
         use std::hash::Hash;
-        self.mode.hash(hasher);
-        self.last_turn.hash(hasher);
-        self.turn.hash(hasher);
-        self.admitting.hash(hasher);
+        let Self {
+            mode,
+            next_turn: _,
+            next_step: _,
+            last_turn,
+            turn,
+            admitting,
+        } = self;
+        mode.hash(hasher);
+        last_turn.hash(hasher);
+        turn.hash(hasher);
+        admitting.hash(hasher);
     }
 
     /// The last turn number opened.
@@ -162,7 +171,12 @@ impl History {
             Output::UserMessage(message) => self.user_message(message, admitting)?,
             Output::StepEnd { turn, step } => self.step_end(*turn, *step)?,
             Output::TurnEnd { turn, .. } => self.turn_end(*turn)?,
-            _ => self.admitting = admitting,
+            Output::Inserted { .. }
+            | Output::Claimed { .. }
+            | Output::Discarded { .. }
+            | Output::Status { .. }
+            | Output::Error { .. }
+            | Output::Idle => self.admitting = admitting,
         }
         Ok(Effect::default())
     }

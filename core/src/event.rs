@@ -59,8 +59,17 @@ pub enum StepOutcome {
 }
 
 /// One atomic transition's trigger: a client input or a driver completion.
-#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+///
+/// [`InputKind`] lists its variants without their data (the simulator
+/// weighs its draws by it), so a new input fails to compile wherever an
+/// engine must handle it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, strum::EnumDiscriminants)]
 #[serde(tag = "input", rename_all = "kebab-case")]
+#[strum_discriminants(
+    name(InputKind),
+    derive(Hash, strum::VariantArray),
+    doc = "The kind of an [`Input`], in declaration order (`InputKind::VARIANTS`)."
+)]
 pub enum Input {
     /// `send(message, target, wakeup)`; see [`Input::followup`] and friends.
     Send {

@@ -20,7 +20,7 @@ mod transition;
 
 pub use agent::{Agent, Status};
 pub use error::Refusal;
-pub use event::{Activity, AwaitPoint, Input, Output, PreStepDecision, StepOutcome};
+pub use event::{Activity, AwaitPoint, Input, InputKind, Output, PreStepDecision, StepOutcome};
 pub use inbox::{Inbox, Outcome, Splice};
 pub use message::{CancelCause, Cause, Message, MessageId, Role, Source, Target, TurnEnd, Wakeup};
 #[cfg(feature = "mutants")]

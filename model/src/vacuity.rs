@@ -238,7 +238,16 @@ fn retag(before: &Before<'_>, transition: &Transition, agent: &Agent) -> Tags {
                 tags.add(message.id(), KEPT);
             }
         }
-        _ => {}
+        Input::Append { .. }
+        | Input::Prepend { .. }
+        | Input::Replace { .. }
+        | Input::Remove { .. }
+        | Input::Splice { .. }
+        | Input::Cancel { .. }
+        | Input::Dispose
+        | Input::WhenIdle
+        | Input::PreStep(_)
+        | Input::Step(_) => {}
     }
     tags.0.retain(|(id, _)| !left(&transition.outputs, id));
     tags
@@ -248,6 +257,15 @@ fn retag(before: &Before<'_>, transition: &Transition, agent: &Agent) -> Tags {
 fn left(outputs: &[Output], id: &MessageId) -> bool {
     outputs.iter().any(|output| match output {
         Output::Claimed { message, .. } | Output::Discarded { message } => message.id() == id,
-        _ => false,
+        Output::Spliced(_)
+        | Output::TurnStart { .. }
+        | Output::StepStart { .. }
+        | Output::UserMessage(_)
+        | Output::StepEnd { .. }
+        | Output::TurnEnd { .. }
+        | Output::Inserted { .. }
+        | Output::Status { .. }
+        | Output::Error { .. }
+        | Output::Idle => false,
     })
 }

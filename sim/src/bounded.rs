@@ -15,7 +15,7 @@
 use courier_core::{Agent, Input, StepOutcome};
 use courier_model::{Action, Decision, Space, Spent};
 
-use crate::generate::{KINDS, Kind, kind_weights};
+use crate::generate::{Kind, KindTable};
 use crate::prng::Prng;
 use crate::run::Workload;
 use crate::swarm::Swarm;
@@ -24,7 +24,7 @@ use crate::swarm::Swarm;
 pub(crate) struct Bounded {
     prng: Prng,
     swarm: Swarm,
-    kind_weights: [u32; KINDS.len()],
+    kinds: KindTable,
     space: Space,
     spent: Spent,
     /// The actions enabled now (reused between draws).
@@ -39,7 +39,7 @@ impl Bounded {
         Self {
             prng,
             swarm,
-            kind_weights: kind_weights(&swarm),
+            kinds: KindTable::new(&swarm),
             space,
             spent: Spent::default(),
             enabled: Vec::new(),
@@ -59,12 +59,20 @@ impl Bounded {
             Action::PreStep(Decision::Fail) => pre_step.fail,
             // Each way the model enters a batch stands for the free
             // generator's `enter`.
-            Action::PreStep(_) => pre_step.enter,
+            Action::PreStep(
+                Decision::Drop | Decision::Add | Decision::Reorder | Decision::EnterPending,
+            ) => pre_step.enter,
             Action::Step(StepOutcome::Completed) => step.completed,
             Action::Step(StepOutcome::MaxTokens) => step.max_tokens,
             Action::Step(StepOutcome::ToolCalls) => step.tool_calls,
             Action::Step(StepOutcome::Fail) => step.fail,
-            _ => 1,
+            // One of a kind: the kind's weight alone decides.
+            Action::Send(..)
+            | Action::Prepend(_)
+            | Action::Replace(_)
+            | Action::Remove(_)
+            | Action::Dispose
+            | Action::WhenIdle => 1,
         }
     }
 }
@@ -75,17 +83,17 @@ impl Workload for Bounded {
     fn draw(&mut self, agent: &Agent) -> Option<Input> {
         self.enabled.clear();
         self.space.enabled(agent, self.spent, &mut self.enabled);
-        let mut kinds = [0; KINDS.len()];
+        let mut kinds = vec![0; self.kinds.kinds().len()];
         for action in &self.enabled {
-            let index = kind_index(*action);
-            kinds[index] = self.kind_weights[index];
+            let index = self.kinds.index(kind_of(*action));
+            kinds[index] = self.kinds.weights()[index];
         }
         let kind = self.prng.pick(&kinds)?;
         let weights: Vec<u32> = self
             .enabled
             .iter()
             .map(|action| {
-                let same = kind_index(*action) == kind;
+                let same = self.kinds.index(kind_of(*action)) == kind;
                 if same { self.weight_within(*action) } else { 0 }
             })
             .collect();
@@ -111,9 +119,9 @@ impl Workload for Bounded {
     }
 }
 
-/// The index in [`KINDS`] of the free generator's kind for `action`.
-fn kind_index(action: Action) -> usize {
-    let kind = match action {
+/// The free generator's kind for `action`.
+fn kind_of(action: Action) -> Kind {
+    match action {
         Action::Send(target, wakeup) => Kind::Send(target, wakeup),
         Action::Prepend(_) => Kind::Prepend,
         Action::Replace(_) => Kind::Replace,
@@ -122,9 +130,5 @@ fn kind_index(action: Action) -> usize {
         Action::Dispose => Kind::Dispose,
         Action::WhenIdle => Kind::WhenIdle,
         Action::PreStep(_) | Action::Step(_) => Kind::Completion,
-    };
-    KINDS
-        .iter()
-        .position(|listed| *listed == kind)
-        .expect("every kind is listed")
+    }
 }

@@ -9,12 +9,13 @@
 //! run under `courier run`.
 
 use courier_core::{
-    Agent, AwaitPoint, CancelCause, Input, Message, PreStepDecision, Source, Status, StepOutcome,
-    Target, Wakeup,
+    Agent, AwaitPoint, CancelCause, Input, InputKind, Message, PreStepDecision, Source, Status,
+    StepOutcome, Target, Wakeup,
 };
+use strum::VariantArray;
 
 use crate::prng::Prng;
-use crate::swarm::{POOL_SIZE_MAX, Swarm};
+use crate::swarm::{InputWeights, POOL_SIZE_MAX, Swarm};
 
 /// The ids a pool draws from, in order.
 const POOL_IDS: [&str; POOL_SIZE_MAX as usize] = ["A", "B", "C", "D", "E", "F", "G", "H"];
@@ -34,7 +35,8 @@ thread_local! {
     };
 }
 
-/// One kind of input, in the order of [`kind_weights`].
+/// One kind of input the generator draws: a kind of the core's [`Input`],
+/// with a send split by its policy and a completion drawn by role.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Kind {
     Send(Target, Wakeup),
@@ -46,54 +48,101 @@ pub(crate) enum Kind {
     Cancel,
     Dispose,
     WhenIdle,
+    /// The completion the driver awaits (a refused one when idle).
     Completion,
+    /// A completion for the point the driver does not await (refused).
     StrayCompletion,
 }
 
-pub(crate) const KINDS: [Kind; 14] = [
-    Kind::Send(Target::NextTurn, Wakeup::Wake),
-    Kind::Send(Target::NextStep, Wakeup::Wake),
-    Kind::Send(Target::NextStep, Wakeup::NoWake),
-    Kind::Send(Target::NextTurn, Wakeup::NoWake),
-    Kind::Append,
-    Kind::Prepend,
-    Kind::Replace,
-    Kind::Remove,
-    Kind::Splice,
-    Kind::Cancel,
-    Kind::Dispose,
-    Kind::WhenIdle,
-    Kind::Completion,
-    Kind::StrayCompletion,
-];
+/// The kinds one kind of the core's input is drawn as, in draw order.
+/// Exhaustive over [`InputKind`], so a new input does not compile until the
+/// simulator draws it.
+fn drawn_as(kind: InputKind) -> &'static [Kind] {
+    match kind {
+        InputKind::Send => &[
+            Kind::Send(Target::NextTurn, Wakeup::Wake),
+            Kind::Send(Target::NextStep, Wakeup::Wake),
+            Kind::Send(Target::NextStep, Wakeup::NoWake),
+            Kind::Send(Target::NextTurn, Wakeup::NoWake),
+        ],
+        InputKind::Append => &[Kind::Append],
+        InputKind::Prepend => &[Kind::Prepend],
+        InputKind::Replace => &[Kind::Replace],
+        InputKind::Remove => &[Kind::Remove],
+        InputKind::Splice => &[Kind::Splice],
+        InputKind::Cancel => &[Kind::Cancel],
+        InputKind::Dispose => &[Kind::Dispose],
+        InputKind::WhenIdle => &[Kind::WhenIdle],
+        // A completion is drawn by role; the point the driver awaits makes
+        // it a pre-step decision or a step outcome (see `completion`).
+        InputKind::PreStep => &[Kind::Completion, Kind::StrayCompletion],
+        InputKind::Step => &[],
+    }
+}
 
-/// The swarm's weight of each of [`KINDS`] (the bounded workload of
-/// `--coverage-bound` draws its kinds by the same table).
-pub(crate) fn kind_weights(swarm: &Swarm) -> [u32; KINDS.len()] {
-    let w = &swarm.inputs;
-    [
-        w.followup,
-        w.steer,
-        w.inject,
-        w.queue,
-        w.append,
-        w.prepend,
-        w.replace,
-        w.remove,
-        w.splice,
-        w.cancel,
-        w.dispose,
-        w.when_idle,
-        w.completion,
-        w.stray_completion,
-    ]
+/// The swarm's weight of `kind`.
+fn weight(kind: Kind, weights: &InputWeights) -> u32 {
+    match kind {
+        Kind::Send(Target::NextTurn, Wakeup::Wake) => weights.followup,
+        Kind::Send(Target::NextStep, Wakeup::Wake) => weights.steer,
+        Kind::Send(Target::NextStep, Wakeup::NoWake) => weights.inject,
+        Kind::Send(Target::NextTurn, Wakeup::NoWake) => weights.queue,
+        Kind::Append => weights.append,
+        Kind::Prepend => weights.prepend,
+        Kind::Replace => weights.replace,
+        Kind::Remove => weights.remove,
+        Kind::Splice => weights.splice,
+        Kind::Cancel => weights.cancel,
+        Kind::Dispose => weights.dispose,
+        Kind::WhenIdle => weights.when_idle,
+        Kind::Completion => weights.completion,
+        Kind::StrayCompletion => weights.stray_completion,
+    }
+}
+
+/// Every kind in draw order with the swarm's weight of each (the bounded
+/// workload of `--coverage-bound` draws its kinds by the same table).
+#[derive(Clone, Debug)]
+pub(crate) struct KindTable {
+    kinds: Vec<Kind>,
+    weights: Vec<u32>,
+}
+
+impl KindTable {
+    pub(crate) fn new(swarm: &Swarm) -> Self {
+        let kinds: Vec<Kind> = InputKind::VARIANTS
+            .iter()
+            .flat_map(|kind| drawn_as(*kind))
+            .copied()
+            .collect();
+        let weights = kinds.iter().map(|k| weight(*k, &swarm.inputs)).collect();
+        Self { kinds, weights }
+    }
+
+    /// The kinds, in draw order.
+    pub(crate) fn kinds(&self) -> &[Kind] {
+        &self.kinds
+    }
+
+    /// The weights, one per kind.
+    pub(crate) fn weights(&self) -> &[u32] {
+        &self.weights
+    }
+
+    /// The position of `kind` in draw order.
+    pub(crate) fn index(&self, kind: Kind) -> usize {
+        self.kinds
+            .iter()
+            .position(|listed| *listed == kind)
+            .expect("every kind is listed")
+    }
 }
 
 /// A seed's input stream.
 pub struct Generator {
     prng: Prng,
     swarm: Swarm,
-    kind_weights: [u32; KINDS.len()],
+    kinds: KindTable,
     /// The seed's pool with a `user` source, then with a `plugin` source.
     users: Vec<Message>,
     plugins: Vec<Message>,
@@ -102,14 +151,14 @@ pub struct Generator {
 impl Generator {
     /// The stream of one seed's workload under `swarm`.
     pub fn new(prng: Prng, swarm: Swarm) -> Self {
-        let kind_weights = kind_weights(&swarm);
+        let kinds = KindTable::new(&swarm);
         let size = swarm.pool_size as usize;
         let (users, plugins) =
             POOL.with(|(users, plugins)| (users[..size].to_vec(), plugins[..size].to_vec()));
         Self {
             prng,
             swarm,
-            kind_weights,
+            kinds,
             users,
             plugins,
         }
@@ -119,8 +168,8 @@ impl Generator {
     pub fn next_input(&mut self, agent: &Agent) -> Input {
         let kind = self
             .prng
-            .pick(&self.kind_weights)
-            .map_or(Kind::Completion, |index| KINDS[index]);
+            .pick(self.kinds.weights())
+            .map_or(Kind::Completion, |index| self.kinds.kinds()[index]);
         match kind {
             Kind::Send(target, wakeup) => Input::send(self.message(), target, wakeup),
             Kind::Append => Input::Append {

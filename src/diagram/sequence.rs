@@ -176,7 +176,17 @@ fn edited_list(row: &Transition, otherwise: Lane) -> Lane {
         .iter()
         .find_map(|output| match output {
             Output::Spliced(splice) => Some(Lane::list(splice.target)),
-            _ => None,
+            Output::TurnStart { .. }
+            | Output::StepStart { .. }
+            | Output::UserMessage(_)
+            | Output::StepEnd { .. }
+            | Output::TurnEnd { .. }
+            | Output::Inserted { .. }
+            | Output::Claimed { .. }
+            | Output::Discarded { .. }
+            | Output::Status { .. }
+            | Output::Error { .. }
+            | Output::Idle => None,
         })
         .unwrap_or(otherwise)
 }
@@ -235,7 +245,13 @@ fn follow(awaiting: &mut Awaiting, output: &Output) {
         }
         Output::StepStart { turn, step } => *awaiting = Awaiting::Step(*turn, *step),
         Output::TurnEnd { .. } => *awaiting = Awaiting::Nothing,
-        _ => {}
+        Output::Spliced(_)
+        | Output::UserMessage(_)
+        | Output::Inserted { .. }
+        | Output::Discarded { .. }
+        | Output::Status { .. }
+        | Output::Error { .. }
+        | Output::Idle => {}
     }
 }
 
