@@ -7,7 +7,7 @@
 //!   the verdict);
 //! - `bfs`: `courier_model::shortest_counterexample` over the same space,
 //!   which, when nothing breaks, visits every state with a plain
-//!   single-threaded breadth-first search and a `HashSet` of fingerprints:
+//!   single-threaded breadth-first search and a `HashSet` of state hashes:
 //!   the same transitions, property checks and state hashes without
 //!   stateright;
 //! - `bare-core`: only the core's share of that work, every transition the
@@ -55,7 +55,7 @@ struct Transitions {
 /// state's agent (which the model does not expose).
 fn transitions(space: &Space) -> Transitions {
     let initial = space.initial();
-    let mut seen = HashSet::from([fingerprint(&initial)]);
+    let mut seen = HashSet::from([state_hash(&initial)]);
     let mut frontier = VecDeque::from([(initial, space.fresh_agent())]);
     let mut recorded = Transitions {
         agents: Vec::new(),
@@ -75,7 +75,7 @@ fn transitions(space: &Space) -> Transitions {
                 continue;
             };
             recorded.generated += 1;
-            if !seen.insert(fingerprint(&next)) {
+            if !seen.insert(state_hash(&next)) {
                 continue;
             }
             recorded.unique += 1;
@@ -89,7 +89,7 @@ fn transitions(space: &Space) -> Transitions {
     recorded
 }
 
-fn fingerprint(state: &State) -> u64 {
+fn state_hash(state: &State) -> u64 {
     let mut hasher = DefaultHasher::new();
     state.hash(&mut hasher);
     hasher.finish()

@@ -82,12 +82,9 @@ fn bench<M: Measurement>(criterion: &mut Criterion<M>) {
     let prototype = Agent::new();
     let recorded = traces(&prototype);
     let inputs: u64 = recorded.iter().map(|trace| trace.len() as u64).sum();
-    let outcome = sweep(&plan(false), &prototype, &|_| {});
-    assert!(outcome.finding.is_none(), "the default core passes");
-    assert_eq!(
-        outcome.inputs, inputs,
-        "the recorded inputs are the sweep's"
-    );
+    let swept = sweep(&plan(false), &prototype, &|_| {});
+    assert!(swept.failure.is_none(), "the default core passes");
+    assert_eq!(swept.inputs, inputs, "the recorded inputs are the sweep's");
 
     let mut group = clock::group(criterion, "sim");
     group.sample_size(20);
@@ -99,8 +96,8 @@ fn bench<M: Measurement>(criterion: &mut Criterion<M>) {
         let plan = plan(coverage);
         group.bench_function(BenchmarkId::new("sweep", name), |b| {
             b.iter(|| {
-                let outcome = sweep(&plan, &prototype, &|_| {});
-                assert_eq!(outcome.inputs, inputs);
+                let swept = sweep(&plan, &prototype, &|_| {});
+                assert_eq!(swept.inputs, inputs);
             })
         });
     }

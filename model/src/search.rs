@@ -75,7 +75,7 @@ pub(crate) fn breadth_first<B>(
 ) -> Option<B> {
     let initial = space.initial();
     let mut seen = Seen::default();
-    seen.insert(fingerprint(&initial));
+    seen.insert(state_hash(&initial));
     if let ControlFlow::Break(found) = reached(&initial, None) {
         return Some(found);
     }
@@ -88,7 +88,7 @@ pub(crate) fn breadth_first<B>(
             let Some(next) = space.next(&state, action) else {
                 continue;
             };
-            if !seen.insert(fingerprint(&next)) {
+            if !seen.insert(state_hash(&next)) {
                 continue;
             }
             if let ControlFlow::Break(found) = reached(&next, Some((index, action))) {
@@ -101,7 +101,9 @@ pub(crate) fn breadth_first<B>(
     None
 }
 
-fn fingerprint(state: &State) -> u64 {
+/// The whole model state's hash (budget, tags and goals included): the
+/// search's dedup key, not the abstract state's fingerprint.
+fn state_hash(state: &State) -> u64 {
     let mut hasher = DefaultHasher::new();
     state.hash(&mut hasher);
     hasher.finish()

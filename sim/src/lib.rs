@@ -30,4 +30,4 @@ pub use run::{Evaluation, SeedRun, draw, evaluate, simulate, simulate_within};
 pub use session::{LIVENESS_INPUTS_MAX, Record, STALL_INPUTS_MAX, Session};
 pub use shrink::{EVALUATIONS_MAX, NotReproduced, Shrunk, shrink};
 pub use swarm::{InputWeights, POOL_SIZE_MAX, PreStepWeights, StepWeights, Swarm};
-pub use sweep::{Finding, Outcome, Plan, sweep};
+pub use sweep::{Failure, Plan, Swept, sweep};

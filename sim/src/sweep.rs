@@ -35,7 +35,7 @@ pub struct Plan {
 
 /// Why a seed failed.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub enum Finding {
+pub enum Failure {
     /// A property broke.
     Violation(SeedRun),
     /// The core (or a checker) panicked: an assertion failed.
@@ -54,7 +54,7 @@ pub enum Finding {
     },
 }
 
-impl Finding {
+impl Failure {
     /// The failing seed.
     pub fn seed(&self) -> u64 {
         match self {
@@ -65,15 +65,15 @@ impl Finding {
 }
 
 /// A finished sweep.
-pub struct Outcome {
+pub struct Swept {
     /// Seeds run (all of them when nothing failed).
     pub seeds: u64,
     /// Inputs fed over all seeds run, counting one run per seed.
     pub inputs: u64,
     /// Distinct abstract states reached (empty when coverage is off).
     pub coverage: Coverage,
-    /// The lowest failing seed's finding.
-    pub finding: Option<Finding>,
+    /// The lowest failing seed's failure.
+    pub failure: Option<Failure>,
 }
 
 /// Shared between workers.
@@ -82,19 +82,19 @@ struct Shared<'a> {
     prototype: &'a Agent,
     next_index: AtomicU64,
     lowest_failure: AtomicU64,
-    findings: Mutex<BTreeMap<u64, Finding>>,
+    failures: Mutex<BTreeMap<u64, Failure>>,
     on_seed: &'a (dyn Fn(u64) + Sync),
 }
 
 /// Runs every seed of `plan` on clones of `prototype`. `on_seed` hears the
 /// input count of each finished seed (for a progress bar).
-pub fn sweep(plan: &Plan, prototype: &Agent, on_seed: &(dyn Fn(u64) + Sync)) -> Outcome {
+pub fn sweep(plan: &Plan, prototype: &Agent, on_seed: &(dyn Fn(u64) + Sync)) -> Swept {
     let shared = Shared {
         plan,
         prototype,
         next_index: AtomicU64::new(0),
         lowest_failure: AtomicU64::new(u64::MAX),
-        findings: Mutex::new(BTreeMap::new()),
+        failures: Mutex::new(BTreeMap::new()),
         on_seed,
     };
     let totals: Vec<(u64, u64, Coverage)> = if plan.jobs <= 1 {
@@ -110,20 +110,20 @@ pub fn sweep(plan: &Plan, prototype: &Agent, on_seed: &(dyn Fn(u64) + Sync)) -> 
                 .collect()
         })
     };
-    let mut outcome = Outcome {
+    let mut swept = Swept {
         seeds: 0,
         inputs: 0,
         coverage: Coverage::default(),
-        finding: None,
+        failure: None,
     };
     for (seeds, inputs, coverage) in totals {
-        outcome.seeds += seeds;
-        outcome.inputs += inputs;
-        outcome.coverage.merge(coverage);
+        swept.seeds += seeds;
+        swept.inputs += inputs;
+        swept.coverage.merge(coverage);
     }
-    let findings = shared.findings.into_inner().expect("no worker panicked");
-    outcome.finding = findings.into_values().next();
-    outcome
+    let failures = shared.failures.into_inner().expect("no worker panicked");
+    swept.failure = failures.into_values().next();
+    swept
 }
 
 /// One worker: takes seeds in order until they run out or a lower seed failed.
@@ -143,25 +143,25 @@ fn work(shared: &Shared<'_>) -> (u64, u64, Coverage) {
         if seed > shared.lowest_failure.load(Ordering::Relaxed) {
             break;
         }
-        let (run_inputs, finding) = run_seed(shared, seed, &mut coverage);
+        let (run_inputs, failure) = run_seed(shared, seed, &mut coverage);
         seeds += 1;
         inputs += run_inputs;
         (shared.on_seed)(run_inputs);
-        if let Some(finding) = finding {
+        if let Some(failure) = failure {
             shared.lowest_failure.fetch_min(seed, Ordering::Relaxed);
-            let mut findings = shared.findings.lock().expect("no worker panicked");
-            findings.insert(seed, finding);
+            let mut failures = shared.failures.lock().expect("no worker panicked");
+            failures.insert(seed, failure);
         }
     }
     (seeds, inputs, coverage)
 }
 
 /// One seed; a panic inside it (a failed assertion in the core) becomes a
-/// finding for that seed instead of taking the sweep down without one.
+/// failure for that seed instead of taking the sweep down without one.
 /// Only determinism checks keep the trace and hash on the first run; a
 /// failing seed is run again with its trace recorded (runs are
 /// deterministic, which `--check-determinism` checks).
-fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Option<Finding>) {
+fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Option<Failure>) {
     let check = shared.plan.check_determinism;
     let prototype = shared.prototype;
     let guarded = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -186,7 +186,7 @@ fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Op
                 .map(|text| (*text).to_owned())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a non-text panic".to_owned());
-            return (0, Some(Finding::Panic { seed, message }));
+            return (0, Some(Failure::Panic { seed, message }));
         }
     };
     let inputs = run.inputs;
@@ -199,13 +199,13 @@ fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Op
         (again.violation != run.violation).then(|| "the verdicts differ".to_owned())
     };
     if let Some(difference) = differs {
-        return (inputs, Some(Finding::Nondeterminism { seed, difference }));
+        return (inputs, Some(Failure::Nondeterminism { seed, difference }));
     }
-    let finding = again
+    let failure = again
         .violation
         .is_some()
-        .then_some(Finding::Violation(again));
-    (inputs, finding)
+        .then_some(Failure::Violation(again));
+    (inputs, failure)
 }
 
 /// A run that keeps its trace and output hash.

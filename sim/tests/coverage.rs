@@ -29,9 +29,9 @@ fn every_state_a_bounded_sweep_reaches_is_in_the_checkers_set() {
         coverage: true,
         bound: Some(BOUNDS),
     };
-    let outcome = sweep(&plan, &Agent::new(), &|_| {});
-    assert!(outcome.finding.is_none(), "{:?}", outcome.finding);
-    let fraction = outcome.coverage.against(&checker_set());
+    let swept = sweep(&plan, &Agent::new(), &|_| {});
+    assert!(swept.failure.is_none(), "{:?}", swept.failure);
+    let fraction = swept.coverage.against(&checker_set());
     assert_eq!(fraction.outside, 0, "{fraction:?}");
     assert_eq!(fraction.inside, fraction.reached);
     assert!(fraction.inside > 1, "{fraction:?}");
@@ -49,8 +49,8 @@ fn a_free_sweep_leaves_the_bound() {
         coverage: true,
         bound: None,
     };
-    let outcome = sweep(&plan, &Agent::new(), &|_| {});
-    assert!(outcome.coverage.against(&checker_set()).outside > 0);
+    let swept = sweep(&plan, &Agent::new(), &|_| {});
+    assert!(swept.coverage.against(&checker_set()).outside > 0);
 }
 
 /// A bounded run mints the model's ids in order and no more than the bound

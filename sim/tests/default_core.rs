@@ -25,18 +25,18 @@ fn the_correct_core_passes_every_seed() {
         coverage: true,
         bound: None,
     };
-    let outcome = sweep(&plan, &Agent::new(), &|_| {});
+    let swept = sweep(&plan, &Agent::new(), &|_| {});
     assert!(
-        outcome.finding.is_none(),
+        swept.failure.is_none(),
         "the correct core failed: {:?}",
-        outcome.finding
+        swept.failure
     );
-    assert_eq!(outcome.seeds, SEEDS.end);
-    assert!(outcome.inputs > 10 * SEEDS.end, "{} inputs", outcome.inputs);
+    assert_eq!(swept.seeds, SEEDS.end);
+    assert!(swept.inputs > 10 * SEEDS.end, "{} inputs", swept.inputs);
     assert!(
-        outcome.coverage.states() > 1000,
+        swept.coverage.states() > 1000,
         "{}",
-        outcome.coverage.states()
+        swept.coverage.states()
     );
 }
 
@@ -50,9 +50,9 @@ fn jobs_do_not_change_the_result() {
             coverage: true,
             bound: None,
         };
-        let outcome = sweep(&plan, &Agent::new(), &|_| {});
-        assert!(outcome.finding.is_none(), "{:?}", outcome.finding);
-        (outcome.seeds, outcome.inputs, outcome.coverage.states())
+        let swept = sweep(&plan, &Agent::new(), &|_| {});
+        assert!(swept.failure.is_none(), "{:?}", swept.failure);
+        (swept.seeds, swept.inputs, swept.coverage.states())
     };
     assert_eq!(run(1), run(3));
 }

@@ -7,7 +7,7 @@
 use courier_check::Harness;
 use courier_core::transcript::{Script, record};
 use courier_core::{Agent, Mutant};
-use courier_sim::{Finding, Plan, SeedRun, evaluate, shrink, sweep};
+use courier_sim::{Failure, Plan, SeedRun, evaluate, shrink, sweep};
 
 /// Each bug is found below this seed (the CLI's must-show uses `0..1000`).
 const SEEDS: std::ops::Range<u64> = 0..200;
@@ -23,8 +23,8 @@ fn first_failure(mutant: Mutant) -> SeedRun {
         coverage: true,
         bound: None,
     };
-    match sweep(&plan, &Agent::with_mutant(Some(mutant)), &|_| {}).finding {
-        Some(Finding::Violation(run)) => run,
+    match sweep(&plan, &Agent::with_mutant(Some(mutant)), &|_| {}).failure {
+        Some(Failure::Violation(run)) => run,
         other => panic!("{mutant}: no violation in seeds {SEEDS:?} ({other:?})"),
     }
 }
@@ -34,7 +34,7 @@ fn every_planted_bug_is_found_replayed_and_shrunk() {
     for mutant in Mutant::ALL {
         let prototype = Agent::with_mutant(Some(mutant));
         let run = first_failure(mutant);
-        let violation = run.violation.clone().expect("a violation finding");
+        let violation = run.violation.clone().expect("a violation failure");
         assert!(
             mutant.caught_by().contains(&violation.property.name()),
             "{mutant}: seed {} reported {violation}, not one of {:?}",
@@ -103,8 +103,8 @@ fn a_mutant_sweep_reports_the_lowest_failing_seed_whatever_the_jobs() {
             coverage: true,
             bound: None,
         };
-        let outcome = sweep(&plan, &Agent::with_mutant(Some(Mutant::EarlyIdle)), &|_| {});
-        outcome.finding.map(|finding| finding.seed())
+        let swept = sweep(&plan, &Agent::with_mutant(Some(Mutant::EarlyIdle)), &|_| {});
+        swept.failure.map(|failure| failure.seed())
     };
     let single = lowest(1);
     assert!(single.is_some(), "early-idle not found");

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use courier::diagram::Format;
 use courier_core::Agent;
-use courier_sim::{Finding, Plan, REPORT_FORMAT, Report, SeedRun, draw, evaluate, sweep};
+use courier_sim::{Failure, Plan, REPORT_FORMAT, Report, SeedRun, draw, evaluate, sweep};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod bound;
@@ -82,17 +82,17 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         bar.inc(1);
         bar.set_message(format!("{} inputs/s", rate(total, bar.elapsed())));
     };
-    let outcome = sweep(&plan, &prototype, &on_seed);
+    let swept = sweep(&plan, &prototype, &on_seed);
     bar.finish_and_clear();
     let elapsed = started.elapsed();
-    match outcome.finding {
-        Some(Finding::Violation(run)) => report_violation(args, &prototype, &run),
-        Some(Finding::Panic { seed, message }) => {
+    match swept.failure {
+        Some(Failure::Violation(run)) => report_violation(args, &prototype, &run),
+        Some(Failure::Panic { seed, message }) => {
             println!("panic: seed={seed}: {message}");
             println!("rerun: {}", rerun_command(args, seed));
             ExitCode::from(1)
         }
-        Some(Finding::Nondeterminism { seed, difference }) => {
+        Some(Failure::Nondeterminism { seed, difference }) => {
             println!("nondeterminism: seed={seed}: {difference}");
             println!("rerun: {}", rerun_command(args, seed));
             ExitCode::from(1)
@@ -101,17 +101,17 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             let states = if args.no_coverage {
                 "coverage off".to_owned()
             } else {
-                format!("{} distinct abstract states", outcome.coverage.states())
+                format!("{} distinct abstract states", swept.coverage.states())
             };
             println!(
                 "passed: {} seeds, {} inputs in {:.2} s ({} inputs/s), {states}",
-                outcome.seeds,
-                outcome.inputs,
+                swept.seeds,
+                swept.inputs,
                 elapsed.as_secs_f64(),
-                rate(outcome.inputs, elapsed),
+                rate(swept.inputs, elapsed),
             );
             match plan.bound {
-                Some(bounds) => bound::report(bounds, &prototype, &outcome.coverage),
+                Some(bounds) => bound::report(bounds, &prototype, &swept.coverage),
                 None => ExitCode::SUCCESS,
             }
         }
@@ -180,7 +180,7 @@ fn print_diagram(args: &Args, path: &Path, report: &Report) {
 
 /// Writes the report of a failing seed and prints how to replay it.
 fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
-    let violation = run.violation.as_ref().expect("a violation finding");
+    let violation = run.violation.as_ref().expect("a violation failure");
     let evaluation = evaluate(prototype, &run.trace);
     if evaluation.violation.as_ref().map(|v| v.property) != Some(violation.property) {
         println!(
