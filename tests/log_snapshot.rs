@@ -5,50 +5,30 @@
 
 use courier_core::log::{self, LogLine, SessionHeader};
 use courier_core::transcript::{self, Command, Script};
-use courier_core::{Agent, Input, Output};
+use courier_core::{Agent, Output};
 
 /// The transcript whose log is pinned: three turns, a steer, an idle inject,
 /// a keep-inbox cancel and a latch replay.
 const SCENARIO: &str = "tests/scenarios/demo-latch-replay.txn";
 
-/// Same cap as the runner's `run`: a stall fails instead of hanging.
-const RUN_INPUTS_MAX: usize = transcript::RUN_INPUTS_MAX;
-
-/// Feeds one input and returns its outputs (a refusal returns none).
-fn feed(agent: &mut Agent, input: Input) -> Vec<Output> {
-    match agent.handle(input) {
-        Ok(()) => std::iter::from_fn(|| agent.poll_output()).collect(),
-        Err(_) => Vec::new(),
-    }
-}
-
 /// Runs the transcript and returns every output per block, as values (the
-/// runner's API gives printed lines only).
+/// runner's API gives printed lines only; a refusal has none).
 fn outputs_per_block(script: &Script) -> Vec<Vec<Output>> {
     let mut agent = Agent::new();
     let mut per_block = Vec::new();
     for block in script.blocks() {
         let command = transcript::parse_command(&block.command).expect("a valid command");
-        let outputs = match command {
+        let mut outputs = Vec::new();
+        let mut feed = |agent: &mut Agent, input| outputs.extend(agent.transition(input).outputs);
+        match command {
             Command::Input(input) => feed(&mut agent, input),
-            Command::Run => run_until_idle(&mut agent),
-            Command::Inbox | Command::Status => Vec::new(),
-        };
+            Command::Run => transcript::run_until_idle(&mut agent, |agent| agent, feed)
+                .expect("`run` reaches idle"),
+            Command::Inbox | Command::Status => {}
+        }
         per_block.push(outputs);
     }
     per_block
-}
-
-/// `run`: the runner's default completions until idle, bounded like it.
-fn run_until_idle(agent: &mut Agent) -> Vec<Output> {
-    let mut outputs = Vec::new();
-    for _ in 0..RUN_INPUTS_MAX {
-        let Some(input) = transcript::default_completion(agent) else {
-            return outputs;
-        };
-        outputs.extend(feed(agent, input));
-    }
-    panic!("run did not reach idle within {RUN_INPUTS_MAX} completions");
 }
 
 #[test]
