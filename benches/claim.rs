@@ -66,9 +66,11 @@ fn check_claim_cycle(count: usize) {
     }
     let claims: Vec<usize> = outputs
         .iter()
-        .filter_map(|output| match output {
-            Output::Spliced(splice) if splice.inserted.is_empty() => Some(splice.removed_count),
-            _ => None,
+        .filter_map(|output| {
+            let Output::Spliced(splice) = output else {
+                return None;
+            };
+            splice.inserted.is_empty().then_some(splice.removed_count)
         })
         .collect();
     assert_eq!(claims, [count], "one boundary claims the whole batch");

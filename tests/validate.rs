@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use courier_check::validate::{Finding, Summary, Unreadable, validate};
 use courier_core::Agent;
 use courier_core::log::{SessionHeader, durable_line};
-use courier_core::transcript::{Command as Line, Script, default_completion, parse_command};
+use courier_core::transcript::{Command as Line, Script, parse_command, run_until_idle};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
@@ -193,39 +193,23 @@ fn scenario_log(file: &Path) -> String {
     let script = Script::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
     let mut agent = Agent::new();
     let mut log = SessionHeader::new(common::display(file)).line() + "\n";
+    // A refusal changes nothing and emits nothing (SPEC §10).
+    let mut feed = |agent: &mut Agent, input| {
+        for output in agent.transition(input).outputs {
+            if let Some(line) = durable_line(&output) {
+                log.push_str(&line);
+                log.push('\n');
+            }
+        }
+    };
     for block in script.blocks() {
         match parse_command(&block.command) {
-            // A refusal changes nothing and emits nothing (SPEC §10).
-            Ok(Line::Input(input)) => {
-                let _ = agent.handle(input);
-            }
-            Ok(Line::Run) => run(&mut agent, &mut log),
-            _ => {}
+            Ok(Line::Input(input)) => feed(&mut agent, input),
+            Ok(Line::Run) => run_until_idle(&mut agent, |agent| agent, &mut feed).unwrap(),
+            Ok(Line::Inbox | Line::Status) | Err(_) => {}
         }
-        drain(&mut agent, &mut log);
     }
     log
-}
-
-/// `run`: default completions until idle, bounded.
-fn run(agent: &mut Agent, log: &mut String) {
-    for _ in 0..1000 {
-        let Some(input) = default_completion(agent) else {
-            return;
-        };
-        agent.handle(input).unwrap();
-        drain(agent, log);
-    }
-    panic!("run did not reach idle within 1000 completions");
-}
-
-fn drain(agent: &mut Agent, log: &mut String) {
-    while let Some(output) = agent.poll_output() {
-        if let Some(line) = durable_line(&output) {
-            log.push_str(&line);
-            log.push('\n');
-        }
-    }
 }
 
 #[test]

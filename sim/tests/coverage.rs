@@ -72,7 +72,14 @@ fn a_bounded_run_inserts_the_models_ids_in_order() {
                 Input::Send { message, .. }
                 | Input::Prepend { message, .. }
                 | Input::Replace { message, .. } => Some(message.id().as_str()),
-                _ => None,
+                Input::Append { .. }
+                | Input::Remove { .. }
+                | Input::Splice { .. }
+                | Input::Cancel { .. }
+                | Input::Dispose
+                | Input::WhenIdle
+                | Input::PreStep(_)
+                | Input::Step(_) => None,
             })
             .collect();
         assert!(
