@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use courier_core::{Message, PreStepDecision, Status, StepOutcome};
-use courier_runtime::{Agent, Sink, model_fn, pre_step_fn};
+use courier_runtime::{Handle, Sink, pre_step_hook_fn, step_hook_fn};
 use criterion::measurement::Measurement;
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use tokio::runtime::Runtime;
@@ -49,25 +49,26 @@ impl Sink for Discard {
     }
 }
 
-/// One agent and its driver task on a current-thread runtime, with hooks
-/// that answer at once (`pass`, `completed`). `entered` counts the messages
-/// the model hook was handed, so a cycle can be checked to deliver them all.
-struct Handle {
+/// One agent's handle and its driver task on a current-thread runtime, with
+/// hooks that answer at once (`pass`, `completed`). `entered` counts the
+/// messages the step hook was handed, so a cycle can be checked to deliver
+/// them all.
+struct HandleBench {
     runtime: Runtime,
-    agent: Agent,
+    agent: Handle,
     entered: Arc<AtomicUsize>,
 }
 
-impl Handle {
+impl HandleBench {
     fn new() -> Self {
         let entered = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&entered);
-        let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
-        let model = model_fn(move |call| {
+        let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+        let step_hook = step_hook_fn(move |call| {
             counted.fetch_add(call.entered.len(), Ordering::Relaxed);
             ready(StepOutcome::Completed)
         });
-        let (agent, driver) = Agent::new("bench", pre_step, model, Discard);
+        let (agent, driver) = Handle::new("bench", pre_step_hook, step_hook, Discard);
         let runtime = current_thread();
         runtime.spawn(driver.run());
         Self {
@@ -80,7 +81,7 @@ impl Handle {
     /// One delivery cycle, from idle back to idle: `inject` all but the last
     /// message (no-wake), `steer` the last (it wakes the driver task, whose
     /// first boundary claims all N), then await `when_idle` while the driver
-    /// runs the pre-step hook on the batch and the model step on the N
+    /// runs the pre-step hook on the batch and the step hook on the N
     /// entered messages.
     fn cycle(&mut self, batch: &mut Vec<Message>) {
         let agent = &self.agent;
@@ -96,10 +97,10 @@ impl Handle {
 }
 
 /// Runs one cycle outside the measurement and checks that it is the cycle
-/// this bench claims to time: all N messages reach the model hook and the
+/// this bench claims to time: all N messages reach the step hook and the
 /// agent ends idle with nothing pending.
 fn check_handle_cycle(count: usize) {
-    let mut handle = Handle::new();
+    let mut handle = HandleBench::new();
     handle.cycle(&mut common::messages(count));
     assert_eq!(handle.entered.load(Ordering::Relaxed), count);
     assert_eq!(handle.agent.status(), Status::Idle, "the cycle ends idle");
@@ -167,7 +168,7 @@ fn runtime<M: Measurement>(criterion: &mut Criterion<M>) {
         check_handle_cycle(count);
         // Fresh containers per batch size, so one size's capacity never
         // carries over to the next.
-        let mut handle = Handle::new();
+        let mut handle = HandleBench::new();
         let mut task = TokioTask::new(count);
         let mut same_task = common::TokioChannel::new();
         let prebuilt = common::messages(count);

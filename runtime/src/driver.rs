@@ -9,34 +9,36 @@ use std::task::Poll;
 
 use courier_core::{Input, PreStepDecision, StepOutcome};
 
-use crate::hooks::{Model, PreStep};
+use crate::hooks::{PreStepHook, StepHook};
 use crate::shared::{Job, Shared};
 use crate::sync::Arc;
 
-/// Drives one agent: spawn [`Driver::run`] on any executor. Until it runs, no
-/// hook is called, no turn gets past its first claim, and `when_idle` after a
-/// waking send never resolves.
-#[must_use = "the agent makes no progress until its driver runs: spawn `driver.run()`"]
-pub struct Driver<P, M> {
+/// The task that drives one agent: spawn [`DriverTask::run`] on any
+/// executor. Named apart from the core's driver (the state of a running turn)
+/// because it outlives every turn. Until it runs, no hook is called, no turn
+/// gets past its first claim, and `when_idle` after a waking send never
+/// resolves.
+#[must_use = "the agent makes no progress until its driver task runs: spawn `driver.run()`"]
+pub struct DriverTask<P, S> {
     shared: Arc<Shared>,
-    pre_step: P,
-    model: M,
+    pre_step_hook: P,
+    step_hook: S,
     #[cfg(feature = "mutants")]
     racy_wake: bool,
 }
 
-impl<P: PreStep, M: Model> Driver<P, M> {
-    pub(crate) fn new(shared: Arc<Shared>, pre_step: P, model: M) -> Self {
+impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
+    pub(crate) fn new(shared: Arc<Shared>, pre_step_hook: P, step_hook: S) -> Self {
         Self {
             shared,
-            pre_step,
-            model,
+            pre_step_hook,
+            step_hook,
             #[cfg(feature = "mutants")]
             racy_wake: false,
         }
     }
 
-    /// Plants a lost-wakeup race in the driver's wait (see the `racy` loom
+    /// Plants a lost-wakeup race in the driver task's wait (see the `racy` loom
     /// test); never use it for anything else.
     #[cfg(feature = "mutants")]
     pub fn with_racy_wake(mut self) -> Self {
@@ -52,13 +54,13 @@ impl<P: PreStep, M: Model> Driver<P, M> {
             let completion = match job {
                 Job::PreStep(boundary) => {
                     let turn = boundary.turn;
-                    let hook = self.pre_step.decide(boundary);
+                    let hook = self.pre_step_hook.decide(boundary);
                     let decision = unless_aborted(&self.shared, turn, hook).await;
                     Input::PreStep(decision.unwrap_or(PreStepDecision::Fail))
                 }
                 Job::Step(call) => {
                     let turn = call.turn;
-                    let hook = self.model.step(call);
+                    let hook = self.step_hook.step(call);
                     let outcome = unless_aborted(&self.shared, turn, hook).await;
                     Input::Step(outcome.unwrap_or(StepOutcome::Fail))
                 }

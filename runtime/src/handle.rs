@@ -12,54 +12,62 @@ use courier_core::{
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::driver::Driver;
-use crate::hooks::{Model, PreStep};
+use crate::driver::DriverTask;
+use crate::hooks::{PreStepHook, StepHook};
 use crate::observer::Observer;
 use crate::shared::Shared;
 use crate::sink::Sink;
 use crate::sync::Arc;
 
-/// A handle to one running agent (`Clone + Send + Sync`). Dropping the last
-/// handle disposes the agent, which lets its driver finish.
-pub struct Agent {
+/// A handle to one agent the runtime runs (`Clone + Send + Sync`); the agent
+/// itself, a `courier_core::Agent`, sits behind it and is reached only
+/// through its calls. Dropping the last handle disposes the agent, which lets
+/// its driver task finish.
+pub struct Handle {
     shared: Arc<Shared>,
 }
 
-impl Agent {
+impl Handle {
     /// A fresh idle agent whose durable log goes to `sink` (header first,
-    /// with `session_id`), and the driver that serves its hooks.
-    pub fn new<P: PreStep, M: Model>(
+    /// with `session_id`), and the driver task that serves its hooks.
+    pub fn new<P: PreStepHook, S: StepHook>(
         session_id: &str,
-        pre_step: P,
-        model: M,
+        pre_step_hook: P,
+        step_hook: S,
         sink: impl Sink,
-    ) -> (Self, Driver<P, M>) {
-        Self::build(session_id, pre_step, model, Box::new(sink), None)
+    ) -> (Self, DriverTask<P, S>) {
+        Self::build(session_id, pre_step_hook, step_hook, Box::new(sink), None)
     }
 
-    /// [`Agent::new`], plus an `observer` handed every transition (input,
+    /// [`Handle::new`], plus an `observer` handed every transition (input,
     /// answer, outputs) in the core's order, so a test can run a checker
     /// that needs the inputs too. See [`Observer`] for what it must not do.
-    pub fn with_observer<P: PreStep, M: Model>(
+    pub fn with_observer<P: PreStepHook, S: StepHook>(
         session_id: &str,
-        pre_step: P,
-        model: M,
+        pre_step_hook: P,
+        step_hook: S,
         sink: impl Sink,
         observer: impl Observer,
-    ) -> (Self, Driver<P, M>) {
+    ) -> (Self, DriverTask<P, S>) {
         let observer: Box<dyn Observer> = Box::new(observer);
-        Self::build(session_id, pre_step, model, Box::new(sink), Some(observer))
+        Self::build(
+            session_id,
+            pre_step_hook,
+            step_hook,
+            Box::new(sink),
+            Some(observer),
+        )
     }
 
-    fn build<P: PreStep, M: Model>(
+    fn build<P: PreStepHook, S: StepHook>(
         session_id: &str,
-        pre_step: P,
-        model: M,
+        pre_step_hook: P,
+        step_hook: S,
         sink: Box<dyn Sink>,
         observer: Option<Box<dyn Observer>>,
-    ) -> (Self, Driver<P, M>) {
+    ) -> (Self, DriverTask<P, S>) {
         let shared = Arc::new(Shared::new(sink, session_id, observer));
-        let driver = Driver::new(Arc::clone(&shared), pre_step, model);
+        let driver = DriverTask::new(Arc::clone(&shared), pre_step_hook, step_hook);
         (Self { shared }, driver)
     }
 
@@ -180,7 +188,7 @@ impl Agent {
     }
 }
 
-impl Clone for Agent {
+impl Clone for Handle {
     fn clone(&self) -> Self {
         self.shared.handle_cloned();
         Self {
@@ -189,13 +197,13 @@ impl Clone for Agent {
     }
 }
 
-impl Drop for Agent {
+impl Drop for Handle {
     fn drop(&mut self) {
         self.shared.handle_dropped();
     }
 }
 
-/// The future of [`Agent::when_idle`].
+/// The future of [`Handle::when_idle`].
 #[must_use = "a when-idle waiter does nothing unless awaited"]
 pub struct WhenIdle {
     shared: Arc<Shared>,
@@ -210,13 +218,13 @@ impl Future for WhenIdle {
     }
 }
 
-/// A subscription to an agent's outputs; see [`Agent::subscribe`].
+/// A subscription to an agent's outputs; see [`Handle::subscribe`].
 pub struct Notifications {
     receiver: UnboundedReceiver<Output>,
 }
 
 impl Notifications {
-    /// The next output; `None` once the agent and its driver are gone and
+    /// The next output; `None` once the agent and its driver task are gone and
     /// everything was read.
     pub async fn recv(&mut self) -> Option<Output> {
         self.receiver.recv().await

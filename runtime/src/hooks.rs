@@ -1,9 +1,10 @@
-//! The two user-supplied async hooks the driver awaits: the pre-step
-//! decision over a claimed batch and the model step. Each is a trait, so a
-//! hook can keep state across calls, plus a closure adapter for the common
-//! case. The driver runs one hook at a time; a cancel that aborts the turn
-//! drops the hook's future (that is how cancellation reaches it), and the
-//! core still decides how the turn ends.
+//! The two user-supplied async hooks the driver task awaits: the pre-step
+//! hook's decision over a claimed batch and the step hook's run of one step
+//! (where an agent calls its LLM). Each is a trait, so a hook can keep state
+//! across calls, plus a closure adapter for the common case. The driver task
+//! runs one hook at a time; a cancel that aborts the turn drops the hook's
+//! future (that is how cancellation reaches it), and the core still decides
+//! how the turn ends.
 
 use std::future::Future;
 
@@ -20,7 +21,7 @@ pub struct Boundary {
     pub batch: Vec<Message>,
 }
 
-/// One model step: the messages that entered it.
+/// One step: the messages that entered it.
 #[derive(Clone, Debug)]
 pub struct StepCall {
     /// The open turn.
@@ -32,42 +33,42 @@ pub struct StepCall {
 }
 
 /// Decides what enters the next step (SPEC §3 `pre-step`).
-pub trait PreStep: Send + 'static {
+pub trait PreStepHook: Send + 'static {
     /// The decision over one boundary's claimed batch.
     fn decide(&mut self, boundary: Boundary) -> impl Future<Output = PreStepDecision> + Send;
 }
 
-/// Runs one model step (SPEC §3 `step`).
-pub trait Model: Send + 'static {
+/// Runs one step (SPEC §3 `step`); its outcome says whether the turn goes on.
+pub trait StepHook: Send + 'static {
     /// The outcome of one step.
     fn step(&mut self, call: StepCall) -> impl Future<Output = StepOutcome> + Send;
 }
 
-/// A [`PreStep`] hook made of a closure; see [`pre_step_fn`].
-pub struct PreStepFn<F>(F);
+/// A [`PreStepHook`] made of a closure; see [`pre_step_hook_fn`].
+pub struct PreStepHookFn<F>(F);
 
-/// A [`Model`] hook made of a closure; see [`model_fn`].
-pub struct ModelFn<F>(F);
+/// A [`StepHook`] made of a closure; see [`step_hook_fn`].
+pub struct StepHookFn<F>(F);
 
-/// Wraps `decide(boundary) -> future of the decision` as a [`PreStep`] hook.
-pub fn pre_step_fn<F, Decision>(decide: F) -> PreStepFn<F>
+/// Wraps `decide(boundary) -> future of the decision` as a [`PreStepHook`].
+pub fn pre_step_hook_fn<F, Decision>(decide: F) -> PreStepHookFn<F>
 where
     F: FnMut(Boundary) -> Decision + Send + 'static,
     Decision: Future<Output = PreStepDecision> + Send,
 {
-    PreStepFn(decide)
+    PreStepHookFn(decide)
 }
 
-/// Wraps `step(call) -> future of the outcome` as a [`Model`] hook.
-pub fn model_fn<F, Outcome>(step: F) -> ModelFn<F>
+/// Wraps `step(call) -> future of the outcome` as a [`StepHook`].
+pub fn step_hook_fn<F, Outcome>(step: F) -> StepHookFn<F>
 where
     F: FnMut(StepCall) -> Outcome + Send + 'static,
     Outcome: Future<Output = StepOutcome> + Send,
 {
-    ModelFn(step)
+    StepHookFn(step)
 }
 
-impl<F, Decision> PreStep for PreStepFn<F>
+impl<F, Decision> PreStepHook for PreStepHookFn<F>
 where
     F: FnMut(Boundary) -> Decision + Send + 'static,
     Decision: Future<Output = PreStepDecision> + Send,
@@ -77,7 +78,7 @@ where
     }
 }
 
-impl<F, Outcome> Model for ModelFn<F>
+impl<F, Outcome> StepHook for StepHookFn<F>
 where
     F: FnMut(StepCall) -> Outcome + Send + 'static,
     Outcome: Future<Output = StepOutcome> + Send,

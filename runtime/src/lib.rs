@@ -1,13 +1,38 @@
-//! `courier-runtime`: the thin async runtime over `courier-core`: an [`Agent`] handle that
-//! clients call from any thread, and one [`Driver`] task that awaits the
-//! user's [`PreStep`] and [`Model`] hooks and feeds their results back to the
-//! core. All delivery decisions stay in the core; this layer only serializes
-//! inputs (one mutex), wakes the driver without losing a wake, routes outputs
-//! to a [`Sink`] and to subscribers, and resolves `when_idle` waiters. An
-//! optional [`Observer`] sees each transition whole, for external checkers.
+//! The thin async runtime over `courier-core`. It runs one core
+//! `courier_core::Agent` behind a [`Handle`] that clients clone and call from
+//! any thread, and one [`DriverTask`] that awaits the embedder's
+//! [`PreStepHook`] and [`StepHook`] and feeds their results back to the core
+//! as completions.
 //!
-//! Executor-agnostic: nothing here spawns or sleeps, so the loom suite runs
-//! the real driver under `loom::future::block_on`, and the CLI runs it on tokio.
+//! All delivery decisions stay in the core; this crate only serializes
+//! inputs (one mutex), wakes the driver task without losing a wake, routes
+//! outputs to a [`Sink`] (the durable ones, as the dsh JSONL session log) and
+//! to subscribers ([`Handle::subscribe`]), and resolves [`Handle::when_idle`]
+//! waiters. An optional [`Observer`] sees each [`Transition`] whole, for
+//! external checkers such as `courier_check::Monitor`.
+//!
+//! Executor-agnostic: nothing here spawns, sleeps or reads a clock, so the
+//! embedder spawns [`DriverTask::run`] where it likes (the `courier demo` CLI
+//! and `examples/embed.rs` use tokio), and the loom suite (`tests/loom.rs`,
+//! under `--cfg loom`, where the `sync` shim swaps in loom's primitives) runs
+//! the real driver task under `loom::future::block_on`.
+//!
+//! ```no_run
+//! use std::future::ready;
+//!
+//! use courier_core::{PreStepDecision, StepOutcome};
+//! use courier_runtime::{Handle, MemoryLog, pre_step_hook_fn, step_hook_fn};
+//!
+//! # async fn embed() {
+//! let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+//! let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+//! let (handle, driver) = Handle::new("session", pre_step_hook, step_hook, MemoryLog::new());
+//! tokio::spawn(driver.run());
+//! handle.followup("hello").expect("a fresh id");
+//! handle.when_idle().await;
+//! handle.dispose().await.expect("a memory log never fails");
+//! # }
+//! ```
 
 mod driver;
 mod fanout;
@@ -18,8 +43,11 @@ mod shared;
 mod sink;
 mod sync;
 
-pub use driver::Driver;
-pub use handle::{Agent, Notifications, WhenIdle};
-pub use hooks::{Boundary, Model, ModelFn, PreStep, PreStepFn, StepCall, model_fn, pre_step_fn};
+pub use driver::DriverTask;
+pub use handle::{Handle, Notifications, WhenIdle};
+pub use hooks::{
+    Boundary, PreStepHook, PreStepHookFn, StepCall, StepHook, StepHookFn, pre_step_hook_fn,
+    step_hook_fn,
+};
 pub use observer::{Observer, Transition};
 pub use sink::{JsonlFile, MemoryLog, Sink};

@@ -1,12 +1,12 @@
 //! An optional tap on every transition the runtime runs, for checkers that
-//! need each input and not only the outputs (e.g. `courier_check::Checker`,
+//! need each input and not only the outputs (e.g. `courier_check::Monitor`,
 //! whose no-lost-wakeup check reads which sends woke). The runtime only
 //! reports what happened; it judges nothing.
 
 pub use courier_core::Transition;
 
 /// Receives every [`Transition`], in the core's order; see
-/// [`crate::Agent::with_observer`]. Any `FnMut(Transition) + Send` closure
+/// [`crate::Handle::with_observer`]. Any `FnMut(Transition) + Send` closure
 /// is one.
 ///
 /// Called inside the agent's critical section (that is what makes the order

@@ -1,13 +1,13 @@
 //! The sync layer: the core behind one mutex, with the driver task's wake slot
 //! and the `when_idle` tickets beside it. Each handle call and each driver
-//! completion is one critical section that runs the core's transition, hands
-//! its outputs to the fanout in emission order and picks whom to wake; wakers
-//! run after the lock is released.
+//! task completion is one critical section that runs the core's transition,
+//! hands its outputs to the fanout in emission order and picks whom to wake;
+//! wakers run after the lock is released.
 //!
-//! Why no wake is lost: the driver looks for work and parks its waker in one
-//! critical section, and an input that gives it work (starts a driver, aborts
-//! the turn, disposes) takes that waker in the critical section that gave the
-//! work. Splitting the look and the park across two critical sections loses a
+//! Why no wake is lost: the driver task looks for work and parks its waker in
+//! one critical section, and an input that gives it work (starts a core
+//! driver, aborts the turn, disposes) takes that waker in the critical
+//! section that gave the work. Splitting the look and the park across two critical sections loses a
 //! wake sent between them; the `racy` loom test plants exactly that.
 
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ use crate::sync::{Mutex, lock};
 pub(crate) enum Job {
     /// Ask the pre-step hook about a claimed batch.
     PreStep(Boundary),
-    /// Run the model step.
+    /// Run the step hook.
     Step(StepCall),
 }
 
@@ -38,12 +38,12 @@ pub(crate) struct Shared {
 struct Locked {
     core: Core,
     /// The driver task's waker while it waits for work or for an abort.
-    driver: Option<Waker>,
+    driver_task: Option<Waker>,
     /// What the open step entered, read off `user/message` outputs.
     entered: Vec<Message>,
     idle: Tickets,
     fanout: Fanout,
-    /// Live [`crate::Agent`] handles; the last one to go disposes the agent.
+    /// Live [`crate::Handle`]s; the last one to go disposes the agent.
     handles: usize,
     /// Wakers to run once the lock is released.
     wake: Vec<Waker>,
@@ -69,7 +69,7 @@ impl Shared {
     ) -> Self {
         let locked = Locked {
             core: Core::new(),
-            driver: None,
+            driver_task: None,
             entered: Vec::new(),
             idle: Tickets::default(),
             fanout: Fanout::new(sink, session_id),
@@ -96,19 +96,22 @@ impl Shared {
 
     /// A client input: one transition of the core.
     pub(crate) fn input(&self, input: Input) -> Result<(), Refusal> {
-        debug_assert!(!input.is_completion(), "completions belong to the driver");
+        debug_assert!(
+            !input.is_completion(),
+            "completions belong to the driver task"
+        );
         debug_assert!(input != Input::WhenIdle, "a waiter needs its ticket");
         self.with(|locked| locked.run(input))
     }
 
-    /// The driver's completion of the point it was awaiting.
+    /// The driver task's completion of the point it was awaiting.
     pub(crate) fn complete(&self, completion: Input) {
         debug_assert!(completion.is_completion(), "clients feed no completions");
         self.with(|locked| {
             let fed = locked.run(completion);
-            // Only the driver feeds completions and no client input moves the
-            // awaited point, so the point the job named is still awaited.
-            fed.expect("the driver completes the point it was given");
+            // Only the driver task feeds completions and no client input moves
+            // the awaited point, so the point the job named is still awaited.
+            fed.expect("the driver task completes the point it was given");
         });
     }
 
@@ -126,12 +129,12 @@ impl Shared {
         self.with(|locked| locked.idle.poll(ticket, context.waker()))
     }
 
-    /// The next job, `None` once the agent is disposed and idle (the driver's
-    /// end), or a parked waker.
+    /// The next job, `None` once the agent is disposed and idle (the driver
+    /// task's end), or a parked waker.
     pub(crate) fn poll_job(&self, context: &mut Context<'_>) -> Poll<Option<Job>> {
         self.with(|locked| match locked.look() {
             Poll::Pending => {
-                park(&mut locked.driver, context.waker());
+                park(&mut locked.driver_task, context.waker());
                 Poll::Pending
             }
             ready => ready,
@@ -139,19 +142,19 @@ impl Shared {
     }
 
     /// Planted race: looks under one lock and parks under another, so a send
-    /// that starts a driver in between finds no waker and the driver sleeps
-    /// through it. Only the `racy` loom test runs this.
+    /// that starts a core driver in between finds no waker and the driver
+    /// task sleeps through it. Only the `racy` loom test runs this.
     #[cfg(feature = "mutants")]
     pub(crate) fn poll_job_racy(&self, context: &mut Context<'_>) -> Poll<Option<Job>> {
         if let ready @ Poll::Ready(_) = self.with(Locked::look) {
             return ready;
         }
-        self.with(|locked| park(&mut locked.driver, context.waker()));
+        self.with(|locked| park(&mut locked.driver_task, context.waker()));
         Poll::Pending
     }
 
-    /// Ready once a cancel or dispose aborted `turn`; parks the driver's waker
-    /// otherwise, so the abort reaches the hook in flight.
+    /// Ready once a cancel or dispose aborted `turn`; parks the driver task's
+    /// waker otherwise, so the abort reaches the hook in flight.
     pub(crate) fn poll_aborted(&self, turn: u64, context: &mut Context<'_>) -> Poll<()> {
         self.with(|locked| {
             let open =
@@ -159,7 +162,7 @@ impl Shared {
             if open && locked.core.abort_cause().is_some() {
                 return Poll::Ready(());
             }
-            park(&mut locked.driver, context.waker());
+            park(&mut locked.driver_task, context.waker());
             Poll::Pending
         })
     }
@@ -225,11 +228,11 @@ impl Locked {
         record: Option<&mut Vec<Output>>,
     ) -> Result<(), Refusal> {
         let before = self.core.status();
-        let aborts = matches!(input, Input::Cancel { .. } | Input::Dispose);
+        let aborts = aborts(&input);
         self.core.handle(input)?;
         let started = before == Status::Idle && self.core.status() != Status::Idle;
         if started || aborts {
-            self.wake.extend(self.driver.take());
+            self.wake.extend(self.driver_task.take());
         }
         self.drain(record);
         Ok(())
@@ -241,7 +244,16 @@ impl Locked {
                 Output::StepStart { .. } => self.entered.clear(),
                 Output::UserMessage(message) => self.entered.push(message.clone()),
                 Output::Idle => self.wake.extend(self.idle.resolve_next()),
-                _ => {}
+                // The rest only go to the fanout.
+                Output::Spliced(_)
+                | Output::TurnStart { .. }
+                | Output::StepEnd { .. }
+                | Output::TurnEnd { .. }
+                | Output::Inserted { .. }
+                | Output::Claimed { .. }
+                | Output::Discarded { .. }
+                | Output::Status { .. }
+                | Output::Error { .. } => {}
             }
             self.fanout.deliver(&output);
             if let Some(record) = record.as_deref_mut() {
@@ -250,8 +262,8 @@ impl Locked {
         }
     }
 
-    /// The job the core's state asks for: `Ready(None)` when the driver is
-    /// done for good, `Pending` when it must wait for a wake.
+    /// The job the core's state asks for: `Ready(None)` when the driver task
+    /// is done for good, `Pending` when it must wait for a wake.
     fn look(&mut self) -> Poll<Option<Job>> {
         let job = match self.core.status() {
             Status::Idle if self.core.is_disposed() => return Poll::Ready(None),
@@ -282,8 +294,25 @@ impl Locked {
     }
 }
 
-/// Keeps the driver's latest waker; the task is the same between polls, so
-/// an equal waker is not cloned again.
+/// Whether `input` may abort the running turn, so the driver task parked on
+/// its hook must wake and drop it. Listed in full so a new input must say.
+fn aborts(input: &Input) -> bool {
+    match input {
+        Input::Cancel { .. } | Input::Dispose => true,
+        Input::Send { .. }
+        | Input::Append { .. }
+        | Input::Prepend { .. }
+        | Input::Replace { .. }
+        | Input::Remove { .. }
+        | Input::Splice { .. }
+        | Input::WhenIdle
+        | Input::PreStep(_)
+        | Input::Step(_) => false,
+    }
+}
+
+/// Keeps the driver task's latest waker; the task is the same between polls,
+/// so an equal waker is not cloned again.
 fn park(slot: &mut Option<Waker>, waker: &Waker) {
     match slot {
         Some(parked) if parked.will_wake(waker) => {}

@@ -4,7 +4,8 @@
 //! (the test, one client, the driver) and a handful of inputs, and asserts
 //! where every message went.
 //!
-//! `RUSTFLAGS='--cfg loom' cargo test --release --test loom` runs it (the
+//! `RUSTFLAGS='--cfg loom' cargo test -p courier-runtime --release --test loom`
+//! runs it (the
 //! preemption bound is set here, not by `LOOM_MAX_PREEMPTIONS`); add
 //! `--features mutants` for the `racy` test, and `-- --nocapture` to see how
 //! many executions each model explored.
@@ -24,7 +25,9 @@ use std::sync::Arc as OutsideArc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use courier_core::{CancelCause, Output, PreStepDecision, StepOutcome};
-use courier_runtime::{Agent, Driver, MemoryLog, Model, PreStep, model_fn, pre_step_fn};
+use courier_runtime::{
+    DriverTask, Handle, MemoryLog, PreStepHook, StepHook, pre_step_hook_fn, step_hook_fn,
+};
 use ledger::Ledger;
 use loom::future::block_on;
 use loom::thread;
@@ -53,16 +56,20 @@ fn explore(name: &str, model: fn()) {
 /// An agent whose hooks answer at once: every batch passes, every step
 /// completes. The races under test are between clients and the driver, not
 /// inside hooks.
-fn agent() -> (Agent, Driver<impl PreStep, impl Model>, MemoryLog) {
+fn agent() -> (
+    Handle,
+    DriverTask<impl PreStepHook, impl StepHook>,
+    MemoryLog,
+) {
     let log = MemoryLog::new();
-    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
-    let model = model_fn(|_| ready(StepOutcome::Completed));
-    let (agent, driver) = Agent::new("loom", pre_step, model, log.clone());
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (agent, driver) = Handle::new("loom", pre_step_hook, step_hook, log.clone());
     (agent, driver, log)
 }
 
 /// Disposes, lets the driver finish, and replays the log.
-fn finish(agent: Agent, driver: thread::JoinHandle<()>, log: &MemoryLog) -> Ledger {
+fn finish(agent: Handle, driver: thread::JoinHandle<()>, log: &MemoryLog) -> Ledger {
     block_on(agent.dispose()).expect("a memory log never fails");
     drop(agent);
     driver.join().expect("the driver does not panic");
@@ -166,14 +173,14 @@ fn when_idle_resolves_only_at_quiescence() {
     explore("when-idle", idle_is_quiescent);
 }
 
-/// A model step that never returns is ended by a cancel alone: the abort
-/// must wake the driver parked on the hook, which drops it and completes the
+/// A step hook that never returns is ended by a cancel alone: the abort
+/// must wake the driver task parked on the hook, which drops it and completes the
 /// step; the core then ends the turn `aborted`. A lost abort wake deadlocks.
 fn cancel_reaches_the_hook() {
     let log = MemoryLog::new();
-    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
-    let model = model_fn(|_| std::future::pending());
-    let (agent, driver) = Agent::new("loom", pre_step, model, log.clone());
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| std::future::pending());
+    let (agent, driver) = Handle::new("loom", pre_step_hook, step_hook, log.clone());
     let driver = thread::spawn(move || block_on(driver.run()));
     agent.followup("A").expect("A is fresh");
     agent.cancel(CancelCause::User, false);

@@ -16,7 +16,8 @@ use courier_core::{
     StepOutcome, Target,
 };
 use courier_runtime::{
-    Agent, Boundary, JsonlFile, MemoryLog, Notifications, Sink, StepCall, model_fn, pre_step_fn,
+    Boundary, Handle, JsonlFile, MemoryLog, Notifications, Sink, StepCall, pre_step_hook_fn,
+    step_hook_fn,
 };
 
 fn block_on<F: Future>(future: F) -> F::Output {
@@ -27,11 +28,11 @@ fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 /// Hooks that answer at once: every batch passes, every step completes.
-fn plain_agent() -> (Agent, impl Future<Output = ()>, MemoryLog) {
+fn plain_agent() -> (Handle, impl Future<Output = ()>, MemoryLog) {
     let log = MemoryLog::new();
-    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
-    let model = model_fn(|_| ready(StepOutcome::Completed));
-    let (agent, driver) = Agent::new("test", pre_step, model, log.clone());
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (agent, driver) = Handle::new("test", pre_step_hook, step_hook, log.clone());
     (agent, driver.run(), log)
 }
 
@@ -109,18 +110,18 @@ fn hooks_see_the_claimed_batch_and_the_entered_messages() {
     let seen = Arc::clone(&boundaries);
     // Enters the batch reversed, without its last claimed message, plus one
     // context message.
-    let pre_step = pre_step_fn(move |boundary: Boundary| {
+    let pre_step_hook = pre_step_hook_fn(move |boundary: Boundary| {
         let mut entering: Vec<Message> = boundary.batch.iter().rev().skip(1).cloned().collect();
         entering.push(Message::text("ctx", Source::plugin("test")));
         seen.lock().expect("no panics").push(boundary);
         ready(PreStepDecision::Enter(entering))
     });
     let called = Arc::clone(&steps);
-    let model = model_fn(move |call| {
+    let step_hook = step_hook_fn(move |call| {
         called.lock().expect("no panics").push(call);
         ready(StepOutcome::Completed)
     });
-    let (agent, driver) = Agent::new("test", pre_step, model, MemoryLog::new());
+    let (agent, driver) = Handle::new("test", pre_step_hook, step_hook, MemoryLog::new());
     block_on(async {
         agent.inject("a").expect("a is fresh");
         agent.inject("b").expect("b is fresh");
@@ -154,8 +155,8 @@ impl Drop for DropFlag {
 fn a_cancel_drops_the_hook_in_flight_and_the_core_ends_the_turn() {
     let dropped = Arc::new(Mutex::new(false));
     let flag = Arc::clone(&dropped);
-    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
-    let model = model_fn(move |_| {
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(move |_| {
         let guard = DropFlag(Arc::clone(&flag));
         async move {
             let _guard = guard;
@@ -163,7 +164,7 @@ fn a_cancel_drops_the_hook_in_flight_and_the_core_ends_the_turn() {
         }
     });
     let log = MemoryLog::new();
-    let (agent, driver) = Agent::new("test", pre_step, model, log.clone());
+    let (agent, driver) = Handle::new("test", pre_step_hook, step_hook, log.clone());
     block_on(async {
         let mut notifications = agent.subscribe();
         tokio::spawn(driver.run());
@@ -198,10 +199,10 @@ fn a_cancel_drops_the_hook_in_flight_and_the_core_ends_the_turn() {
 fn the_jsonl_file_is_flushed_at_turn_end_without_dispose() {
     let folder = tempfile::tempdir().expect("a temporary folder");
     let path = folder.path().join("session.jsonl");
-    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
-    let model = model_fn(|_| ready(StepOutcome::Completed));
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
     let sink = JsonlFile::create(&path).expect("a writable file");
-    let (agent, driver) = Agent::new("file", pre_step, model, sink);
+    let (agent, driver) = Handle::new("file", pre_step_hook, step_hook, sink);
     block_on(async {
         tokio::spawn(driver.run());
         agent.followup("A").expect("A is fresh");
@@ -240,9 +241,9 @@ impl Sink for Broken {
 
 #[test]
 fn a_failing_sink_is_reported_by_dispose_and_delivery_goes_on() {
-    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
-    let model = model_fn(|_| ready(StepOutcome::Completed));
-    let (agent, driver) = Agent::new("broken", pre_step, model, Broken);
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (agent, driver) = Handle::new("broken", pre_step_hook, step_hook, Broken);
     block_on(async {
         tokio::spawn(driver.run());
         agent.followup("A").expect("a log failure refuses nothing");
@@ -275,5 +276,5 @@ fn dropping_the_last_handle_disposes_and_ends_the_driver() {
 #[test]
 fn the_handle_is_clone_send_and_sync() {
     fn shareable<T: Clone + Send + Sync + 'static>() {}
-    shareable::<Agent>();
+    shareable::<Handle>();
 }

@@ -1,17 +1,18 @@
 //! Stress: the runtime on a multi-thread tokio runtime. Eight client tasks
-//! send concurrently, mixed with seeded random edits and cancels, while a fake
-//! model answers after random short delays (yields, not timers: no clock).
+//! send concurrently, mixed with seeded random edits and cancels, while the
+//! hooks answer after random short delays (yields, not timers: no clock).
 //! Every transition the runtime runs reaches an observer, in the core's
-//! order, and passes the full `courier_check::Checker` (the input-aware
+//! order, and passes the shared `courier_check::Monitor` (the input-aware
 //! properties such as no-lost-wakeup included); the run ends quiescent and
 //! the checker's replay matches the inbox. At the quiescence that follows the
 //! clients, every message is claimed xor discarded xor still pending, counted
 //! from the live notifications; the durable log, read back from its JSONL
-//! file, passes `courier-model`'s durable checks and agrees with the
+//! file, passes `courier-check`'s durable checks and agrees with the
 //! notifications exactly.
 //!
-//! `cargo test --test stress` runs a small size; the full size (8 x 100k
-//! sends) is `cargo test --release --test stress -- --ignored --nocapture`.
+//! `cargo test -p courier-runtime --test stress` runs a small size; the full
+//! size (8 x 100k sends) is
+//! `cargo test -p courier-runtime --release --test stress -- --ignored --nocapture`.
 #![cfg(not(loom))]
 
 mod ledger;
@@ -26,7 +27,9 @@ use courier_core::{
     CancelCause, Input, Message, MessageId, Output, PreStepDecision, Refusal, Source, StepOutcome,
     Target, Wakeup,
 };
-use courier_runtime::{Agent, Boundary, JsonlFile, StepCall, Transition, model_fn, pre_step_fn};
+use courier_runtime::{
+    Boundary, Handle, JsonlFile, StepCall, Transition, pre_step_hook_fn, step_hook_fn,
+};
 use ledger::{Counts, Ledger};
 use serde_json::Value;
 use tokio::task::yield_now;
@@ -62,7 +65,7 @@ struct Accepted {
 
 /// One client: `sends` sends of every kind, with an edit after about one in
 /// ten and a cancel after about one in two hundred, yielding now and then.
-async fn client(agent: Agent, task: u64, sends: usize) -> Accepted {
+async fn client(agent: Handle, task: u64, sends: usize) -> Accepted {
     let mut rng = fastrand::Rng::with_seed(SEED ^ task);
     let mut accepted = Accepted::default();
     let mut recent: VecDeque<MessageId> = VecDeque::new();
@@ -107,7 +110,7 @@ fn tally(accepted: &mut Accepted, result: Result<(), Refusal>, inserted: usize) 
 
 /// One random edit; new ids derive from the send it follows (`id`).
 fn edit(
-    agent: &Agent,
+    agent: &Handle,
     rng: &mut fastrand::Rng,
     recent: &VecDeque<MessageId>,
     id: &str,
@@ -212,7 +215,17 @@ async fn listen(mut notifications: courier_runtime::Notifications) -> Live {
         match output {
             Output::Idle => live.at_idle.push(live.total.clone()),
             Output::TurnStart { .. } => live.turns += 1,
-            _ => {}
+            // Counted by the ledger above, or not counted at all.
+            Output::Spliced(_)
+            | Output::StepStart { .. }
+            | Output::UserMessage(_)
+            | Output::StepEnd { .. }
+            | Output::TurnEnd { .. }
+            | Output::Inserted { .. }
+            | Output::Claimed { .. }
+            | Output::Discarded { .. }
+            | Output::Status { .. }
+            | Output::Error { .. } => {}
         }
     }
     live
@@ -242,7 +255,17 @@ impl Observed {
         match transition.input {
             Input::Send { .. } => self.sends += 1,
             Input::Cancel { .. } => self.cancels += 1,
-            _ => {}
+            // Edits, waiters, dispose and completions: the clients count
+            // none of them.
+            Input::Append { .. }
+            | Input::Prepend { .. }
+            | Input::Replace { .. }
+            | Input::Remove { .. }
+            | Input::Splice { .. }
+            | Input::Dispose
+            | Input::WhenIdle
+            | Input::PreStep(_)
+            | Input::Step(_) => {}
         }
         for output in &transition.outputs {
             self.outputs.observe(output);
@@ -353,24 +376,24 @@ async fn run(
     let mut pre_step_rng = fastrand::Rng::with_seed(SEED);
     let mut context = 0;
     let pre_step_cancelled = Arc::clone(&cancelled);
-    let pre_step = pre_step_fn(move |boundary| {
+    let pre_step_hook = pre_step_hook_fn(move |boundary| {
         let delay = pre_step_rng.usize(..3);
         let decision = decide(&mut pre_step_rng, boundary, &mut context);
         answer(delay, decision, Arc::clone(&pre_step_cancelled))
     });
-    let mut model_rng = fastrand::Rng::with_seed(!SEED);
-    let model_cancelled = Arc::clone(&cancelled);
-    let model = model_fn(move |call| {
-        let delay = model_rng.usize(..4);
-        let outcome = outcome(&mut model_rng, call);
-        answer(delay, outcome, Arc::clone(&model_cancelled))
+    let mut step_rng = fastrand::Rng::with_seed(!SEED);
+    let step_cancelled = Arc::clone(&cancelled);
+    let step_hook = step_hook_fn(move |call| {
+        let delay = step_rng.usize(..4);
+        let outcome = outcome(&mut step_rng, call);
+        answer(delay, outcome, Arc::clone(&step_cancelled))
     });
     let sink = JsonlFile::create(log_path).expect("the log file can be created");
     let observer = {
         let observed = Arc::clone(&observed);
         move |transition| lock(&observed).observe(transition)
     };
-    let (agent, driver) = Agent::with_observer("stress", pre_step, model, sink, observer);
+    let (agent, driver) = Handle::with_observer("stress", pre_step_hook, step_hook, sink, observer);
     let listener = tokio::spawn(listen(agent.subscribe()));
     let driver = tokio::spawn(driver.run());
     let clients: Vec<_> = (0..TASKS)

@@ -17,7 +17,9 @@ use std::process::ExitCode;
 
 use courier_core::transcript::command_line;
 use courier_core::{CancelCause, Input, Message, PreStepDecision, Source, StepOutcome};
-use courier_runtime::{Agent, JsonlFile, MemoryLog, Model, Notifications, StepCall, pre_step_fn};
+use courier_runtime::{
+    Handle, JsonlFile, MemoryLog, Notifications, StepCall, StepHook, pre_step_hook_fn,
+};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 /// Arguments of `courier demo`.
@@ -32,12 +34,12 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a single-threaded tokio runtime");
-    let (events, model) = ScriptedModel::new();
-    let pre_step = pre_step_fn(|_| ready(PreStepDecision::Pass));
+    let (events, step_hook) = ScriptedStepHook::new();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let (agent, driver) = match &args.log {
-        None => Agent::new("demo", pre_step, model, MemoryLog::new()),
+        None => Handle::new("demo", pre_step_hook, step_hook, MemoryLog::new()),
         Some(path) => match JsonlFile::create(path) {
-            Ok(file) => Agent::new("demo", pre_step, model, file),
+            Ok(file) => Handle::new("demo", pre_step_hook, step_hook, file),
             Err(error) => {
                 eprintln!("error: {}: cannot create: {error}", path.display());
                 return ExitCode::from(2);
@@ -76,8 +78,8 @@ enum Event {
     Dropped { turn: u64, step: u64 },
 }
 
-/// A model whose every answer comes from the script.
-struct ScriptedModel {
+/// The step hook: a fake model whose every answer comes from the script.
+struct ScriptedStepHook {
     events: UnboundedSender<Event>,
     answers: UnboundedReceiver<StepOutcome>,
 }
@@ -88,7 +90,7 @@ struct Events {
     answers: UnboundedSender<StepOutcome>,
 }
 
-impl ScriptedModel {
+impl ScriptedStepHook {
     fn new() -> (Events, Self) {
         let (event_sender, event_receiver) = unbounded_channel();
         let (answer_sender, answer_receiver) = unbounded_channel();
@@ -96,11 +98,11 @@ impl ScriptedModel {
             events: event_receiver,
             answers: answer_sender,
         };
-        let model = Self {
+        let step_hook = Self {
             events: event_sender,
             answers: answer_receiver,
         };
-        (events, model)
+        (events, step_hook)
     }
 }
 
@@ -122,7 +124,7 @@ impl Drop for DropNotice<'_> {
     }
 }
 
-impl Model for ScriptedModel {
+impl StepHook for ScriptedStepHook {
     async fn step(&mut self, call: StepCall) -> StepOutcome {
         let mut notice = DropNotice {
             events: &self.events,
@@ -144,7 +146,7 @@ struct Session {
 
 impl Session {
     /// The story of `tests/scenarios/demo-latch-replay.txn`, told live.
-    async fn script(&mut self, agent: &Agent) {
+    async fn script(&mut self, agent: &Handle) {
         println!("# > the script, `model` the fake model, the rest the core's outputs (~ live)");
         self.say("followup A");
         agent.followup("A").expect("A is fresh");
@@ -197,7 +199,7 @@ impl Session {
 
     /// Completes the step in flight, which ends the turn, and waits until
     /// the agent is idle.
-    async fn finish_turn(&mut self, agent: &Agent) {
+    async fn finish_turn(&mut self, agent: &Handle) {
         let outcome = StepOutcome::Completed;
         self.say(&format!(
             "{}; when-idle",
