@@ -9,6 +9,7 @@ mod checker;
 mod fingerprint;
 pub mod goal;
 pub mod history;
+mod mutant;
 mod property;
 pub mod validate;
 
@@ -16,4 +17,5 @@ pub use checker::{Checker, Stepped, mix};
 pub use fingerprint::{Ranks, fingerprint, hash_canonical, hash_with};
 pub use goal::GoalRounds;
 pub use history::{History, Mode};
+pub use mutant::caught_by;
 pub use property::{Property, Violation};

@@ -4,7 +4,7 @@
 //! answers differently (while breaking no property on it).
 #![cfg(feature = "mutants")]
 
-use courier_check::Checker;
+use courier_check::{Checker, caught_by};
 use courier_core::transcript::{Script, record};
 use courier_core::{Agent, Mutant};
 use courier_sim::{Finding, Plan, SeedRun, evaluate, shrink, sweep};
@@ -36,10 +36,10 @@ fn every_planted_bug_is_found_replayed_and_shrunk() {
         let run = first_failure(mutant);
         let violation = run.violation.clone().expect("a violation finding");
         assert!(
-            mutant.caught_by().contains(&violation.property.name()),
+            caught_by(mutant).contains(&violation.property),
             "{mutant}: seed {} reported {violation}, not one of {:?}",
             run.seed,
-            mutant.caught_by()
+            caught_by(mutant)
         );
 
         let replayed = evaluate(&prototype, &run.trace);

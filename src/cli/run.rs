@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use courier::variant::MutantArg;
 use courier_core::transcript::{Block, Script};
 use similar::{ChangeTag, TextDiff};
 
@@ -17,7 +18,7 @@ pub(crate) struct Args {
     rewrite: bool,
     /// Run against a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME")]
-    mutant: Option<String>,
+    mutant: Option<MutantArg>,
     /// Transcript files.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -60,7 +61,7 @@ fn run_file(args: &Args, file: &PathBuf) -> Verdict {
             return Verdict::Broken;
         }
     };
-    let Some(mut agent) = super::agent(args.mutant.as_deref()) else {
+    let Some(mut agent) = super::agent(args.mutant) else {
         return Verdict::Broken;
     };
     let actual = match script.run(&mut agent) {
