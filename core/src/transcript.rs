@@ -431,6 +431,15 @@ pub struct Block {
     pub expected: Option<Vec<String>>,
 }
 
+/// A block whose printed lines differ from its expected ones.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Mismatch<'a> {
+    /// The block; its `expected` is `None` when it has no `----` line.
+    pub block: &'a Block,
+    /// What its command printed.
+    pub actual: &'a [String],
+}
+
 /// A layout error, naming the 1-based line.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct LayoutError {
@@ -512,6 +521,18 @@ impl Script {
             .collect()
     }
 
+    /// The blocks whose printed lines (`actual`: one entry per block, as
+    /// [`Script::run`] returns) differ from their expected ones. A block
+    /// without `----` always mismatches: it pins nothing. Every runner judges
+    /// a transcript by this one rule.
+    pub fn mismatches<'a>(&'a self, actual: &'a [Vec<String>]) -> Vec<Mismatch<'a>> {
+        self.blocks()
+            .zip(actual)
+            .filter(|(block, actual)| block.expected.as_ref() != Some(*actual))
+            .map(|(block, actual)| Mismatch { block, actual })
+            .collect()
+    }
+
     /// The file with every block's expected lines replaced by `actual`
     /// (one entry per block), keeping commands and comments.
     pub fn render(&self, actual: &[Vec<String>]) -> String {
@@ -583,12 +604,22 @@ mod tests {
         let text = record(&mut Agent::new(), &inputs);
         let script = Script::parse(&text).unwrap();
         let actual = script.run(&mut Agent::new()).unwrap();
-        let expected: Vec<Vec<String>> = script
-            .blocks()
-            .map(|b| b.expected.clone().unwrap())
-            .collect();
-        assert_eq!(actual, expected);
+        assert_eq!(script.mismatches(&actual), []);
         assert!(text.contains("~claimed B 1"), "{text}");
+    }
+
+    #[test]
+    fn a_block_without_its_dashes_or_with_other_lines_mismatches() {
+        let script =
+            Script::parse("inbox\n----\nnext-turn:\nnext-step:\n\nstatus\n\nstatus\n----\nbusy\n")
+                .unwrap();
+        let actual = script.run(&mut Agent::new()).unwrap();
+        let lines: Vec<usize> = script
+            .mismatches(&actual)
+            .iter()
+            .map(|mismatch| mismatch.block.line)
+            .collect();
+        assert_eq!(lines, [6, 8]);
     }
 
     #[test]

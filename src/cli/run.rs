@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use courier::variant::MutantArg;
-use courier_core::transcript::{Block, Script};
+use courier_core::transcript::{Mismatch, Script};
 use similar::{ChangeTag, TextDiff};
 
 /// Arguments of `courier run`.
@@ -82,23 +82,19 @@ fn run_file(args: &Args, file: &PathBuf) -> Verdict {
         }
         return Verdict::Passed;
     }
-    let mismatches: Vec<(&Block, &Vec<String>)> = script
-        .blocks()
-        .zip(&actual)
-        .filter(|(block, actual)| block.expected.as_ref() != Some(*actual))
-        .collect();
+    let mismatches = script.mismatches(&actual);
     if mismatches.is_empty() {
         println!("ok   {name}");
         return Verdict::Passed;
     }
     println!("FAIL {name}");
-    for (block, actual) in mismatches {
-        print_mismatch(&name.to_string(), block, actual);
+    for mismatch in mismatches {
+        print_mismatch(&name.to_string(), mismatch);
     }
     Verdict::Failed
 }
 
-fn print_mismatch(name: &str, block: &Block, actual: &[String]) {
+fn print_mismatch(name: &str, Mismatch { block, actual }: Mismatch<'_>) {
     println!("  {name}:{}: {}", block.line, block.command);
     let Some(expected) = &block.expected else {
         println!("    (no `----` line: the block has no expected output; --rewrite adds it)");
