@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use courier::variant::MutantArg;
+use courier_core::Agent;
 use courier_core::transcript::{Mismatch, Script};
 use similar::{ChangeTag, TextDiff};
 
@@ -32,7 +33,15 @@ enum Verdict {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    let verdicts: Vec<Verdict> = args.files.iter().map(|file| run_file(args, file)).collect();
+    // One refusal for the whole command, not one per file.
+    let Some(prototype) = super::agent(args.mutant) else {
+        return ExitCode::from(2);
+    };
+    let verdicts: Vec<Verdict> = args
+        .files
+        .iter()
+        .map(|file| run_file(args, &prototype, file))
+        .collect();
     let count = |wanted: fn(&Verdict) -> bool| verdicts.iter().filter(|v| wanted(v)).count();
     let failed = count(|v| matches!(v, Verdict::Failed));
     let broken = count(|v| matches!(v, Verdict::Broken));
@@ -45,7 +54,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     }
 }
 
-fn run_file(args: &Args, file: &PathBuf) -> Verdict {
+fn run_file(args: &Args, prototype: &Agent, file: &PathBuf) -> Verdict {
     let name = file.display();
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
@@ -61,10 +70,7 @@ fn run_file(args: &Args, file: &PathBuf) -> Verdict {
             return Verdict::Broken;
         }
     };
-    let Some(mut agent) = super::agent(args.mutant) else {
-        return Verdict::Broken;
-    };
-    let actual = match script.run(&mut agent) {
+    let actual = match script.run(&mut prototype.clone()) {
         Ok(actual) => actual,
         Err((line, stalled)) => {
             eprintln!("error: {name}:{line}: {stalled}");
