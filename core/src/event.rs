@@ -21,9 +21,11 @@ pub enum AwaitPoint {
     Step,
 }
 
-/// What the pre-step listener decided about a claimed batch.
-#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+/// What the pre-step listener decided about a claimed batch. Its words
+/// (`pass`, `enter`, ...) come from the strum derives, as serde spells them.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, EnumString, IntoStaticStr)]
 #[serde(tag = "decision", content = "batch", rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum PreStepDecision {
     /// Enter the claimed batch as is.
     Pass,

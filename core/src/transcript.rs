@@ -141,18 +141,20 @@ fn parse_cause(word: &str) -> Option<CancelCause> {
     }
 }
 
+/// The decision word, then the entering ids (only `enter` takes any).
 fn parse_decision(word: &str, ids: &[&str]) -> Option<PreStepDecision> {
-    match (word, ids) {
-        ("pass", []) => Some(PreStepDecision::Pass),
-        ("reject", []) => Some(PreStepDecision::Reject),
-        ("fail", []) => Some(PreStepDecision::Fail),
-        ("enter", ids) => {
+    match (word.parse().ok()?, ids) {
+        (PreStepDecision::Enter(_), ids) => {
             let context = |id: &&str| Some(Message::text(parse_id(id)?, Source::of_kind("plugin")));
             Some(PreStepDecision::Enter(
                 ids.iter().map(context).collect::<Option<_>>()?,
             ))
         }
-        _ => None,
+        (
+            decision @ (PreStepDecision::Pass | PreStepDecision::Reject | PreStepDecision::Fail),
+            [],
+        ) => Some(decision),
+        (PreStepDecision::Pass | PreStepDecision::Reject | PreStepDecision::Fail, [_, ..]) => None,
     }
 }
 
@@ -235,15 +237,18 @@ fn splice_line(target: Target, start: usize, removed: usize, inserted: &[Message
 }
 
 fn pre_step_line(decision: &PreStepDecision) -> String {
+    let word: &'static str = decision.into();
     match decision {
-        PreStepDecision::Pass => "pre-step pass".to_owned(),
-        PreStepDecision::Reject => "pre-step reject".to_owned(),
-        PreStepDecision::Fail => "pre-step fail".to_owned(),
         PreStepDecision::Enter(messages) => {
-            let ids: Vec<&str> = messages.iter().map(|m| m.id().as_str()).collect();
-            format!("pre-step enter {}", ids.join(" "))
-                .trim_end()
-                .to_owned()
+            let mut line = format!("pre-step {word}");
+            for message in messages {
+                line.push(' ');
+                line.push_str(message.id().as_str());
+            }
+            line
+        }
+        PreStepDecision::Pass | PreStepDecision::Reject | PreStepDecision::Fail => {
+            format!("pre-step {word}")
         }
     }
 }
