@@ -1,30 +1,76 @@
 //! Which core variant a command runs: the correct design, or a planted bug
 //! named on the command line (`--mutant NAME`, feature `mutants`).
 
-use courier_core::Agent;
+use clap::builder::PossibleValue;
+use courier_core::{Agent, Mutant};
 
-/// A fresh agent of the named variant; `None` is the correct design.
-///
-/// Without the `mutants` feature every name is refused, so the default build
-/// carries none of the planted code.
-pub fn fresh_agent(mutant: Option<&str>) -> Result<Agent, String> {
-    match mutant {
-        None => Ok(Agent::new()),
-        Some(name) => planted(name),
+/// `--mutant`'s value. The core cannot depend on clap, so this wrapper lends
+/// the core's own name table to clap: `--help` lists every planted bug in
+/// every build, even one that must refuse them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct MutantArg(pub Mutant);
+
+impl MutantArg {
+    /// Every planted bug, in SPEC order (the core's table, wrapped).
+    const ALL: [MutantArg; Mutant::ALL.len()] = {
+        let mut all = [MutantArg(Mutant::ALL[0]); Mutant::ALL.len()];
+        let mut index = 0;
+        while index < all.len() {
+            all[index] = MutantArg(Mutant::ALL[index]);
+            index += 1;
+        }
+        all
+    };
+
+    /// The SPEC name.
+    pub fn name(self) -> &'static str {
+        self.0.name()
     }
 }
 
-#[cfg(feature = "mutants")]
-fn planted(name: &str) -> Result<Agent, String> {
-    let mutant = name
-        .parse::<courier_core::Mutant>()
-        .map_err(|e| e.to_string())?;
-    Ok(Agent::with_mutant(Some(mutant)))
+impl std::fmt::Display for MutantArg {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(formatter)
+    }
 }
 
+impl clap::ValueEnum for MutantArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()))
+    }
+}
+
+/// A fresh agent of the named variant; `None` is the correct design. Names
+/// come from files and reports, so an unknown one is an error, not a panic.
+pub fn fresh_agent(mutant: Option<&str>) -> Result<Agent, String> {
+    let bug = match mutant {
+        None => None,
+        Some(name) => Some(name.parse::<Mutant>().map_err(|_| {
+            let known: Vec<&str> = Mutant::ALL.iter().map(|bug| bug.name()).collect();
+            format!("unknown mutant `{name}` (known: {})", known.join(", "))
+        })?),
+    };
+    agent_of(bug)
+}
+
+/// A fresh agent running `bug`; `None` is the correct design.
+#[cfg(feature = "mutants")]
+pub fn agent_of(bug: Option<Mutant>) -> Result<Agent, String> {
+    Ok(Agent::with_mutant(bug))
+}
+
+/// A fresh agent running `bug`; `None` is the correct design. This build has
+/// none of the planted code, so every bug is refused.
 #[cfg(not(feature = "mutants"))]
-fn planted(name: &str) -> Result<Agent, String> {
-    Err(format!(
-        "--mutant {name}: this build has no planted bugs; rebuild with `--features mutants`"
-    ))
+pub fn agent_of(bug: Option<Mutant>) -> Result<Agent, String> {
+    match bug {
+        None => Ok(Agent::new()),
+        Some(bug) => Err(format!(
+            "--mutant {bug}: this build has no planted bugs; rebuild with `--features mutants`"
+        )),
+    }
 }

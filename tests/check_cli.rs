@@ -41,6 +41,28 @@ fn an_unreached_goal_fails_the_check() {
 fn a_mutant_needs_the_feature() {
     let output = courier(&["check", "--mutant", "no-latch"]);
     assert_eq!(output.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        error.contains("rebuild with `--features mutants`"),
+        "{error}"
+    );
+}
+
+/// `--mutant` takes the core's names, listed by `--help` in every build.
+#[test]
+fn every_subcommand_lists_the_planted_bugs() {
+    for command in ["run", "check", "sim", "diagram", "explore"] {
+        let help = courier(&[command, "--help"]);
+        let text = String::from_utf8_lossy(&help.stdout);
+        for bug in courier_core::Mutant::ALL {
+            assert!(
+                text.contains(bug.name()),
+                "{command} --help lacks {bug}:\n{text}"
+            );
+        }
+    }
+    let unknown = courier(&["run", "--mutant", "no-such-bug", "x.txn"]);
+    assert_eq!(unknown.status.code(), Some(2));
 }
 
 #[cfg(feature = "mutants")]

@@ -86,7 +86,7 @@ fn a_coverage_bound_reports_the_share_of_the_checkers_states() {
         "--coverage-bound",
         "2",
         "--mutant",
-        "x",
+        "no-latch",
     ]);
     assert_eq!(mutant.status.code(), Some(2));
     let error = String::from_utf8_lossy(&mutant.stderr);

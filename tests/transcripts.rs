@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use courier_core::Agent;
-use courier_core::transcript::Script;
+use courier_core::transcript::{Mismatch, Script};
 
 /// The shared catalog had 57 scenarios when this test was written; fewer
 /// means the folder lookup went wrong, not that the catalog shrank.
@@ -31,7 +31,7 @@ fn problems_of(path: &Path) -> Vec<String> {
         Err((line, stalled)) => return vec![format!("{name}:{line}: {stalled}")],
     };
     let mut problems = Vec::new();
-    for (block, actual) in script.blocks().zip(&actual) {
+    for Mismatch { block, actual } in script.mismatches(&actual) {
         let Some(expected) = &block.expected else {
             problems.push(format!(
                 "{name}:{}: {}\n  (no `----`: a block without expected output fails)",
@@ -39,16 +39,14 @@ fn problems_of(path: &Path) -> Vec<String> {
             ));
             continue;
         };
-        if expected != actual {
-            let mut report = format!("{name}:{}: {}", block.line, block.command);
-            for line in expected {
-                write!(report, "\n  - {line}").expect("writing to a String");
-            }
-            for line in actual {
-                write!(report, "\n  + {line}").expect("writing to a String");
-            }
-            problems.push(report);
+        let mut report = format!("{name}:{}: {}", block.line, block.command);
+        for line in expected {
+            write!(report, "\n  - {line}").expect("writing to a String");
         }
+        for line in actual {
+            write!(report, "\n  + {line}").expect("writing to a String");
+        }
+        problems.push(report);
     }
     problems
 }

@@ -10,6 +10,7 @@ mod fingerprint;
 pub mod goal;
 mod harness;
 pub mod history;
+mod mutant;
 mod property;
 pub mod validate;
 
@@ -18,4 +19,5 @@ pub use fingerprint::{Ranks, fingerprint, hash_canonical, hash_with};
 pub use goal::GoalRounds;
 pub use harness::{Harness, Hooks, Monitor, NoHooks, Step};
 pub use history::{History, Mode};
+pub use mutant::caught_by;
 pub use property::{Property, Violation};

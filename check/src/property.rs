@@ -2,10 +2,25 @@
 //! that SPEC leaves unnamed. Every engine reports violations by these names.
 
 use std::fmt;
-use std::str::FromStr;
 
-/// One named check.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+use strum::{Display, EnumString, IntoStaticStr, VariantArray};
+
+/// One named check; the derives give its names (kebab-case) and parsing.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Debug,
+    Display,
+    EnumString,
+    IntoStaticStr,
+    VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Property {
     /// No id is pending twice.
     UniquePending,
@@ -46,67 +61,15 @@ pub enum Property {
 }
 
 impl Property {
-    /// Every property, SPEC §7 order first.
-    pub const ALL: [Property; 18] = [
-        Self::UniquePending,
-        Self::ReplayMatches,
-        Self::SingleExit,
-        Self::InsertedByInput,
-        Self::ClaimShape,
-        Self::OnePromptPerTurn,
-        Self::Balanced,
-        Self::NoGaps,
-        Self::Admission,
-        Self::StatusAlternates,
-        Self::KeepInboxSilent,
-        Self::StopParks,
-        Self::NoWakeStaysIdle,
-        Self::NoLostWakeup,
-        Self::QuiescentWhenIdle,
-        Self::RefusalSilent,
-        Self::SpliceNormalized,
-        Self::GoalRounds,
-    ];
+    /// Every property, SPEC §7 order first (the derive's table, as an array).
+    pub const ALL: [Property; <Property as VariantArray>::VARIANTS.len()] =
+        *<Self as VariantArray>::VARIANTS
+            .first_chunk()
+            .expect("the whole table");
 
     /// The exact name SPEC §7 gives (or the added name).
     pub fn name(self) -> &'static str {
-        match self {
-            Self::UniquePending => "unique-pending",
-            Self::ReplayMatches => "replay-matches",
-            Self::SingleExit => "single-exit",
-            Self::InsertedByInput => "inserted-by-input",
-            Self::ClaimShape => "claim-shape",
-            Self::OnePromptPerTurn => "one-prompt-per-turn",
-            Self::Balanced => "balanced",
-            Self::NoGaps => "no-gaps",
-            Self::Admission => "admission",
-            Self::StatusAlternates => "status-alternates",
-            Self::KeepInboxSilent => "keep-inbox-silent",
-            Self::StopParks => "stop-parks",
-            Self::NoWakeStaysIdle => "no-wake-stays-idle",
-            Self::NoLostWakeup => "no-lost-wakeup",
-            Self::QuiescentWhenIdle => "quiescent-when-idle",
-            Self::RefusalSilent => "refusal-silent",
-            Self::SpliceNormalized => "splice-normalized",
-            Self::GoalRounds => "goal-rounds",
-        }
-    }
-}
-
-impl fmt::Display for Property {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.name())
-    }
-}
-
-impl FromStr for Property {
-    type Err = String;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|property| property.name() == name)
-            .ok_or_else(|| format!("unknown property `{name}`"))
+        self.into()
     }
 }
 

@@ -57,7 +57,7 @@ fn planted_bug_scenarios_break_their_property() {
         let violation = check(&file, Agent::with_mutant(Some(mutant)))
             .unwrap_or_else(|| panic!("{prefix} under {mutant}: no violation"));
         assert!(
-            mutant.caught_by().contains(&violation.property.name()),
+            courier_check::caught_by(mutant).contains(&violation.property),
             "{prefix} under {mutant}: {violation}"
         );
     }

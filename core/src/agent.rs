@@ -3,12 +3,11 @@
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 
-use crate::driver::{Await, Driver, Phase, Signal};
+use crate::driver::{Driver, Phase, Signal};
 use crate::error::Refusal;
 use crate::event::{Activity, AwaitPoint, Input, Output};
 use crate::inbox::{Inbox, Outcome, Splice};
 use crate::message::{CancelCause, Cause, Message, MessageId, Target, Wakeup};
-#[cfg(feature = "mutants")]
 use crate::mutant::Mutant;
 
 /// What `status` shows: idle, or the open turn, its last opened step and the
@@ -51,15 +50,16 @@ pub(crate) struct State {
 pub struct Agent {
     pub(crate) state: State,
     outputs: VecDeque<Output>,
+    /// The planted bug it runs; the default build has no such field.
     #[cfg(feature = "mutants")]
-    pub(crate) mutant: Option<Mutant>,
+    mutant: Option<Mutant>,
 }
 
 // The output queue is transport, not state: two agents that differ only in
 // undrained outputs are the same state to a model checker.
 impl PartialEq for Agent {
     fn eq(&self, other: &Self) -> bool {
-        self.state == other.state && self.variant_eq(other)
+        self.state == other.state && self.mutant() == other.mutant()
     }
 }
 
@@ -68,6 +68,8 @@ impl Eq for Agent {}
 impl Hash for Agent {
     fn hash<H: Hasher>(&self, hasher: &mut H) {
         self.state.hash(hasher);
+        // Hashed only where it can differ, so the correct build's hashes do
+        // not change with the feature.
         #[cfg(feature = "mutants")]
         self.mutant.hash(hasher);
     }
@@ -94,19 +96,27 @@ impl Agent {
         self.mutant
     }
 
-    #[cfg(feature = "mutants")]
-    pub(crate) fn runs(&self, mutant: Mutant) -> bool {
-        self.mutant == Some(mutant)
-    }
-
-    #[cfg(feature = "mutants")]
-    fn variant_eq(&self, other: &Self) -> bool {
-        self.mutant == other.mutant
-    }
-
+    /// The planted bug this agent runs: none in this build.
     #[cfg(not(feature = "mutants"))]
-    fn variant_eq(&self, _other: &Self) -> bool {
-        true
+    #[inline(always)]
+    pub const fn mutant(&self) -> Option<Mutant> {
+        None
+    }
+
+    /// Whether this agent runs the planted bug `bug` (SPEC §8).
+    #[cfg(feature = "mutants")]
+    #[inline]
+    pub fn runs(&self, bug: Mutant) -> bool {
+        self.mutant == Some(bug)
+    }
+
+    /// Whether this agent runs the planted bug `bug`: never in this build, so
+    /// every `if self.runs(..)` branch compiles away.
+    #[cfg(not(feature = "mutants"))]
+    #[inline(always)]
+    pub const fn runs(&self, bug: Mutant) -> bool {
+        let _ = bug;
+        false
     }
 
     /// Runs one atomic transition. A refusal changes nothing and emits nothing.
@@ -282,19 +292,15 @@ impl Agent {
             target
         };
         self.edit(self.state.inbox.appending(target, message))?;
-        #[cfg(feature = "mutants")]
-        if !wake && self.runs(Mutant::InjectWakes) && self.driver().is_none() {
-            self.start_driver();
-        }
         if !wake {
+            self.inject_wakes();
             return Ok(());
         }
         if self.driver().is_none() {
             self.start_driver();
             return Ok(());
         }
-        #[cfg(feature = "mutants")]
-        if self.plant_send_bug(aborted) {
+        if self.no_latch(aborted) || self.eager_latch(aborted) {
             return Ok(());
         }
         // A live driver claims the message at a later boundary; an aborted one
@@ -381,10 +387,7 @@ impl Agent {
         }
         if let Some(driver) = self.driver_mut() {
             driver.signal.abort(cause, keep_inbox);
-            #[cfg(feature = "mutants")]
-            if !keep_inbox {
-                driver.eager_latch = false;
-            }
+            driver.eager.abort(keep_inbox);
         }
     }
 
@@ -413,9 +416,5 @@ impl Agent {
 
     pub(crate) fn take_phase(&mut self) -> Phase {
         std::mem::take(&mut self.state.phase)
-    }
-
-    pub(crate) fn awaiting(&self) -> Option<&Await> {
-        self.driver().map(|driver| &driver.awaiting)
     }
 }

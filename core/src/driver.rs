@@ -9,8 +9,7 @@ use crate::error::Refusal;
 use crate::event::{Activity, AwaitPoint, Output, PreStepDecision, StepOutcome};
 use crate::inbox::Splice;
 use crate::message::{Cause, Message, Target, TurnEnd};
-#[cfg(feature = "mutants")]
-use crate::mutant::Mutant;
+use crate::mutant::EagerLatch;
 
 /// Idle, or running with a driver. Only `start_driver`, `open_turn` and
 /// `retire` move between them.
@@ -28,12 +27,11 @@ pub(crate) enum Await {
     PreStep { batch: Vec<Message> },
     /// The model step's outcome.
     Step,
-    /// `split-claim`: next-step was claimed; the head waits for the next input.
-    #[cfg(feature = "mutants")]
+    /// `split-claim` only: next-step was claimed; the head waits for the
+    /// next input.
     ClaimRest { batch: Vec<Message> },
-    /// `retiring-gap`: the turn ended with nothing pending, but the driver
-    /// awaits one more point before retiring.
-    #[cfg(feature = "mutants")]
+    /// `retiring-gap` only: the turn ended with nothing pending, but the
+    /// driver awaits one more point before retiring.
     Retiring,
 }
 
@@ -41,16 +39,15 @@ impl Await {
     pub(crate) fn point(&self) -> AwaitPoint {
         match self {
             Self::Step => AwaitPoint::Step,
-            _ => AwaitPoint::PreStep,
+            // The planted awaits look like a pre-step to the outside.
+            Self::PreStep { .. } | Self::ClaimRest { .. } | Self::Retiring => AwaitPoint::PreStep,
         }
     }
 
     pub(crate) fn batch(&self) -> Option<&[Message]> {
         match self {
-            Self::PreStep { batch } => Some(batch),
-            #[cfg(feature = "mutants")]
-            Self::ClaimRest { batch } => Some(batch),
-            _ => None,
+            Self::PreStep { batch } | Self::ClaimRest { batch } => Some(batch),
+            Self::Step | Self::Retiring => None,
         }
     }
 }
@@ -117,9 +114,9 @@ pub(crate) struct Driver {
     pub(crate) awaiting: Await,
     pub(crate) signal: Signal,
     owed: Option<Owed>,
-    /// `eager-latch`: a waking send while live latched too.
-    #[cfg(feature = "mutants")]
-    pub(crate) eager_latch: bool,
+    /// `eager-latch`: a waking send while live latched too (no field in the
+    /// default build).
+    pub(crate) eager: EagerLatch,
 }
 
 /// How a turn stops: with the final pending check (normal end), or without it.
@@ -142,8 +139,7 @@ impl Agent {
             awaiting,
             signal: Signal::Live,
             owed: None,
-            #[cfg(feature = "mutants")]
-            eager_latch: false,
+            eager: EagerLatch::default(),
         });
     }
 
@@ -153,38 +149,17 @@ impl Agent {
     fn claim(&mut self, turn: u64, first: bool) -> Await {
         let steering = self.state.inbox.list(Target::NextStep).len();
         let head_waiting = !self.state.inbox.list(Target::NextTurn).is_empty();
-        let take_head = head_waiting && self.claims_head(first);
-        #[cfg(feature = "mutants")]
-        let split = take_head && steering > 0 && self.runs(Mutant::SplitClaim);
-        #[cfg(not(feature = "mutants"))]
-        let split = false;
+        let take_head = head_waiting && (first || self.prompt_every_step());
         let mut batch = self.claim_front(Target::NextStep, steering);
-        if take_head && !split {
-            let head = self.claim_front(Target::NextTurn, 1);
-            #[cfg(feature = "mutants")]
-            if self.runs(Mutant::TurnFirst) {
-                batch.splice(0..0, head);
-                self.announce_claims(&batch, turn);
-                return Await::PreStep { batch };
-            }
-            batch.extend(head);
-        }
-        self.announce_claims(&batch, turn);
-        #[cfg(feature = "mutants")]
-        if split {
+        if take_head && self.split_claim(steering) {
+            self.announce_claims(&batch, turn);
             return Await::ClaimRest { batch };
         }
+        let head = self.claim_front(Target::NextTurn, usize::from(take_head));
+        let at = if self.turn_first() { 0 } else { batch.len() };
+        batch.splice(at..at, head);
+        self.announce_claims(&batch, turn);
         Await::PreStep { batch }
-    }
-
-    #[cfg(not(feature = "mutants"))]
-    fn claims_head(&self, first: bool) -> bool {
-        first
-    }
-
-    #[cfg(feature = "mutants")]
-    fn claims_head(&self, first: bool) -> bool {
-        first || self.runs(Mutant::PromptEveryStep)
     }
 
     /// A claim's pure deletion from the front of a list, recorded durably.
@@ -216,12 +191,12 @@ impl Agent {
     /// Takes the driver out of the phase if it awaits `point`; refuses
     /// (changing nothing) otherwise.
     fn take_driver(&mut self, point: AwaitPoint) -> Result<Driver, Refusal> {
-        if self.awaiting().map(Await::point) != Some(point) {
-            return Err(Refusal::NotAwaiting(point));
-        }
         match self.take_phase() {
-            Phase::Running(driver) => Ok(driver),
-            Phase::Idle => unreachable!("awaiting implies running"),
+            Phase::Running(driver) if driver.awaiting.point() == point => Ok(driver),
+            phase => {
+                self.state.phase = phase;
+                Err(Refusal::NotAwaiting(point))
+            }
         }
     }
 
@@ -230,10 +205,20 @@ impl Agent {
         let mut driver = self.take_driver(AwaitPoint::PreStep)?;
         let batch = match std::mem::replace(&mut driver.awaiting, Await::Step) {
             Await::PreStep { batch } => batch,
-            #[cfg(feature = "mutants")]
-            other => return self.resolve_planted_await(driver, other),
-            #[cfg(not(feature = "mutants"))]
-            Await::Step => unreachable!("checked by take_driver"),
+            // The planted awaits resolve whatever the decision says.
+            Await::ClaimRest { batch } => {
+                self.split_claim_rest(driver, batch);
+                return Ok(());
+            }
+            Await::Retiring => {
+                self.retire(driver);
+                return Ok(());
+            }
+            // take_driver let only pre-step points through; put it back.
+            Await::Step => {
+                self.state.phase = Phase::Running(driver);
+                return Err(Refusal::NotAwaiting(AwaitPoint::PreStep));
+            }
         };
         if let Signal::Aborted { cause, .. } = &driver.signal {
             let reason = TurnEnd::Aborted {
@@ -270,12 +255,7 @@ impl Agent {
     }
 
     fn reject(&mut self, driver: Driver, batch: Vec<Message>) -> Result<(), Refusal> {
-        #[cfg(feature = "mutants")]
-        if self.runs(Mutant::RequeueOnReject) {
-            self.requeue(batch);
-        }
-        #[cfg(not(feature = "mutants"))]
-        drop(batch);
+        self.requeue_on_reject(batch);
         self.end_turn(driver, TurnEnd::Blocked, Stop::Parked)
     }
 
@@ -342,13 +322,12 @@ impl Agent {
         });
         match stop {
             Stop::Normal if !self.state.inbox.is_empty() => self.open_turn(),
-            #[cfg(feature = "mutants")]
-            Stop::Normal if self.runs(Mutant::RetiringGap) => {
-                let mut driver = driver;
-                driver.awaiting = Await::Retiring;
-                self.state.phase = Phase::Running(driver);
+            Stop::Normal => {
+                if let Some(driver) = self.retiring_gap(driver) {
+                    self.retire(driver);
+                }
             }
-            Stop::Normal | Stop::Parked => self.retire(driver),
+            Stop::Parked => self.retire(driver),
         }
         Ok(())
     }
@@ -363,15 +342,10 @@ impl Agent {
         self.emit(Output::Status {
             status: Activity::Idle,
         });
-        let latched = driver.signal.latched();
-        #[cfg(feature = "mutants")]
-        let latched = latched || driver.eager_latch;
+        let latched = driver.signal.latched() || driver.eager.is_set();
         let replay = latched && !self.state.inbox.is_empty() && !self.state.disposed;
-        #[cfg(feature = "mutants")]
-        if replay && self.runs(Mutant::EarlyIdle) {
-            self.resolve_waiters();
-        }
         if replay {
+            self.early_idle();
             self.start_driver();
         } else {
             self.resolve_waiters();

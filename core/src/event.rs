@@ -3,16 +3,17 @@
 //! the simulator draws them, the transcript runner parses them, the runtime
 //! drives them and the validator reads them; nothing defines a second copy.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
+use strum::{Display, EnumString, IntoStaticStr};
 
 use crate::inbox::Splice;
 use crate::message::{CancelCause, Message, MessageId, Target, TurnEnd, Wakeup};
 
-/// The point a running driver awaits.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+/// The point a running driver awaits. Serde and strum spell it the same
+/// (kebab-case): JSON, `status` lines and refusals share the words.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, Display)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum AwaitPoint {
     /// The pre-step decision over a claimed batch.
     PreStep,
@@ -20,18 +21,11 @@ pub enum AwaitPoint {
     Step,
 }
 
-impl fmt::Display for AwaitPoint {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(match self {
-            Self::PreStep => "pre-step",
-            Self::Step => "step",
-        })
-    }
-}
-
-/// What the pre-step listener decided about a claimed batch.
-#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+/// What the pre-step listener decided about a claimed batch. Its words
+/// (`pass`, `enter`, ...) come from the strum derives, as serde spells them.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, EnumString, IntoStaticStr)]
 #[serde(tag = "decision", content = "batch", rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum PreStepDecision {
     /// Enter the claimed batch as is.
     Pass,
@@ -44,9 +38,24 @@ pub enum PreStepDecision {
     Fail,
 }
 
-/// How a model step ended.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+/// How a model step ended. Its words (`completed`, `max-tokens`, ...) come
+/// from the strum derives, the same kebab-case serde writes, so transcripts,
+/// the Explorer and JSON cannot drift apart.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Debug,
+    Serialize,
+    Deserialize,
+    Display,
+    EnumString,
+    IntoStaticStr,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum StepOutcome {
     /// A final answer: the turn owes `completed`.
     Completed,

@@ -13,7 +13,6 @@ mod event;
 mod inbox;
 pub mod log;
 mod message;
-#[cfg(feature = "mutants")]
 mod mutant;
 pub mod transcript;
 mod transition;
@@ -23,6 +22,5 @@ pub use error::Refusal;
 pub use event::{Activity, AwaitPoint, Input, InputKind, Output, PreStepDecision, StepOutcome};
 pub use inbox::{Inbox, Outcome, Splice};
 pub use message::{CancelCause, Cause, Message, MessageId, Role, Source, Target, TurnEnd, Wakeup};
-#[cfg(feature = "mutants")]
-pub use mutant::{Mutant, UnknownMutant};
+pub use mutant::Mutant;
 pub use transition::Transition;

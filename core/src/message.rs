@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+use strum::{Display, EnumString, IntoStaticStr};
 
 /// The opaque identity of one message. Delivery never mints ids.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -297,9 +298,24 @@ impl From<&str> for Message {
     }
 }
 
-/// Which queue an item joins.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+/// Which queue an item joins. Serde and strum spell it the same (kebab-case).
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Debug,
+    Serialize,
+    Deserialize,
+    Display,
+    EnumString,
+    IntoStaticStr,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Target {
     /// A whole new turn.
     NextTurn,
@@ -313,16 +329,15 @@ impl Target {
 
     /// The transcript and JSON spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NextTurn => "next-turn",
-            Self::NextStep => "next-step",
-        }
+        self.into()
     }
 }
 
-/// Whether an item should make the model run.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+/// Whether an item should make the model run. Serde and strum spell it the
+/// same (kebab-case).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, Display, EnumString)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Wakeup {
     /// Reserve a driver when idle (or latch one after an abort).
     Wake,
@@ -346,15 +361,18 @@ pub enum CancelCause {
     },
 }
 
-/// Why a turn was aborted: a cancel's cause, or disposal.
-#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+/// Why a turn was aborted: a cancel's cause, or disposal. Printed as its
+/// kebab-case kind, a hook's as `hook:<reason>`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, Display)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Cause {
     /// A human asked.
     User,
     /// The parent agent asked.
     Parent,
     /// A hook asked, with its reason.
+    #[strum(to_string = "hook:{reason}")]
     Hook {
         /// The hook's reason.
         reason: String,
@@ -373,20 +391,11 @@ impl From<CancelCause> for Cause {
     }
 }
 
-impl fmt::Display for Cause {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::User => formatter.write_str("user"),
-            Self::Parent => formatter.write_str("parent"),
-            Self::Hook { reason } => write!(formatter, "hook:{reason}"),
-            Self::Disposed => formatter.write_str("disposed"),
-        }
-    }
-}
-
-/// How a turn ended (`turn/end.reason`).
-#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+/// How a turn ended (`turn/end.reason`). Printed as its kebab-case kind
+/// (the words a step outcome shares with it), an abort as `aborted:<cause>`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, Display)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum TurnEnd {
     /// The model gave its final answer.
     Completed,
@@ -395,22 +404,11 @@ pub enum TurnEnd {
     /// The pre-step decision rejected the step.
     Blocked,
     /// A cancel or disposal aborted the turn.
+    #[strum(to_string = "aborted:{reason}")]
     Aborted {
         /// The first cause that aborted it.
         reason: Cause,
     },
     /// The pre-step listener or the model step failed.
     Error,
-}
-
-impl fmt::Display for TurnEnd {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Completed => formatter.write_str("completed"),
-            Self::MaxTokens => formatter.write_str("max-tokens"),
-            Self::Blocked => formatter.write_str("blocked"),
-            Self::Aborted { reason } => write!(formatter, "aborted:{reason}"),
-            Self::Error => formatter.write_str("error"),
-        }
-    }
 }

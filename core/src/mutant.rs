@@ -1,16 +1,31 @@
-//! The planted bugs of SPEC §8, compiled only with the `mutants` feature.
-//! Each acts at the exact branch it names; the engines must catch every one.
+//! The planted bugs of SPEC §8. Their names exist in every build; their code
+//! runs only with the `mutants` feature. Each bug is one hook below, called
+//! from the exact branch it corrupts; every hook starts with [`Agent::runs`],
+//! a constant `false` without the feature, so the default build's optimizer
+//! drops the hook and the branch that calls it.
 
-use std::fmt;
-use std::str::FromStr;
+use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
 use crate::agent::Agent;
 use crate::driver::{Await, Driver, Phase};
-use crate::error::Refusal;
 use crate::message::{Message, Target};
 
-/// One planted bug, selected at run time by its SPEC name.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+/// One planted bug, named as in SPEC §8 (kebab-case, declaration order).
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Debug,
+    Display,
+    EnumString,
+    IntoStaticStr,
+    VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Mutant {
     /// A waking send after an abort does not latch.
     NoLatch,
@@ -33,126 +48,123 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    /// All nine, in SPEC order.
-    pub const ALL: [Mutant; 9] = [
-        Self::NoLatch,
-        Self::RetiringGap,
-        Self::EagerLatch,
-        Self::SplitClaim,
-        Self::RequeueOnReject,
-        Self::TurnFirst,
-        Self::InjectWakes,
-        Self::PromptEveryStep,
-        Self::EarlyIdle,
-    ];
+    /// Every planted bug, in SPEC order (the derive's table, as an array).
+    pub const ALL: [Mutant; <Mutant as VariantArray>::VARIANTS.len()] =
+        *<Self as VariantArray>::VARIANTS
+            .first_chunk()
+            .expect("the whole table");
 
     /// The SPEC name.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::NoLatch => "no-latch",
-            Self::RetiringGap => "retiring-gap",
-            Self::EagerLatch => "eager-latch",
-            Self::SplitClaim => "split-claim",
-            Self::RequeueOnReject => "requeue-on-reject",
-            Self::TurnFirst => "turn-first",
-            Self::InjectWakes => "inject-wakes",
-            Self::PromptEveryStep => "prompt-every-step",
-            Self::EarlyIdle => "early-idle",
+        self.into()
+    }
+}
+
+/// `eager-latch`'s extra latch on a live driver. Without the feature it has
+/// no field, so the correct driver carries nothing for it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub(crate) struct EagerLatch(#[cfg(feature = "mutants")] bool);
+
+impl EagerLatch {
+    /// A waking send into a live turn latched.
+    #[inline]
+    fn set(&mut self) {
+        #[cfg(feature = "mutants")]
+        {
+            self.0 = true;
         }
     }
 
-    /// The properties SPEC §8 allows to report it (the first that breaks).
-    pub fn caught_by(self) -> &'static [&'static str] {
-        match self {
-            Self::NoLatch => &["no-lost-wakeup"],
-            Self::RetiringGap => &["no-gaps", "no-lost-wakeup"],
-            Self::EagerLatch => &["no-wake-stays-idle", "stop-parks"],
-            Self::SplitClaim => &["claim-shape", "no-gaps"],
-            Self::RequeueOnReject => &["inserted-by-input"],
-            Self::TurnFirst => &["claim-shape"],
-            Self::InjectWakes => &["no-wake-stays-idle"],
-            Self::PromptEveryStep => &["one-prompt-per-turn", "claim-shape"],
-            Self::EarlyIdle => &["quiescent-when-idle"],
+    /// A cancel without keep-inbox clears it, like the real latch.
+    #[inline]
+    pub(crate) fn abort(&mut self, keep_inbox: bool) {
+        #[cfg(feature = "mutants")]
+        {
+            self.0 &= keep_inbox;
         }
+        #[cfg(not(feature = "mutants"))]
+        let _ = keep_inbox;
     }
-}
 
-impl fmt::Display for Mutant {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.name())
+    /// Whether it is set (a constant `false` without the feature).
+    #[cfg(feature = "mutants")]
+    pub(crate) fn is_set(self) -> bool {
+        self.0
     }
-}
 
-/// An unknown mutant name, with the known ones for the message.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct UnknownMutant(pub String);
-
-impl fmt::Display for UnknownMutant {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let known: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
-        write!(
-            formatter,
-            "unknown mutant `{}` (known: {})",
-            self.0,
-            known.join(", ")
-        )
-    }
-}
-
-impl std::error::Error for UnknownMutant {}
-
-impl FromStr for Mutant {
-    type Err = UnknownMutant;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|mutant| mutant.name() == name)
-            .ok_or_else(|| UnknownMutant(name.to_owned()))
+    /// Whether it is set (a constant `false` without the feature).
+    #[cfg(not(feature = "mutants"))]
+    #[inline(always)]
+    pub(crate) const fn is_set(self) -> bool {
+        false
     }
 }
 
 impl Agent {
-    /// `no-latch` and `eager-latch` act where a waking send meets a running
-    /// driver; returns whether the bug took over from the correct latch.
-    pub(crate) fn plant_send_bug(&mut self, aborted: bool) -> bool {
-        let mutant = self.mutant;
+    /// `no-latch`: whether a waking send into an aborted turn skips its latch.
+    #[inline]
+    pub(crate) fn no_latch(&self, aborted: bool) -> bool {
+        self.runs(Mutant::NoLatch) && aborted
+    }
+
+    /// `eager-latch`: a waking send into a live turn latches too; returns
+    /// whether the bug took the send over.
+    #[inline]
+    pub(crate) fn eager_latch(&mut self, aborted: bool) -> bool {
+        if !self.runs(Mutant::EagerLatch) || aborted {
+            return false;
+        }
         let Some(driver) = self.driver_mut() else {
             return false;
         };
-        match mutant {
-            Some(Mutant::NoLatch) => aborted,
-            Some(Mutant::EagerLatch) if !aborted => {
-                driver.eager_latch = true;
-                true
-            }
-            _ => false,
+        driver.eager.set();
+        true
+    }
+
+    /// `inject-wakes`: a no-wake send starts a driver when idle.
+    #[inline]
+    pub(crate) fn inject_wakes(&mut self) {
+        if self.runs(Mutant::InjectWakes) && self.driver().is_none() {
+            self.start_driver();
         }
     }
 
-    /// Resolves the awaits only mutants have, whatever the decision says.
-    pub(crate) fn resolve_planted_await(
-        &mut self,
-        mut driver: Driver,
-        awaiting: Await,
-    ) -> Result<(), Refusal> {
-        match awaiting {
-            Await::ClaimRest { mut batch } => {
-                let head_waiting = usize::from(!self.state.inbox.list(Target::NextTurn).is_empty());
-                let head = self.claim_front(Target::NextTurn, head_waiting);
-                self.announce_claims(&head, driver.turn);
-                batch.extend(head);
-                driver.awaiting = Await::PreStep { batch };
-                self.state.phase = Phase::Running(driver);
-            }
-            Await::Retiring => self.retire(driver),
-            Await::PreStep { .. } | Await::Step => unreachable!("not a planted await"),
-        }
-        Ok(())
+    /// `prompt-every-step`: whether a later boundary claims the head too.
+    #[inline]
+    pub(crate) fn prompt_every_step(&self) -> bool {
+        self.runs(Mutant::PromptEveryStep)
+    }
+
+    /// `split-claim`: whether this claim stops after next-step, leaving the
+    /// head for the next input ([`Agent::split_claim_rest`]).
+    #[inline]
+    pub(crate) fn split_claim(&self, steering: usize) -> bool {
+        self.runs(Mutant::SplitClaim) && steering > 0
+    }
+
+    /// `split-claim`'s second transition: any input at the gap claims the
+    /// next-turn head and then awaits the pre-step decision.
+    pub(crate) fn split_claim_rest(&mut self, mut driver: Driver, mut batch: Vec<Message>) {
+        let head_waiting = usize::from(!self.state.inbox.list(Target::NextTurn).is_empty());
+        let head = self.claim_front(Target::NextTurn, head_waiting);
+        self.announce_claims(&head, driver.turn);
+        batch.extend(head);
+        driver.awaiting = Await::PreStep { batch };
+        self.state.phase = Phase::Running(driver);
+    }
+
+    /// `turn-first`: whether the head goes before the next-step items.
+    #[inline]
+    pub(crate) fn turn_first(&self) -> bool {
+        self.runs(Mutant::TurnFirst)
     }
 
     /// `requeue-on-reject`: the rejected batch comes back by itself.
-    pub(crate) fn requeue(&mut self, batch: Vec<Message>) {
+    #[inline]
+    pub(crate) fn requeue_on_reject(&mut self, batch: Vec<Message>) {
+        if !self.runs(Mutant::RequeueOnReject) {
+            return;
+        }
         let fresh: Vec<Message> = batch
             .into_iter()
             .filter(|message| !self.state.inbox.contains(message.id()))
@@ -163,5 +175,26 @@ impl Agent {
             .normalize(Target::NextStep, 0, 0, fresh, None);
         // A disposed agent refuses the insertion; the bug then has no effect.
         let _refused = self.edit(splice);
+    }
+
+    /// `retiring-gap`: instead of retiring after the final empty check, the
+    /// driver awaits one more point (a waking send there is not latched);
+    /// returns the driver when the bug does not run.
+    #[inline]
+    pub(crate) fn retiring_gap(&mut self, mut driver: Driver) -> Option<Driver> {
+        if !self.runs(Mutant::RetiringGap) {
+            return Some(driver);
+        }
+        driver.awaiting = Await::Retiring;
+        self.state.phase = Phase::Running(driver);
+        None
+    }
+
+    /// `early-idle`: `when-idle` waiters resolve before a latch replay.
+    #[inline]
+    pub(crate) fn early_idle(&mut self) {
+        if self.runs(Mutant::EarlyIdle) {
+            self.resolve_waiters();
+        }
     }
 }

@@ -55,8 +55,8 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
         // send A next-turn no-wake source=plugin
         (["send", id, target, wakeup], _) => Input::send(
             message(id).ok_or_else(bad)?,
-            parse_target(target).ok_or_else(bad)?,
-            parse_wakeup(wakeup).ok_or_else(bad)?,
+            target.parse().map_err(|_| bad())?,
+            wakeup.parse().map_err(|_| bad())?,
         ),
         // followup A | steer A | inject c source=plugin
         (["followup", id], _) => Input::followup(message(id).ok_or_else(bad)?),
@@ -64,7 +64,7 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
         (["inject", id], _) => Input::inject(message(id).ok_or_else(bad)?),
         // append next-step r | prepend next-turn A
         ([edit @ ("append" | "prepend"), target, id], _) => {
-            let target = parse_target(target).ok_or_else(bad)?;
+            let target = target.parse().map_err(|_| bad())?;
             let message = message(id).ok_or_else(bad)?;
             if *edit == "append" {
                 Input::Append { target, message }
@@ -83,7 +83,7 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
         },
         // splice next-turn 0 0 F G
         (["splice", target, start, removed, ids @ ..], _) => Input::Splice {
-            target: parse_target(target).ok_or_else(bad)?,
+            target: target.parse().map_err(|_| bad())?,
             start: start.parse().map_err(|_| bad())?,
             removed: removed.parse().map_err(|_| bad())?,
             inserted: ids
@@ -108,7 +108,7 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
             Input::PreStep(parse_decision(decision, ids).ok_or_else(bad)?)
         }
         // step completed | step tool-calls
-        (["step", outcome], None) => Input::Step(parse_outcome(outcome).ok_or_else(bad)?),
+        (["step", outcome], None) => Input::Step(outcome.parse().map_err(|_| bad())?),
         (["run"], None) => return Ok(Command::Run),
         (["inbox"], None) => return Ok(Command::Inbox),
         (["status"], None) => return Ok(Command::Status),
@@ -123,22 +123,6 @@ fn parse_id(word: &str) -> Option<MessageId> {
     let first = characters.next()?.is_ascii_alphanumeric();
     let rest = characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
     (first && rest).then(|| MessageId::new(word))
-}
-
-fn parse_target(word: &str) -> Option<Target> {
-    match word {
-        "next-turn" => Some(Target::NextTurn),
-        "next-step" => Some(Target::NextStep),
-        _ => None,
-    }
-}
-
-fn parse_wakeup(word: &str) -> Option<Wakeup> {
-    match word {
-        "wake" => Some(Wakeup::Wake),
-        "no-wake" => Some(Wakeup::NoWake),
-        _ => None,
-    }
 }
 
 /// `disposed` is not a cancel cause (use `dispose`); a hook needs a reason.
@@ -157,72 +141,44 @@ fn parse_cause(word: &str) -> Option<CancelCause> {
     }
 }
 
+/// The decision word, then the entering ids (only `enter` takes any).
 fn parse_decision(word: &str, ids: &[&str]) -> Option<PreStepDecision> {
-    match (word, ids) {
-        ("pass", []) => Some(PreStepDecision::Pass),
-        ("reject", []) => Some(PreStepDecision::Reject),
-        ("fail", []) => Some(PreStepDecision::Fail),
-        ("enter", ids) => {
+    match (word.parse().ok()?, ids) {
+        (PreStepDecision::Enter(_), ids) => {
             let context = |id: &&str| Some(Message::text(parse_id(id)?, Source::of_kind("plugin")));
             Some(PreStepDecision::Enter(
                 ids.iter().map(context).collect::<Option<_>>()?,
             ))
         }
-        _ => None,
-    }
-}
-
-fn parse_outcome(word: &str) -> Option<StepOutcome> {
-    match word {
-        "completed" => Some(StepOutcome::Completed),
-        "max-tokens" => Some(StepOutcome::MaxTokens),
-        "tool-calls" => Some(StepOutcome::ToolCalls),
-        "fail" => Some(StepOutcome::Fail),
-        _ => None,
+        (
+            decision @ (PreStepDecision::Pass | PreStepDecision::Reject | PreStepDecision::Fail),
+            [],
+        ) => Some(decision),
+        (PreStepDecision::Pass | PreStepDecision::Reject | PreStepDecision::Fail, [_, ..]) => None,
     }
 }
 
 /// Prints an input back as the command that parses to it (message sources
 /// other than the command's default print as `source=<kind>`).
 pub fn command_line(input: &Input) -> String {
-    let source = |message: &Message| match message.source().kind() {
-        "user" => String::new(),
-        kind => format!(" source={kind}"),
-    };
     match input {
         Input::Send {
             message,
             target,
             wakeup,
-        } => {
-            let verb = match (target, wakeup) {
-                (Target::NextTurn, Wakeup::Wake) => "followup".to_owned(),
-                (Target::NextStep, Wakeup::Wake) => "steer".to_owned(),
-                (Target::NextStep, Wakeup::NoWake) => "inject".to_owned(),
-                (Target::NextTurn, Wakeup::NoWake) => {
-                    return format!("send {} next-turn no-wake{}", message.id(), source(message));
-                }
-            };
-            format!("{verb} {}{}", message.id(), source(message))
-        }
+        } => send_line(message, *target, *wakeup),
         Input::Append { target, message } => {
-            format!(
-                "append {} {}{}",
-                target.as_str(),
-                message.id(),
-                source(message)
-            )
+            format!("append {target} {}{}", message.id(), source_suffix(message))
         }
         Input::Prepend { target, message } => {
             format!(
-                "prepend {} {}{}",
-                target.as_str(),
+                "prepend {target} {}{}",
                 message.id(),
-                source(message)
+                source_suffix(message)
             )
         }
         Input::Replace { id, message } => {
-            format!("replace {id} {}{}", message.id(), source(message))
+            format!("replace {id} {}{}", message.id(), source_suffix(message))
         }
         Input::Remove { id } => format!("remove {id}"),
         Input::Splice {
@@ -230,17 +186,7 @@ pub fn command_line(input: &Input) -> String {
             start,
             removed,
             inserted,
-        } => {
-            let mut line = format!("splice {} {start} {removed}", target.as_str());
-            for message in inserted {
-                line.push(' ');
-                line.push_str(message.id().as_str());
-            }
-            if let Some(first) = inserted.first() {
-                line.push_str(&source(first));
-            }
-            line
-        }
+        } => splice_line(*target, *start, *removed, inserted),
         Input::Cancel { cause, keep_inbox } => {
             let keep = if *keep_inbox { " keep-inbox" } else { "" };
             let cause = crate::message::Cause::from(cause.clone());
@@ -248,25 +194,61 @@ pub fn command_line(input: &Input) -> String {
         }
         Input::Dispose => "dispose".to_owned(),
         Input::WhenIdle => "when-idle".to_owned(),
-        Input::PreStep(decision) => match decision {
-            PreStepDecision::Pass => "pre-step pass".to_owned(),
-            PreStepDecision::Reject => "pre-step reject".to_owned(),
-            PreStepDecision::Fail => "pre-step fail".to_owned(),
-            PreStepDecision::Enter(messages) => {
-                let ids: Vec<&str> = messages.iter().map(|m| m.id().as_str()).collect();
-                format!("pre-step enter {}", ids.join(" "))
-                    .trim_end()
-                    .to_owned()
+        Input::PreStep(decision) => pre_step_line(decision),
+        Input::Step(outcome) => format!("step {outcome}"),
+    }
+}
+
+/// ` source=<kind>` for a message whose source is not the default `user`.
+fn source_suffix(message: &Message) -> String {
+    match message.source().kind() {
+        "user" => String::new(),
+        kind => format!(" source={kind}"),
+    }
+}
+
+/// A send prints as its shorthand verb; only a no-wake next-turn send has
+/// none and prints in full.
+fn send_line(message: &Message, target: Target, wakeup: Wakeup) -> String {
+    let verb = match (target, wakeup) {
+        (Target::NextTurn, Wakeup::Wake) => "followup",
+        (Target::NextStep, Wakeup::Wake) => "steer",
+        (Target::NextStep, Wakeup::NoWake) => "inject",
+        (Target::NextTurn, Wakeup::NoWake) => {
+            let id = message.id();
+            return format!("send {id} {target} {wakeup}{}", source_suffix(message));
+        }
+    };
+    format!("{verb} {}{}", message.id(), source_suffix(message))
+}
+
+/// The inserted ids follow the coordinates; the first one's source stands
+/// for all (the parser gives every id the same source).
+fn splice_line(target: Target, start: usize, removed: usize, inserted: &[Message]) -> String {
+    let mut line = format!("splice {target} {start} {removed}");
+    for message in inserted {
+        line.push(' ');
+        line.push_str(message.id().as_str());
+    }
+    if let Some(first) = inserted.first() {
+        line.push_str(&source_suffix(first));
+    }
+    line
+}
+
+fn pre_step_line(decision: &PreStepDecision) -> String {
+    let word: &'static str = decision.into();
+    match decision {
+        PreStepDecision::Enter(messages) => {
+            let mut line = format!("pre-step {word}");
+            for message in messages {
+                line.push(' ');
+                line.push_str(message.id().as_str());
             }
-        },
-        Input::Step(outcome) => {
-            let word = match outcome {
-                StepOutcome::Completed => "completed",
-                StepOutcome::MaxTokens => "max-tokens",
-                StepOutcome::ToolCalls => "tool-calls",
-                StepOutcome::Fail => "fail",
-            };
-            format!("step {word}")
+            line
+        }
+        PreStepDecision::Pass | PreStepDecision::Reject | PreStepDecision::Fail => {
+            format!("pre-step {word}")
         }
     }
 }
@@ -470,6 +452,15 @@ pub struct Block {
     pub expected: Option<Vec<String>>,
 }
 
+/// A block whose printed lines differ from its expected ones.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Mismatch<'a> {
+    /// The block; its `expected` is `None` when it has no `----` line.
+    pub block: &'a Block,
+    /// What its command printed.
+    pub actual: &'a [String],
+}
+
 /// A layout error, naming the 1-based line.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct LayoutError {
@@ -551,6 +542,18 @@ impl Script {
             .collect()
     }
 
+    /// The blocks whose printed lines (`actual`: one entry per block, as
+    /// [`Script::run`] returns) differ from their expected ones. A block
+    /// without `----` always mismatches: it pins nothing. Every runner judges
+    /// a transcript by this one rule.
+    pub fn mismatches<'a>(&'a self, actual: &'a [Vec<String>]) -> Vec<Mismatch<'a>> {
+        self.blocks()
+            .zip(actual)
+            .filter(|(block, actual)| block.expected.as_ref() != Some(*actual))
+            .map(|(block, actual)| Mismatch { block, actual })
+            .collect()
+    }
+
     /// The file with every block's expected lines replaced by `actual`
     /// (one entry per block), keeping commands and comments.
     pub fn render(&self, actual: &[Vec<String>]) -> String {
@@ -622,12 +625,22 @@ mod tests {
         let text = record(&mut Agent::new(), &inputs);
         let script = Script::parse(&text).unwrap();
         let actual = script.run(&mut Agent::new()).unwrap();
-        let expected: Vec<Vec<String>> = script
-            .blocks()
-            .map(|b| b.expected.clone().unwrap())
-            .collect();
-        assert_eq!(actual, expected);
+        assert_eq!(script.mismatches(&actual), []);
         assert!(text.contains("~claimed B 1"), "{text}");
+    }
+
+    #[test]
+    fn a_block_without_its_dashes_or_with_other_lines_mismatches() {
+        let script =
+            Script::parse("inbox\n----\nnext-turn:\nnext-step:\n\nstatus\n\nstatus\n----\nbusy\n")
+                .unwrap();
+        let actual = script.run(&mut Agent::new()).unwrap();
+        let lines: Vec<usize> = script
+            .mismatches(&actual)
+            .iter()
+            .map(|mismatch| mismatch.block.line)
+            .collect();
+        assert_eq!(lines, [6, 8]);
     }
 
     #[test]

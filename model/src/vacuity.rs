@@ -4,7 +4,7 @@
 //! several transitions remember how a pending message got there with a
 //! [`Tags`] entry, dropped once the message leaves the inbox.
 
-use std::fmt;
+use strum::{Display, IntoStaticStr, VariantArray};
 
 use courier_core::{
     Activity, Agent, AwaitPoint, Input, MessageId, Output, PreStepDecision, Status, Target,
@@ -14,58 +14,49 @@ use courier_core::{
 use courier_check::Checker;
 use courier_check::Ranks;
 
-/// One situation the check must reach at least once.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+/// One situation the check must reach at least once; the derives give its
+/// reported names and their table.
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Display, IntoStaticStr, VariantArray,
+)]
 pub enum VacuityGoal {
     /// A retirement replays a latched wake: `status idle` then `status running`.
+    #[strum(serialize = "latch-replay")]
     LatchReplay,
     /// Work parked by a keep-inbox cancel is claimed after a later waking send.
+    #[strum(serialize = "keep-inbox-parked-work-runs")]
     KeptWorkRuns,
     /// A next-step item injected while idle is claimed by a later followup.
+    #[strum(serialize = "idle-inject-rides-followup")]
     IdleInjectRides,
     /// A steer sent into a live turn is claimed by that turn's next boundary.
+    #[strum(serialize = "steer-joins-next-step")]
     SteerJoinsStep,
     /// A pre-step `reject` ends its turn `blocked`.
+    #[strum(serialize = "reject")]
     Reject,
     /// A cancel aborts a live turn that awaits its pre-step decision.
+    #[strum(serialize = "cancel-awaiting-pre-step")]
     CancelAtPreStep,
     /// A next-turn no-wake item is claimed by a turn something else woke.
+    #[strum(serialize = "next-turn-no-wake-rides")]
     NoWakeTurnRides,
 }
 
 impl VacuityGoal {
-    /// Every goal.
-    pub const ALL: [VacuityGoal; 7] = [
-        Self::LatchReplay,
-        Self::KeptWorkRuns,
-        Self::IdleInjectRides,
-        Self::SteerJoinsStep,
-        Self::Reject,
-        Self::CancelAtPreStep,
-        Self::NoWakeTurnRides,
-    ];
+    /// Every goal (the derive's table, as an array).
+    pub const ALL: [VacuityGoal; <VacuityGoal as VariantArray>::VARIANTS.len()] =
+        *<Self as VariantArray>::VARIANTS
+            .first_chunk()
+            .expect("the whole table");
 
     /// The name the check reports.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::LatchReplay => "latch-replay",
-            Self::KeptWorkRuns => "keep-inbox-parked-work-runs",
-            Self::IdleInjectRides => "idle-inject-rides-followup",
-            Self::SteerJoinsStep => "steer-joins-next-step",
-            Self::Reject => "reject",
-            Self::CancelAtPreStep => "cancel-awaiting-pre-step",
-            Self::NoWakeTurnRides => "next-turn-no-wake-rides",
-        }
+        self.into()
     }
 
     fn bit(self) -> u8 {
         1 << self as u8
-    }
-}
-
-impl fmt::Display for VacuityGoal {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.name())
     }
 }
 

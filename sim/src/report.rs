@@ -92,7 +92,8 @@ mod property_name {
         deserializer: D,
     ) -> Result<Property, D::Error> {
         let name = String::deserialize(deserializer)?;
-        Property::from_str(&name).map_err(serde::de::Error::custom)
+        Property::from_str(&name)
+            .map_err(|_| serde::de::Error::custom(format!("unknown property `{name}`")))
     }
 }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use courier::variant::MutantArg;
 use courier_model::{Bounds, Checked, Counterexample, Counts, Space, Verdict};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -35,7 +36,7 @@ pub(crate) struct Args {
     no_symmetry: bool,
     /// Check a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME")]
-    mutant: Option<String>,
+    mutant: Option<MutantArg>,
     /// Also draw the counterexample as an SVG sequence diagram beside it.
     #[arg(long)]
     diagram: bool,
@@ -49,7 +50,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         eprintln!("error: --messages is at most 26 (ids A..Z)");
         return ExitCode::from(2);
     }
-    let Some(agent) = super::agent(args.mutant.as_deref()) else {
+    let Some(agent) = super::agent(args.mutant) else {
         return ExitCode::from(2);
     };
     let bounds = Bounds {
@@ -61,7 +62,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let variant = args.mutant.as_deref().unwrap_or("default");
+    let variant = args.mutant.map(MutantArg::name).unwrap_or("default");
     println!(
         "courier check: variant={variant} messages={} cancels={} edits={} steps={} \
          threads={threads} symmetry={}",
@@ -140,7 +141,8 @@ fn print_diagram(args: &Args, space: &Space, counterexample: &Counterexample) {
     }
     let inputs = counterexample.inputs.iter().cloned();
     let agent = space.fresh_agent();
-    match courier::diagram::write_beside(&args.out, args.mutant.as_deref(), agent, inputs) {
+    match courier::diagram::write_beside(&args.out, args.mutant.map(MutantArg::name), agent, inputs)
+    {
         Ok(svg) => println!("diagram: {}", svg.display()),
         Err(error) => eprintln!("error: cannot write the diagram: {error}"),
     }

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use courier::diagram::{Format, load};
+use courier::variant::MutantArg;
 
 /// Arguments of `courier diagram`.
 #[derive(clap::Args)]
@@ -24,11 +25,11 @@ pub(crate) struct Args {
     /// Run against a planted bug of SPEC §8 (needs `--features mutants`);
     /// default: the variant the file names, else the correct design.
     #[arg(long, value_name = "NAME")]
-    mutant: Option<String>,
+    mutant: Option<MutantArg>,
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    let diagram = match load(&args.file, args.mutant.as_deref()) {
+    let diagram = match load(&args.file, args.mutant.map(MutantArg::name)) {
         Ok(diagram) => diagram,
         Err(error) => {
             eprintln!("error: {}: {error}", args.file.display());

@@ -8,6 +8,7 @@
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::process::ExitCode;
 
+use courier::variant::MutantArg;
 use courier_model::{Bounds, Space};
 use stateright::Model as _;
 
@@ -19,14 +20,14 @@ pub(crate) struct Args {
     messages: u8,
     /// Explore a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME")]
-    mutant: Option<String>,
+    mutant: Option<MutantArg>,
     /// The port on 127.0.0.1.
     #[arg(long, default_value_t = 3000)]
     port: u16,
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    let Some(agent) = super::agent(args.mutant.as_deref()) else {
+    let Some(agent) = super::agent(args.mutant) else {
         return ExitCode::from(2);
     };
     let bounds = Bounds {
@@ -46,7 +47,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         eprintln!("error: cannot handle Ctrl-C: {error}");
         return ExitCode::from(2);
     }
-    let variant = args.mutant.as_deref().unwrap_or("default");
+    let variant = args.mutant.map(MutantArg::name).unwrap_or("default");
     println!(
         "courier explore: variant={variant} messages={} cancels={} edits={} steps={}",
         bounds.messages, bounds.cancels, bounds.edits, bounds.steps

@@ -10,10 +10,12 @@ pub(crate) mod shrink;
 pub(crate) mod sim;
 pub(crate) mod validate;
 
+use courier::variant::MutantArg;
+
 /// The agent `--mutant` names (the correct design without it), or `None`
 /// after printing why it cannot be had (a usage error: exit 2).
-pub(crate) fn agent(mutant: Option<&str>) -> Option<courier_core::Agent> {
-    courier::variant::fresh_agent(mutant)
+pub(crate) fn agent(mutant: Option<MutantArg>) -> Option<courier_core::Agent> {
+    courier::variant::agent_of(mutant.map(|arg| arg.0))
         .inspect_err(|error| eprintln!("error: {error}"))
         .ok()
 }

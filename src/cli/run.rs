@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use courier_core::transcript::{Block, Script};
+use courier::variant::MutantArg;
+use courier_core::Agent;
+use courier_core::transcript::{Mismatch, Script};
 use similar::{ChangeTag, TextDiff};
 
 /// Arguments of `courier run`.
@@ -17,7 +19,7 @@ pub(crate) struct Args {
     rewrite: bool,
     /// Run against a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME")]
-    mutant: Option<String>,
+    mutant: Option<MutantArg>,
     /// Transcript files.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -31,7 +33,15 @@ enum Verdict {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    let verdicts: Vec<Verdict> = args.files.iter().map(|file| run_file(args, file)).collect();
+    // One refusal for the whole command, not one per file.
+    let Some(prototype) = super::agent(args.mutant) else {
+        return ExitCode::from(2);
+    };
+    let verdicts: Vec<Verdict> = args
+        .files
+        .iter()
+        .map(|file| run_file(args, &prototype, file))
+        .collect();
     let count = |wanted: fn(&Verdict) -> bool| verdicts.iter().filter(|v| wanted(v)).count();
     let failed = count(|v| matches!(v, Verdict::Failed));
     let broken = count(|v| matches!(v, Verdict::Broken));
@@ -44,7 +54,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     }
 }
 
-fn run_file(args: &Args, file: &PathBuf) -> Verdict {
+fn run_file(args: &Args, prototype: &Agent, file: &PathBuf) -> Verdict {
     let name = file.display();
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
@@ -60,10 +70,7 @@ fn run_file(args: &Args, file: &PathBuf) -> Verdict {
             return Verdict::Broken;
         }
     };
-    let Some(mut agent) = super::agent(args.mutant.as_deref()) else {
-        return Verdict::Broken;
-    };
-    let actual = match script.run(&mut agent) {
+    let actual = match script.run(&mut prototype.clone()) {
         Ok(actual) => actual,
         Err((line, stalled)) => {
             eprintln!("error: {name}:{line}: {stalled}");
@@ -81,23 +88,19 @@ fn run_file(args: &Args, file: &PathBuf) -> Verdict {
         }
         return Verdict::Passed;
     }
-    let mismatches: Vec<(&Block, &Vec<String>)> = script
-        .blocks()
-        .zip(&actual)
-        .filter(|(block, actual)| block.expected.as_ref() != Some(*actual))
-        .collect();
+    let mismatches = script.mismatches(&actual);
     if mismatches.is_empty() {
         println!("ok   {name}");
         return Verdict::Passed;
     }
     println!("FAIL {name}");
-    for (block, actual) in mismatches {
-        print_mismatch(&name.to_string(), block, actual);
+    for mismatch in mismatches {
+        print_mismatch(&name.to_string(), mismatch);
     }
     Verdict::Failed
 }
 
-fn print_mismatch(name: &str, block: &Block, actual: &[String]) {
+fn print_mismatch(name: &str, Mismatch { block, actual }: Mismatch<'_>) {
     println!("  {name}:{}: {}", block.line, block.command);
     let Some(expected) = &block.expected else {
         println!("    (no `----` line: the block has no expected output; --rewrite adds it)");

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use courier::diagram::Format;
+use courier::variant::MutantArg;
 use courier_core::Agent;
 use courier_sim::{Failure, Plan, REPORT_FORMAT, Report, SeedRun, draw, evaluate, sweep};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -28,7 +29,7 @@ pub(crate) struct Args {
     seeds: Range<u64>,
     /// Run against a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME")]
-    mutant: Option<String>,
+    mutant: Option<MutantArg>,
     /// Where to write the race report of a failure (default `race-<seed>.json`).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -59,7 +60,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    let Some(prototype) = super::agent(args.mutant.as_deref()) else {
+    let Some(prototype) = super::agent(args.mutant) else {
         return ExitCode::from(2);
     };
     let seeds = match args.shard {
@@ -122,7 +123,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
 /// VOPR); a range prints the run's settings. Either says whether the core's
 /// debug assertions are compiled in (the invariant sweep runs regardless).
 fn print_banner(args: &Args, seeds: &Range<u64>) {
-    let mutant = args.mutant.as_deref().unwrap_or("none");
+    let mutant = args.mutant.map(MutantArg::name).unwrap_or("none");
     let asserts = if cfg!(debug_assertions) {
         "on"
     } else {
@@ -192,7 +193,7 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     let report = Report {
         format: REPORT_FORMAT,
         seed: run.seed,
-        mutant: args.mutant.clone(),
+        mutant: args.mutant.map(|arg| arg.name().to_owned()),
         swarm: run.swarm,
         property: violation.property,
         detail: violation.detail.clone(),

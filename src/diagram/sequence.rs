@@ -3,9 +3,12 @@
 
 use courier_core::transcript::command_line;
 use courier_core::{Input, MessageId, Output, Target, Transition};
+use strum::{IntoStaticStr, VariantArray};
 
-/// A lane of the diagram, left to right.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// A lane of the diagram, left to right (declaration order); the derives
+/// give its titles, the list lanes spelled as their targets.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, IntoStaticStr, VariantArray)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Lane {
     /// Whoever sends and edits: the user, plugins, the parent.
     Client,
@@ -16,40 +19,28 @@ pub enum Lane {
     /// The driver: turns, steps and claims.
     Driver,
     /// The pre-step listener that decides what enters a step.
+    #[strum(serialize = "pre-step hook")]
     PreStepHook,
     /// The model step.
+    #[strum(serialize = "step hook")]
     StepHook,
 }
 
 impl Lane {
-    /// Every lane, left to right.
-    pub const ALL: [Lane; 6] = [
-        Self::Client,
-        Self::NextTurn,
-        Self::NextStep,
-        Self::Driver,
-        Self::PreStepHook,
-        Self::StepHook,
-    ];
+    /// Every lane, left to right (the derive's table, as an array).
+    pub const ALL: [Lane; <Lane as VariantArray>::VARIANTS.len()] =
+        *<Self as VariantArray>::VARIANTS
+            .first_chunk()
+            .expect("the whole table");
 
     /// The title drawn at the top of the lane.
     pub fn title(self) -> &'static str {
-        match self {
-            Self::Client => "client",
-            Self::NextTurn => "next-turn",
-            Self::NextStep => "next-step",
-            Self::Driver => "driver",
-            Self::PreStepHook => "pre-step hook",
-            Self::StepHook => "step hook",
-        }
+        self.into()
     }
 
     /// The position from the left, 0-based.
     pub(super) fn index(self) -> usize {
-        Self::ALL
-            .iter()
-            .position(|lane| *lane == self)
-            .unwrap_or_default()
+        self as usize
     }
 
     fn list(target: Target) -> Self {

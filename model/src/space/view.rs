@@ -7,7 +7,7 @@
 use std::fmt::{self, Write as _};
 
 use courier_core::transcript::{command_line, feed};
-use courier_core::{AwaitPoint, Message, MessageId, Status, StepOutcome, Target, Wakeup};
+use courier_core::{AwaitPoint, Message, MessageId, Status, Target, Wakeup};
 
 use super::{Action, Decision, Space, State};
 use crate::vacuity::VacuityGoal;
@@ -115,8 +115,8 @@ pub(crate) fn action(action: &Action) -> String {
         Action::Send(Target::NextTurn, Wakeup::Wake) => "followup (next id)".to_owned(),
         Action::Send(Target::NextStep, Wakeup::Wake) => "steer (next id)".to_owned(),
         Action::Send(Target::NextStep, Wakeup::NoWake) => "inject (next id)".to_owned(),
-        Action::Send(Target::NextTurn, Wakeup::NoWake) => {
-            "send (next id) next-turn no-wake".to_owned()
+        Action::Send(target @ Target::NextTurn, wakeup @ Wakeup::NoWake) => {
+            format!("send (next id) {target} {wakeup}")
         }
         Action::Prepend(target) => format!("prepend {} (next id)", target.as_str()),
         Action::Replace(position) => format!("replace pending #{position} by (next id)"),
@@ -126,7 +126,7 @@ pub(crate) fn action(action: &Action) -> String {
         Action::Dispose => "dispose".to_owned(),
         Action::WhenIdle => "when-idle".to_owned(),
         Action::PreStep(decision) => format!("pre-step {}", decision_name(*decision)),
-        Action::Step(outcome) => format!("step {}", outcome_name(*outcome)),
+        Action::Step(outcome) => format!("step {outcome}"),
     }
 }
 
@@ -139,15 +139,6 @@ fn decision_name(decision: Decision) -> &'static str {
         Decision::Add => "enter (plus context ctx)",
         Decision::Reorder => "enter (reversed)",
         Decision::EnterPending => "enter (plus a pending id)",
-    }
-}
-
-fn outcome_name(outcome: StepOutcome) -> &'static str {
-    match outcome {
-        StepOutcome::Completed => "completed",
-        StepOutcome::MaxTokens => "max-tokens",
-        StepOutcome::ToolCalls => "tool-calls",
-        StepOutcome::Fail => "fail",
     }
 }
 
