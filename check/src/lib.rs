@@ -13,7 +13,7 @@ mod property;
 pub mod validate;
 
 pub use checker::{Checker, Stepped, mix};
-pub use fingerprint::{Ranks, fingerprint, hash_canonical, hash_with};
+pub use fingerprint::{Ranks, fingerprint, hash_with};
 pub use goal::GoalRounds;
 pub use history::{History, Mode};
 pub use property::{Property, Violation};

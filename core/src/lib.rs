@@ -22,7 +22,7 @@ pub use agent::{Agent, Status};
 pub use error::Refusal;
 pub use event::{Activity, AwaitPoint, Input, Output, PreStepDecision, StepOutcome};
 pub use inbox::{Inbox, Outcome, Splice};
-pub use message::{CancelCause, Cause, Message, MessageId, Role, Source, Target, TurnEnd, Wakeup};
+pub use message::{CancelCause, Cause, Message, MessageId, Source, Target, TurnEnd, Wakeup};
 #[cfg(feature = "mutants")]
 pub use mutant::{Mutant, UnknownMutant};
 pub use transition::Transition;

@@ -39,12 +39,12 @@ pub struct Coverage(HashSet<u64, BuildHasherDefault<Identity>>);
 
 impl Coverage {
     /// Records the state `(agent, checker)`.
-    pub fn visit(&mut self, agent: &Agent, checker: &Checker) {
+    pub(crate) fn visit(&mut self, agent: &Agent, checker: &Checker) {
         self.0.insert(fingerprint(agent, checker));
     }
 
     /// Adds another worker's states.
-    pub fn merge(&mut self, other: Coverage) {
+    pub(crate) fn merge(&mut self, other: Coverage) {
         self.0.extend(other.0);
     }
 

@@ -28,7 +28,7 @@ impl Prng {
     }
 
     /// The next raw word.
-    pub fn next_u64(&mut self) -> u64 {
+    fn next_u64(&mut self) -> u64 {
         self.0.next_u64()
     }
 
@@ -60,14 +60,14 @@ impl Prng {
     }
 
     /// True with probability `numerator / denominator`.
-    pub fn chance(&mut self, numerator: u32, denominator: u32) -> bool {
+    pub(crate) fn chance(&mut self, numerator: u32, denominator: u32) -> bool {
         assert!(numerator <= denominator, "{numerator}/{denominator} > 1");
         self.below(u64::from(denominator)) < u64::from(numerator)
     }
 
     /// An index drawn with probability proportional to its weight; `None`
     /// when every weight is zero.
-    pub fn pick(&mut self, weights: &[u32]) -> Option<usize> {
+    pub(crate) fn pick(&mut self, weights: &[u32]) -> Option<usize> {
         let total: u64 = weights.iter().copied().map(u64::from).sum();
         if total == 0 {
             return None;

@@ -7,7 +7,7 @@ use super::sequence::{Lane, Mark, Style, marks};
 
 /// The diagram as Mermaid text: one participant per lane, a note opening
 /// each row, and the broken row boxed in red with the violation under it.
-pub fn mermaid(diagram: &Diagram) -> String {
+pub(crate) fn mermaid(diagram: &Diagram) -> String {
     Mermaid(diagram).to_string()
 }
 

@@ -30,7 +30,7 @@ const STYLE: &str = "text{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospac
 .broken{fill:#b3261e;font-weight:bold}";
 
 /// The diagram as an SVG document.
-pub fn svg(diagram: &Diagram) -> String {
+pub(crate) fn svg(diagram: &Diagram) -> String {
     Svg(diagram).to_string()
 }
 
