@@ -26,13 +26,14 @@ pub fn fingerprint(agent: &Agent, checker: &Checker) -> u64 {
     hasher.finish()
 }
 
-/// Feeds the canonical form of `(agent, checker)` to any hasher; the model
-/// checker's state hashes through this so its dedup merges renamed states.
-pub fn hash_canonical<H: Hasher>(agent: &Agent, checker: &Checker, hasher: &mut H) {
+/// Feeds the canonical form of `(agent, checker)` to any hasher.
+fn hash_canonical<H: Hasher>(agent: &Agent, checker: &Checker, hasher: &mut H) {
     hash_with(agent, checker, hasher, |_, _| {});
 }
 
-/// [`hash_canonical`], then `extra` hashes more id-keyed data by rank.
+/// Feeds the canonical form of `(agent, checker)`, then `extra` hashes more
+/// id-keyed data by rank; the model checker's state hashes through this so
+/// its dedup merges renamed states.
 pub fn hash_with<H: Hasher>(
     agent: &Agent,
     checker: &Checker,

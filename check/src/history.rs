@@ -96,7 +96,7 @@ impl History {
     }
 
     /// Whether anything is pending.
-    pub fn has_pending(&self) -> bool {
+    pub(crate) fn has_pending(&self) -> bool {
         !self.next_turn.is_empty() || !self.next_step.is_empty()
     }
 
@@ -106,13 +106,8 @@ impl History {
     }
 
     /// Whether the open turn has opened a step yet.
-    pub fn turn_has_stepped(&self) -> bool {
+    pub(crate) fn turn_has_stepped(&self) -> bool {
         self.turn.as_ref().is_some_and(|turn| turn.last_step > 0)
-    }
-
-    /// Whether a step is open.
-    pub fn step_open(&self) -> bool {
-        self.turn.as_ref().is_some_and(|turn| turn.step_open)
     }
 
     /// The ids admitted in the open step, in admission order.
@@ -138,14 +133,9 @@ impl History {
         admitting.hash(hasher);
     }
 
-    /// The last turn number opened.
-    pub fn last_turn(&self) -> u64 {
-        self.last_turn
-    }
-
     /// A fork's copied history ends: the child's inbox starts empty, turn
     /// numbers continue.
-    pub fn end_seed(&mut self) {
+    pub(crate) fn end_seed(&mut self) {
         self.next_turn.clear();
         self.next_step.clear();
         self.turn = None;
@@ -153,7 +143,7 @@ impl History {
     }
 
     /// Whether `id` carries identity (placeholders in logs do not).
-    pub fn has_identity(&self, id: &MessageId) -> bool {
+    fn has_identity(&self, id: &MessageId) -> bool {
         self.mode == Mode::Core || !is_placeholder(id)
     }
 
@@ -415,7 +405,7 @@ impl History {
 }
 
 /// `{{name}}` ids are snapshot placeholders shared by unrelated messages.
-pub fn is_placeholder(id: &MessageId) -> bool {
+fn is_placeholder(id: &MessageId) -> bool {
     let id = id.as_str();
     id.starts_with("{{") && id.ends_with("}}")
 }

@@ -15,7 +15,7 @@ mod property;
 pub mod validate;
 
 pub use checker::{Checker, mix};
-pub use fingerprint::{Ranks, fingerprint, hash_canonical, hash_with};
+pub use fingerprint::{Ranks, fingerprint, hash_with};
 pub use goal::GoalRounds;
 pub use harness::{Harness, Hooks, Monitor, NoHooks, Step};
 pub use history::{History, Mode};

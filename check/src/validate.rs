@@ -4,7 +4,7 @@
 //! reports each violation with the 1-based line of the offending event.
 //!
 //! Memory is constant in the log's length: one reused line buffer (a line may
-//! not exceed [`LINE_BYTES_MAX`]) and the ghost state, which holds only what
+//! not exceed 256 MiB) and the ghost state, which holds only what
 //! is pending and the open turn.
 //!
 //! Choices the issue leaves open:
@@ -28,7 +28,7 @@ use serde::de::IgnoredAny;
 
 /// The longest line read; a longer one makes the file unreadable rather
 /// than memory unbounded (dsh inlines images, so this is generous).
-pub const LINE_BYTES_MAX: u64 = 1 << 28;
+const LINE_BYTES_MAX: u64 = 1 << 28;
 
 /// A violation at a line of the log.
 #[derive(Clone, PartialEq, Eq, Debug)]

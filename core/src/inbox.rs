@@ -42,7 +42,7 @@ fn is_zero(count: &usize) -> bool {
 
 impl Splice {
     /// A splice that changes nothing emits nothing (SPEC §5).
-    pub fn is_noop(&self) -> bool {
+    pub(crate) fn is_noop(&self) -> bool {
         self.removed_count == 0 && self.inserted.is_empty()
     }
 }
@@ -187,7 +187,7 @@ impl Inbox {
 
     /// The splice that adds `message` at the end of `target` (a send or an
     /// append).
-    pub fn appending(&self, target: Target, message: Message) -> Splice {
+    pub(crate) fn appending(&self, target: Target, message: Message) -> Splice {
         let end = self.list(target).len();
         self.normalize(target, end, 0, vec![message], None)
     }
@@ -245,7 +245,7 @@ impl Inbox {
     }
 
     /// Removes the first `count` messages of a list (a claim's pure deletion).
-    pub fn take_front(&mut self, target: Target, count: usize) -> Vec<Message> {
+    pub(crate) fn take_front(&mut self, target: Target, count: usize) -> Vec<Message> {
         let list = self.list_mut(target);
         let count = count.min(list.len());
         let taken: Vec<Message> = list.drain(..count).collect();

@@ -49,7 +49,7 @@ impl From<&str> for MessageId {
 /// The role of a delivered message. Delivery only carries user-role input.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub(crate) enum Role {
     /// Model-facing user-role content (prompts and injected context alike).
     #[default]
     User,
@@ -140,11 +140,6 @@ impl Source {
             Self::Tool { .. } => "tool",
             Self::Other { kind, .. } => kind,
         }
-    }
-
-    /// The seed's one test for "is this a human prompt?".
-    pub fn is_human(&self) -> bool {
-        matches!(self, Self::User { .. })
     }
 }
 
@@ -262,16 +257,6 @@ impl Message {
     /// The occurrence identity.
     pub fn id(&self) -> &MessageId {
         &self.0.id
-    }
-
-    /// Always [`Role::User`] today; kept because the durable shape has it.
-    pub fn role(&self) -> Role {
-        self.0.role
-    }
-
-    /// Model-facing content, verbatim.
-    pub fn content(&self) -> &Value {
-        &self.0.content
     }
 
     /// The producer.

@@ -38,12 +38,12 @@ pub struct Coverage(HashSet<u64, BuildHasherDefault<Identity>>);
 
 impl Coverage {
     /// Records the state the harness stands in.
-    pub fn visit(&mut self, harness: &Harness) {
+    pub(crate) fn visit(&mut self, harness: &Harness) {
         self.0.insert(harness.fingerprint());
     }
 
     /// Adds another worker's states.
-    pub fn merge(&mut self, other: Coverage) {
+    pub(crate) fn merge(&mut self, other: Coverage) {
         self.0.extend(other.0);
     }
 

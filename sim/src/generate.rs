@@ -165,7 +165,7 @@ impl Generator {
     }
 
     /// The next input for `agent` as it stands.
-    pub fn next_input(&mut self, agent: &Agent) -> Input {
+    pub(crate) fn next_input(&mut self, agent: &Agent) -> Input {
         let kind = self
             .prng
             .pick(self.kinds.weights())

@@ -28,6 +28,6 @@ pub use prng::Prng;
 pub use report::{REPORT_FORMAT, Report, ReportError};
 pub use run::{Evaluation, SeedRun, draw, evaluate, simulate, simulate_within};
 pub use session::{LIVENESS_INPUTS_MAX, Record, STALL_INPUTS_MAX, Session};
-pub use shrink::{EVALUATIONS_MAX, NotReproduced, Shrunk, shrink};
-pub use swarm::{InputWeights, POOL_SIZE_MAX, PreStepWeights, StepWeights, Swarm};
+pub use shrink::{NotReproduced, Shrunk, shrink};
+pub use swarm::{InputWeights, PreStepWeights, StepWeights, Swarm};
 pub use sweep::{Failure, Plan, Swept, sweep};

@@ -9,6 +9,7 @@
 //! and the weighted pick are written out below and pinned by a golden test.
 //! No floats: every probability is an integer ratio.
 
+use courier_check::mix;
 use rand_core::Rng;
 use rand_pcg::Pcg64Mcg;
 
@@ -18,15 +19,17 @@ pub struct Prng(Pcg64Mcg);
 
 impl Prng {
     /// The stream of `seed`. Nearby seeds start far apart: the 64-bit seed is
-    /// spread over the 128-bit state with two rounds of SplitMix64.
+    /// spread over the 128-bit state with two rounds of SplitMix64's
+    /// finalizer, the checker's own [`mix`], so there is one copy to trust
+    /// (a change to `mix` changes every stream; the golden test catches it).
     pub fn new(seed: u64) -> Self {
-        let low = split_mix(seed);
-        let high = split_mix(low);
+        let low = mix(seed);
+        let high = mix(low);
         Self(Pcg64Mcg::new(u128::from(high) << 64 | u128::from(low)))
     }
 
     /// The next raw word.
-    pub fn next_u64(&mut self) -> u64 {
+    fn next_u64(&mut self) -> u64 {
         self.0.next_u64()
     }
 
@@ -58,14 +61,14 @@ impl Prng {
     }
 
     /// True with probability `numerator / denominator`.
-    pub fn chance(&mut self, numerator: u32, denominator: u32) -> bool {
+    pub(crate) fn chance(&mut self, numerator: u32, denominator: u32) -> bool {
         assert!(numerator <= denominator, "{numerator}/{denominator} > 1");
         self.below(u64::from(denominator)) < u64::from(numerator)
     }
 
     /// An index drawn with probability proportional to its weight; `None`
     /// when every weight is zero.
-    pub fn pick(&mut self, weights: &[u32]) -> Option<usize> {
+    pub(crate) fn pick(&mut self, weights: &[u32]) -> Option<usize> {
         let total: u64 = weights.iter().copied().map(u64::from).sum();
         if total == 0 {
             return None;
@@ -85,15 +88,6 @@ impl Prng {
         let length = u64::try_from(length).expect("a length fits in u64");
         (length > 0).then(|| usize::try_from(self.below(length)).expect("below a usize length"))
     }
-}
-
-/// SplitMix64's finalizer (Steele, Lea and Flood 2014): a bijection that
-/// turns consecutive seeds into unrelated words.
-fn split_mix(value: u64) -> u64 {
-    let mut z = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

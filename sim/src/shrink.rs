@@ -10,7 +10,7 @@ use courier_core::{Agent, Input};
 use crate::run::evaluate;
 
 /// A hard cap on evaluations, so shrinking always ends.
-pub const EVALUATIONS_MAX: usize = 200_000;
+const EVALUATIONS_MAX: usize = 200_000;
 
 /// A minimal failing trace.
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -94,7 +94,7 @@ pub struct Swarm {
 }
 
 /// The largest id pool a seed may draw (ids `A` to `H`).
-pub const POOL_SIZE_MAX: u32 = 8;
+pub(crate) const POOL_SIZE_MAX: u32 = 8;
 
 impl Swarm {
     /// Draws a configuration. Each optional feature is off with some

@@ -1,62 +1,75 @@
 //! Mermaid `sequenceDiagram` text, for Markdown viewers that render it.
 
-use std::fmt::Write;
+use std::fmt::{self, Write};
 
 use super::Diagram;
 use super::sequence::{Lane, Mark, Style, marks};
 
 /// The diagram as Mermaid text: one participant per lane, a note opening
 /// each row, and the broken row boxed in red with the violation under it.
-pub fn mermaid(diagram: &Diagram) -> String {
-    let mut text = String::from("sequenceDiagram\n");
-    let _ = writeln!(text, "    title {}", escape(&diagram.title));
-    for lane in Lane::ALL {
-        let _ = writeln!(text, "    participant {} as {}", alias(lane), lane.title());
-    }
-    let everyone = format!("{},{}", alias(Lane::Client), alias(Lane::StepHook));
-    for (index, row_marks) in marks(&diagram.rows).iter().enumerate() {
-        let broken = diagram
-            .broken
-            .as_ref()
-            .filter(|(row, _)| *row == index)
-            .map(|(_, violation)| violation);
-        if broken.is_some() {
-            text.push_str("    rect rgb(253, 226, 226)\n");
-        }
-        let _ = writeln!(text, "    Note over {everyone}: row {}", index + 1);
-        for mark in row_marks {
-            text.push_str("    ");
-            text.push_str(&line(mark));
-            text.push('\n');
-        }
-        if let Some(violation) = broken {
-            let _ = writeln!(
-                text,
-                "    Note over {everyone}: BROKEN {}: {}",
-                violation.property,
-                escape(&violation.detail)
-            );
-            text.push_str("    end\n");
-        }
-    }
-    text
+pub(crate) fn mermaid(diagram: &Diagram) -> String {
+    Mermaid(diagram).to_string()
 }
 
-fn line(mark: &Mark) -> String {
+/// The text as a `Display`, so every write returns its `fmt::Result`
+/// through `?` instead of dropping it, and `to_string` is the one caller.
+struct Mermaid<'a>(&'a Diagram);
+
+impl fmt::Display for Mermaid<'_> {
+    fn fmt(&self, text: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let diagram = self.0;
+        text.write_str("sequenceDiagram\n")?;
+        writeln!(text, "    title {}", escape(&diagram.title))?;
+        for lane in Lane::ALL {
+            writeln!(text, "    participant {} as {}", alias(lane), lane.title())?;
+        }
+        let everyone = format!("{},{}", alias(Lane::Client), alias(Lane::StepHook));
+        for (index, row_marks) in marks(&diagram.rows).iter().enumerate() {
+            let broken = diagram
+                .broken
+                .as_ref()
+                .filter(|(row, _)| *row == index)
+                .map(|(_, violation)| violation);
+            if broken.is_some() {
+                text.write_str("    rect rgb(253, 226, 226)\n")?;
+            }
+            writeln!(text, "    Note over {everyone}: row {}", index + 1)?;
+            for mark in row_marks {
+                line(text, mark)?;
+            }
+            if let Some(violation) = broken {
+                writeln!(
+                    text,
+                    "    Note over {everyone}: BROKEN {}: {}",
+                    violation.property,
+                    escape(&violation.detail)
+                )?;
+                text.write_str("    end\n")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One arrow or note, indented, on its own line.
+fn line(text: &mut impl Write, mark: &Mark) -> fmt::Result {
     match mark {
         Mark::Arrow {
             from,
             to,
             label,
             style,
-        } => format!(
-            "{}{}{}: {}",
+        } => writeln!(
+            text,
+            "    {}{}{}: {}",
             alias(*from),
             arrow(*style),
             alias(*to),
             escape(label)
         ),
-        Mark::Note { lane, label, .. } => format!("Note over {}: {}", alias(*lane), escape(label)),
+        Mark::Note { lane, label, .. } => {
+            writeln!(text, "    Note over {}: {}", alias(*lane), escape(label))
+        }
     }
 }
 

@@ -18,9 +18,7 @@ use courier_check::Violation;
 use courier_core::Transition;
 
 pub use load::{from_report, load, svg_beside, title, write_beside};
-pub use mermaid::mermaid;
 pub use sequence::Lane;
-pub use svg::svg;
 
 /// A whole run, ready to draw.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -46,8 +44,8 @@ impl Diagram {
     /// The diagram in `format`.
     pub fn render(&self, format: Format) -> String {
         match format {
-            Format::Svg => svg(self),
-            Format::Mermaid => mermaid(self),
+            Format::Svg => svg::svg(self),
+            Format::Mermaid => mermaid::mermaid(self),
         }
     }
 

@@ -2,7 +2,7 @@
 //! text escaped, so it opens the same in a browser, an image viewer or a
 //! review tool that refuses active content.
 
-use std::fmt::Write;
+use std::fmt::{self, Write};
 
 use super::Diagram;
 use super::sequence::{Lane, Mark, Style, marks};
@@ -30,12 +30,54 @@ const STYLE: &str = "text{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospac
 .broken{fill:#b3261e;font-weight:bold}";
 
 /// The diagram as an SVG document.
-pub fn svg(diagram: &Diagram) -> String {
-    let rows = marks(&diagram.rows);
-    let width = GUTTER + LANE_WIDTH * Lane::ALL.len() + 16;
-    let mut body = String::new();
+pub(crate) fn svg(diagram: &Diagram) -> String {
+    Svg(diagram).to_string()
+}
+
+/// The document as a `Display`, so every write below returns its
+/// `fmt::Result` through `?` instead of dropping it, and `to_string` is the
+/// one caller.
+struct Svg<'a>(&'a Diagram);
+
+impl fmt::Display for Svg<'_> {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let diagram = self.0;
+        let width = GUTTER + LANE_WIDTH * Lane::ALL.len() + 16;
+        // The rows go first into a buffer: the document's height, written
+        // in its first tag, is known only once they are laid out.
+        let mut body = String::new();
+        let y = draw_rows(&mut body, diagram, width)?;
+        write!(
+            body,
+            r##"<text class="row" x="8" y="{}">{}</text>"##,
+            y + 20,
+            LEGEND
+        )?;
+        let height = y + 36;
+        write!(
+            out,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"><style>{STYLE}</style>"##
+        )?;
+        defs(out)?;
+        write!(
+            out,
+            r##"<rect width="{width}" height="{height}" fill="#fff"/><text class="title" x="8" y="22">{}</text><text x="8" y="42">{}</text>"##,
+            escape(&diagram.title),
+            escape(&diagram.verdict())
+        )?;
+        for lane in Lane::ALL {
+            draw_lane(out, lane, height)?;
+        }
+        out.write_str(&body)?;
+        out.write_str("</svg>\n")
+    }
+}
+
+/// Every row (and the violation box under the broken one); returns the `y`
+/// below the last.
+fn draw_rows(body: &mut impl Write, diagram: &Diagram, width: usize) -> Result<usize, fmt::Error> {
     let mut y = ROWS_TOP;
-    for (index, row_marks) in rows.iter().enumerate() {
+    for (index, row_marks) in marks(&diagram.rows).iter().enumerate() {
         let broken = diagram
             .broken
             .as_ref()
@@ -43,86 +85,66 @@ pub fn svg(diagram: &Diagram) -> String {
             .map(|(_, violation)| violation.to_string());
         let height = row_marks.len() * MARK_HEIGHT + 8;
         if broken.is_some() {
-            let _ = write!(
+            write!(
                 body,
                 r##"<rect x="0" y="{y}" width="{width}" height="{height}" fill="#f4b4b4" fill-opacity="0.35"/>"##
-            );
+            )?;
         }
-        let _ = write!(
+        write!(
             body,
             r##"<line x1="0" y1="{y}" x2="{width}" y2="{y}" stroke="#ddd"/><text class="row" x="8" y="{}">{}</text>"##,
             y + 17,
             index + 1
-        );
+        )?;
         for (position, mark) in row_marks.iter().enumerate() {
-            draw(&mut body, mark, y + 4 + position * MARK_HEIGHT);
+            draw(body, mark, y + 4 + position * MARK_HEIGHT)?;
         }
         y += height;
         if let Some(text) = broken {
-            y = draw_violation(&mut body, &text, y, width);
+            y = draw_violation(body, &text, y, width)?;
         }
     }
-    let _ = write!(
-        body,
-        r##"<text class="row" x="8" y="{}">{}</text>"##,
-        y + 20,
-        LEGEND
-    );
-    let height = y + 36;
-    let mut document = format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"><style>{STYLE}</style>"##
-    );
-    document.push_str(&defs());
-    let _ = write!(
-        document,
-        r##"<rect width="{width}" height="{height}" fill="#fff"/><text class="title" x="8" y="22">{}</text><text x="8" y="42">{}</text>"##,
-        escape(&diagram.title),
-        escape(&diagram.verdict())
-    );
-    for lane in Lane::ALL {
-        draw_lane(&mut document, lane, height);
-    }
-    document.push_str(&body);
-    document.push_str("</svg>\n");
-    document
+    Ok(y)
 }
 
 /// The arrowheads: filled for inputs and durable outputs, open for live
 /// notifications and awaits, a cross for refusals.
-fn defs() -> String {
-    let marker = |id: &str, path: &str| {
-        format!(
-            r##"<marker id="{id}" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse">{path}</marker>"##
-        )
-    };
-    format!(
-        "<defs>{}{}{}</defs>",
-        marker("solid", r##"<path d="M0,0 L10,5 L0,10 z" fill="#222"/>"##),
-        marker(
+fn defs(out: &mut impl Write) -> fmt::Result {
+    let markers = [
+        ("solid", r##"<path d="M0,0 L10,5 L0,10 z" fill="#222"/>"##),
+        (
             "open",
-            r##"<path d="M0,0 L10,5 L0,10" fill="none" stroke="#35608a"/>"##
+            r##"<path d="M0,0 L10,5 L0,10" fill="none" stroke="#35608a"/>"##,
         ),
-        marker(
+        (
             "cross",
-            r##"<path d="M1,1 L9,9 M9,1 L1,9" stroke="#b3261e" stroke-width="2"/>"##
-        )
-    )
+            r##"<path d="M1,1 L9,9 M9,1 L1,9" stroke="#b3261e" stroke-width="2"/>"##,
+        ),
+    ];
+    out.write_str("<defs>")?;
+    for (id, path) in markers {
+        write!(
+            out,
+            r##"<marker id="{id}" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse">{path}</marker>"##
+        )?;
+    }
+    out.write_str("</defs>")
 }
 
 /// A lane's title box and its dashed lifeline.
-fn draw_lane(document: &mut String, lane: Lane, height: usize) {
+fn draw_lane(document: &mut impl Write, lane: Lane, height: usize) -> fmt::Result {
     let x = center(lane);
-    let _ = write!(
+    write!(
         document,
         r##"<line x1="{x}" y1="86" x2="{x}" y2="{}" stroke="#bbb" stroke-dasharray="4 4"/><rect x="{}" y="58" width="{}" height="28" rx="4" fill="#eef2f7" stroke="#6d7f99"/><text class="lane" x="{x}" y="77" text-anchor="middle">{}</text>"##,
         height - 8,
         x - LANE_WIDTH / 2 + 12,
         LANE_WIDTH - 24,
         escape(lane.title())
-    );
+    )
 }
 
-fn draw(body: &mut String, mark: &Mark, top: usize) {
+fn draw(body: &mut impl Write, mark: &Mark, top: usize) -> fmt::Result {
     match mark {
         Mark::Arrow {
             from,
@@ -134,7 +156,13 @@ fn draw(body: &mut String, mark: &Mark, top: usize) {
     }
 }
 
-fn draw_arrow(body: &mut String, (from, to): (Lane, Lane), label: &str, style: Style, top: usize) {
+fn draw_arrow(
+    body: &mut impl Write,
+    (from, to): (Lane, Lane),
+    label: &str,
+    style: Style,
+    top: usize,
+) -> fmt::Result {
     let (x1, x2) = (center(from), center(to));
     let line_y = top + 18;
     let (color, dash, head) = match style {
@@ -144,24 +172,30 @@ fn draw_arrow(body: &mut String, (from, to): (Lane, Lane), label: &str, style: S
         Style::Refused => ("#b3261e", "", "cross"),
     };
     let width = if style == Style::Input { 2 } else { 1 };
-    let _ = write!(
+    write!(
         body,
         r##"<line x1="{x1}" y1="{line_y}" x2="{x2}" y2="{line_y}" stroke="{color}" stroke-width="{width}"{dash} marker-end="url(#{head})"/><text{} x="{}" y="{}" text-anchor="middle">{}</text>"##,
         class(style),
         (x1 + x2) / 2,
         line_y - 4,
         escape(label)
-    );
+    )
 }
 
-fn draw_note(body: &mut String, lane: Lane, label: &str, style: Style, top: usize) {
+fn draw_note(
+    body: &mut impl Write,
+    lane: Lane,
+    label: &str,
+    style: Style,
+    top: usize,
+) -> fmt::Result {
     let width = text_width(label) + 14;
     let (fill, stroke) = match style {
         Style::Refused => ("#fde2e2", "#b3261e"),
         _ => ("#fff8d6", "#c9b458"),
     };
     let x = center(lane);
-    let _ = write!(
+    write!(
         body,
         r##"<rect x="{}" y="{}" width="{width}" height="19" rx="3" fill="{fill}" stroke="{stroke}"/><text{} x="{x}" y="{}" text-anchor="middle">{}</text>"##,
         x - width / 2,
@@ -169,28 +203,33 @@ fn draw_note(body: &mut String, lane: Lane, label: &str, style: Style, top: usiz
         class(style),
         top + 17,
         escape(label)
-    );
+    )
 }
 
 /// The violation box under the row where the property broke.
-fn draw_violation(body: &mut String, text: &str, top: usize, width: usize) -> usize {
+fn draw_violation(
+    body: &mut impl Write,
+    text: &str,
+    top: usize,
+    width: usize,
+) -> Result<usize, fmt::Error> {
     let lines = wrap(&format!("BROKEN here: {text}"), DETAIL_WIDTH);
     let height = lines.len() * 16 + 10;
-    let _ = write!(
+    write!(
         body,
         r##"<rect x="4" y="{}" width="{}" height="{height}" rx="4" fill="#fff" stroke="#b3261e" stroke-width="2"/>"##,
         top + 2,
         width - 8
-    );
+    )?;
     for (index, line) in lines.iter().enumerate() {
-        let _ = write!(
+        write!(
             body,
             r##"<text class="broken" x="14" y="{}">{}</text>"##,
             top + 18 + index * 16,
             escape(line)
-        );
+        )?;
     }
-    top + height + 6
+    Ok(top + height + 6)
 }
 
 fn class(style: Style) -> &'static str {

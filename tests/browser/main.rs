@@ -15,7 +15,7 @@ use std::sync::mpsc;
 
 use courier::diagram::Lane;
 use courier_model::VacuityGoal;
-use webdriver::{DEADLINE, Driver, Running, free_port, wait_for};
+use webdriver::{DEADLINE, Driver, Running, Session, free_port, wait_for};
 
 /// Chromium and chromedriver, or `None` (after saying why) when this
 /// machine has neither and nothing asked for them.
@@ -120,6 +120,20 @@ fn the_explorer_lists_the_properties_and_follows_an_action() {
         return;
     };
     let output = output_folder();
+    let (mut explorer, lines, url) = start_explorer();
+    let driver = Driver::start(&chromedriver);
+    let session = driver.session(&chromium, &profile(&output, "explorer"));
+    session.goto(&url);
+    lists_the_properties(&session);
+    follows_init_then_followup(&session);
+    runs_to_completion(&session);
+    session.screenshot(&output.join("explorer.png"));
+    stop_with_ctrl_c(&mut explorer, &lines);
+}
+
+/// `courier explore` on a free port, its printed lines, and the address it
+/// announced.
+fn start_explorer() -> (Running, mpsc::Receiver<String>, String) {
     let port = free_port();
     let mut explorer = Running(
         courier()
@@ -137,10 +151,11 @@ fn the_explorer_lists_the_properties_and_follows_an_action() {
             .filter(|line| line.starts_with("Explorer:"))
     });
     assert_eq!(announced, format!("Explorer: {url} (Ctrl-C stops it)"));
+    (explorer, lines, url)
+}
 
-    let driver = Driver::start(&chromedriver);
-    let session = driver.session(&chromium, &profile(&output, "explorer"));
-    session.goto(&url);
+/// The sidebar names every checked property and every vacuity goal.
+fn lists_the_properties(session: &Session<'_>) {
     let listed = session.wait_for_script(
         "the property list",
         "const names = Array.from(document.querySelectorAll('nav h3 + ul li .font-code'),\
@@ -158,7 +173,11 @@ fn the_explorer_lists_the_properties_and_follows_an_action() {
         .collect();
     expected.extend(VacuityGoal::ALL.map(|goal| format!("Sometimes {goal}")));
     assert_eq!(listed, expected);
+}
 
+/// Clicking the initial state shows an idle agent; clicking `followup`
+/// shows the message awaiting its pre-step.
+fn follows_init_then_followup(session: &Session<'_>) {
     session.click("//a[normalize-space()='Init 0']");
     let initial = session.wait_for_script(
         "the initial state",
@@ -191,8 +210,10 @@ fn the_explorer_lists_the_properties_and_follows_an_action() {
         "{followed}"
     );
     assert_eq!(session.script("return window.location.hash"), "#/steps/0/0");
+}
 
-    // Check the whole space; each property's status then says how it ended.
+/// Checks the whole space; each property's status then says how it ended.
+fn runs_to_completion(session: &Session<'_>) {
     session.click("//button[normalize-space()='Run to completion']");
     let statuses = session.wait_for_script(
         "every property's final status",
@@ -213,9 +234,6 @@ fn the_explorer_lists_the_properties_and_follows_an_action() {
             "no `{row}` in {statuses:#?}"
         );
     }
-    session.screenshot(&output.join("explorer.png"));
-
-    stop_with_ctrl_c(&mut explorer, &lines);
 }
 
 /// Every line the child prints, as it prints them.

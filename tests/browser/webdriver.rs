@@ -1,19 +1,21 @@
-//! The few WebDriver calls the browser test needs, as plain HTTP to
-//! chromedriver on localhost (W3C WebDriver, JSON over HTTP). Every wait has
-//! a deadline, so a broken page fails the test instead of hanging it.
+//! The few WebDriver calls the browser test needs, through `fantoccini`
+//! (plain HTTP to chromedriver on localhost: no TLS feature, so no OpenSSL
+//! or rustls in the build), behind a blocking facade so the tests stay
+//! sequential. Every wait has a deadline, so a broken page fails the test
+//! instead of hanging it.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
+use tokio::runtime::Runtime;
 
 /// How long any one wait may take before the test fails.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(45);
-/// The W3C key of an element reference.
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How often a wait looks again.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -57,23 +59,16 @@ pub(crate) fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T
     }
 }
 
-fn http() -> ureq::Agent {
-    ureq::Agent::new_with_config(
-        ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(DEADLINE))
-            .build(),
-    )
-}
-
-/// A chromedriver process on a free port.
+/// A chromedriver process on a free port, and the runtime its sessions'
+/// futures run on (one thread: the test waits on every call anyway).
 pub(crate) struct Driver {
     _process: Running,
     url: String,
+    runtime: Runtime,
 }
 
 impl Driver {
-    /// Starts `chromedriver` and waits until it reports ready.
+    /// Starts `chromedriver` and waits until it accepts connections.
     pub(crate) fn start(chromedriver: &Path) -> Driver {
         let port = free_port();
         let process = Command::new(chromedriver)
@@ -82,38 +77,18 @@ impl Driver {
             .stderr(Stdio::null())
             .spawn()
             .expect("chromedriver starts");
-        let url = format!("http://127.0.0.1:{port}");
-        let driver = Driver {
-            _process: Running(process),
-            url,
-        };
-        wait_for("chromedriver to be ready", || {
-            let status = driver.call("GET", "/status", None).ok()?;
-            status["ready"].as_bool().filter(|ready| *ready)
+        let process = Running(process);
+        wait_for("chromedriver to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
         });
-        driver
-    }
-
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, String> {
-        let url = format!("{}{path}", self.url);
-        let agent = http();
-        let response = match (method, body) {
-            ("GET", _) => agent.get(&url).call(),
-            ("DELETE", _) => agent.delete(&url).call(),
-            (_, body) => agent
-                .post(&url)
-                .send_json(body.unwrap_or_else(|| json!({}))),
-        };
-        let mut response = response.map_err(|error| format!("{method} {path}: {error}"))?;
-        let status = response.status();
-        let reply: Value = response
-            .body_mut()
-            .read_json()
-            .map_err(|error| format!("{method} {path}: {error}"))?;
-        if status.is_success() {
-            Ok(reply["value"].clone())
-        } else {
-            Err(format!("{method} {path}: {status}: {}", reply["value"]))
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        Driver {
+            _process: process,
+            url: format!("http://127.0.0.1:{port}"),
+            runtime,
         }
     }
 
@@ -122,44 +97,46 @@ impl Driver {
         let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|f| f.to_string()).collect();
         args.push(format!("--user-data-dir={}", profile.display()));
         args.push("--window-size=1400,1000".to_owned());
-        let capabilities = json!({"capabilities": {"alwaysMatch": {
-            "browserName": "chrome",
-            "goog:chromeOptions": {"binary": chromium, "args": args},
-        }}});
-        let created = self
-            .call("POST", "/session", Some(capabilities))
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert("browserName".to_owned(), json!("chrome"));
+        capabilities.insert(
+            "goog:chromeOptions".to_owned(),
+            json!({"binary": chromium, "args": args}),
+        );
+        let client = self
+            .runtime
+            .block_on(
+                ClientBuilder::new(HttpConnector::new())
+                    .capabilities(capabilities)
+                    .connect(&self.url),
+            )
             .unwrap_or_else(|error| panic!("no browser session: {error}"));
-        let id = created["sessionId"].as_str().unwrap().to_owned();
-        Session { driver: self, id }
+        Session {
+            runtime: &self.runtime,
+            client,
+        }
     }
 }
 
 /// One browser window, closed when dropped.
 pub(crate) struct Session<'a> {
-    driver: &'a Driver,
-    id: String,
+    runtime: &'a Runtime,
+    client: Client,
 }
 
 impl Session<'_> {
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let path = format!("/session/{}{path}", self.id);
-        self.driver
-            .call(method, &path, body)
-            .unwrap_or_else(|error| panic!("{error}"))
-    }
-
     /// Loads `url` and waits for the document to finish loading.
     pub(crate) fn goto(&self, url: &str) {
-        self.call("POST", "/url", Some(json!({ "url": url })));
+        self.runtime
+            .block_on(self.client.goto(url))
+            .unwrap_or_else(|error| panic!("goto {url}: {error}"));
     }
 
     /// Runs `script` (a function body) in the page and returns its value.
     pub(crate) fn script(&self, script: &str) -> Value {
-        self.call(
-            "POST",
-            "/execute/sync",
-            Some(json!({"script": script, "args": []})),
-        )
+        self.runtime
+            .block_on(self.client.execute(script, Vec::new()))
+            .unwrap_or_else(|error| panic!("script {script:?}: {error}"))
     }
 
     /// Polls `script` until it returns something other than `null` or `false`.
@@ -172,28 +149,30 @@ impl Session<'_> {
 
     /// Waits for the element at `xpath` and clicks it.
     pub(crate) fn click(&self, xpath: &str) {
-        let path = format!("/session/{}/element", self.id);
-        let query = json!({"using": "xpath", "value": xpath});
-        let element = wait_for(xpath, || {
-            let found = self.driver.call("POST", &path, Some(query.clone())).ok()?;
-            found[ELEMENT].as_str().map(str::to_owned)
-        });
-        self.call("POST", &format!("/element/{element}/click"), None);
+        let found = self.client.wait().at_most(DEADLINE).every(POLL);
+        let element = self
+            .runtime
+            .block_on(found.for_element(Locator::XPath(xpath)))
+            .unwrap_or_else(|error| panic!("gave up waiting for {xpath}: {error}"));
+        self.runtime
+            .block_on(element.click())
+            .unwrap_or_else(|error| panic!("click {xpath}: {error}"));
     }
 
     /// Saves what the window shows as a PNG.
     pub(crate) fn screenshot(&self, file: &Path) {
-        let encoded = self.call("GET", "/screenshot", None);
-        let png = base64::engine::general_purpose::STANDARD
-            .decode(encoded.as_str().unwrap())
-            .unwrap();
+        let png = self
+            .runtime
+            .block_on(self.client.screenshot())
+            .unwrap_or_else(|error| panic!("screenshot: {error}"));
         std::fs::write(file, png).unwrap();
     }
 }
 
 impl Drop for Session<'_> {
     fn drop(&mut self) {
-        let path = format!("/session/{}", self.id);
-        let _ = self.driver.call("DELETE", &path, None);
+        // Closing may fail when the test already failed; chromedriver is
+        // killed next either way.
+        let _ = self.runtime.block_on(self.client.clone().close());
     }
 }
