@@ -21,25 +21,12 @@ impl Agent {
     /// Runs one transition and drains its outputs into a [`Transition`]:
     /// [`Agent::handle`] then [`Agent::poll_output`] until empty.
     pub fn transition(&mut self, input: Input) -> Transition {
-        let mut outputs = Vec::new();
-        let answer = self.transition_into(input.clone(), &mut outputs);
+        let answer = self.handle(input.clone());
+        let outputs = std::iter::from_fn(|| self.poll_output()).collect();
         Transition {
             input,
             answer,
             outputs,
         }
-    }
-
-    /// [`Agent::transition`] into a reused buffer (cleared first), for the
-    /// engines' hot loops; returns the answer.
-    pub fn transition_into(
-        &mut self,
-        input: Input,
-        outputs: &mut Vec<Output>,
-    ) -> Result<(), Refusal> {
-        let answer = self.handle(input);
-        outputs.clear();
-        outputs.extend(std::iter::from_fn(|| self.poll_output()));
-        answer
     }
 }
