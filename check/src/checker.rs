@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use courier_core::{
-    Activity, Inbox, Input, Message, MessageId, Output, Target, Transition, TurnEnd, Wakeup,
+    Abort, Activity, Inbox, Input, Message, MessageId, Output, Target, Transition, TurnEnd, Wakeup,
 };
 
 use crate::history::{Effect, History, Mode};
@@ -38,24 +38,11 @@ enum Notice {
 
 impl Notice {
     fn matches(&self, output: &Output) -> bool {
-        let owed = match self {
-            Self::Discarded(id) | Self::Inserted(id) => id,
+        let (owed, same_kind) = match self {
+            Self::Discarded(id) => (id, matches!(output, Output::Discarded { .. })),
+            Self::Inserted(id) => (id, matches!(output, Output::Inserted { .. })),
         };
-        let same_kind = match output {
-            Output::Discarded { message } => matches!(self, Self::Discarded(_)).then_some(message),
-            Output::Inserted { message } => matches!(self, Self::Inserted(_)).then_some(message),
-            Output::Spliced(_)
-            | Output::TurnStart { .. }
-            | Output::StepStart { .. }
-            | Output::UserMessage(_)
-            | Output::StepEnd { .. }
-            | Output::TurnEnd { .. }
-            | Output::Claimed { .. }
-            | Output::Status { .. }
-            | Output::Error { .. }
-            | Output::Idle => None,
-        };
-        same_kind.is_some_and(|message| message.id() == owed)
+        same_kind && output.noticed().is_some_and(|message| message.id() == owed)
     }
 }
 
@@ -217,19 +204,7 @@ impl Checker {
                 self.replay_owed = true;
             }
         }
-        let supplied = match input {
-            Input::Send { message, .. }
-            | Input::Append { message, .. }
-            | Input::Prepend { message, .. }
-            | Input::Replace { message, .. } => vec![message.clone()],
-            Input::Splice { inserted, .. } => inserted.clone(),
-            Input::Remove { .. }
-            | Input::Cancel { .. }
-            | Input::Dispose
-            | Input::WhenIdle
-            | Input::PreStep(_)
-            | Input::Step(_) => Vec::new(),
-        };
+        let supplied = input.supplied().to_vec();
         Progress {
             input,
             supplied,
@@ -578,18 +553,12 @@ impl Checker {
     /// A cancel aborts a live turn (forgiving what is pending) after its
     /// discards; without keep-inbox it also drops an owed replay.
     fn apply_cancel(&mut self, input: &Input) {
-        let (keep_inbox, dispose) = match input {
-            Input::Cancel { keep_inbox, .. } => (*keep_inbox, false),
-            Input::Dispose => (false, true),
-            Input::Send { .. }
-            | Input::Append { .. }
-            | Input::Prepend { .. }
-            | Input::Replace { .. }
-            | Input::Remove { .. }
-            | Input::Splice { .. }
-            | Input::WhenIdle
-            | Input::PreStep(_)
-            | Input::Step(_) => return,
+        let Some(Abort {
+            keep_inbox,
+            dispose,
+        }) = input.abort()
+        else {
+            return;
         };
         if !keep_inbox {
             self.replay_owed = false;

@@ -172,6 +172,56 @@ impl Input {
     pub fn is_completion(&self) -> bool {
         matches!(self, Self::PreStep(_) | Self::Step(_))
     }
+
+    /// What a cancel or dispose asks for; `None` for every other input.
+    pub fn abort(&self) -> Option<Abort> {
+        match self {
+            Self::Cancel { keep_inbox, .. } => Some(Abort {
+                keep_inbox: *keep_inbox,
+                dispose: false,
+            }),
+            Self::Dispose => Some(Abort {
+                keep_inbox: false,
+                dispose: true,
+            }),
+            Self::Send { .. }
+            | Self::Append { .. }
+            | Self::Prepend { .. }
+            | Self::Replace { .. }
+            | Self::Remove { .. }
+            | Self::Splice { .. }
+            | Self::WhenIdle
+            | Self::PreStep(_)
+            | Self::Step(_) => None,
+        }
+    }
+
+    /// The messages the input hands the inbox, in order (a refused input
+    /// inserts none of them; `enter`'s batch is not an insertion).
+    pub fn supplied(&self) -> &[Message] {
+        match self {
+            Self::Send { message, .. }
+            | Self::Append { message, .. }
+            | Self::Prepend { message, .. }
+            | Self::Replace { message, .. } => std::slice::from_ref(message),
+            Self::Splice { inserted, .. } => inserted,
+            Self::Remove { .. }
+            | Self::Cancel { .. }
+            | Self::Dispose
+            | Self::WhenIdle
+            | Self::PreStep(_)
+            | Self::Step(_) => &[],
+        }
+    }
+}
+
+/// What a cancel or a dispose asks for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Abort {
+    /// Keep the pending lists (a keep-inbox cancel).
+    pub keep_inbox: bool,
+    /// `dispose`: also refuse every later insertion.
+    pub dispose: bool,
 }
 
 /// Whether the agent has a driver.
@@ -265,16 +315,41 @@ pub enum Output {
 }
 
 impl Output {
-    /// Whether the output belongs in the durable session log.
+    /// Whether the output belongs in the durable session log. Listed in
+    /// full, so a new output must say.
     pub fn is_durable(&self) -> bool {
-        matches!(
-            self,
+        match self {
             Self::Spliced(_)
-                | Self::TurnStart { .. }
-                | Self::StepStart { .. }
-                | Self::UserMessage(_)
-                | Self::StepEnd { .. }
-                | Self::TurnEnd { .. }
-        )
+            | Self::TurnStart { .. }
+            | Self::StepStart { .. }
+            | Self::UserMessage(_)
+            | Self::StepEnd { .. }
+            | Self::TurnEnd { .. } => true,
+            Self::Inserted { .. }
+            | Self::Claimed { .. }
+            | Self::Discarded { .. }
+            | Self::Status { .. }
+            | Self::Error { .. }
+            | Self::Idle => false,
+        }
+    }
+
+    /// The message a live inbox notification (`inserted`, `claimed`,
+    /// `discarded`) is about; `None` for every other output.
+    pub fn noticed(&self) -> Option<&Message> {
+        match self {
+            Self::Inserted { message }
+            | Self::Claimed { message, .. }
+            | Self::Discarded { message } => Some(message),
+            Self::Spliced(_)
+            | Self::TurnStart { .. }
+            | Self::StepStart { .. }
+            | Self::UserMessage(_)
+            | Self::StepEnd { .. }
+            | Self::TurnEnd { .. }
+            | Self::Status { .. }
+            | Self::Error { .. }
+            | Self::Idle => None,
+        }
     }
 }

@@ -19,7 +19,9 @@ mod transition;
 
 pub use agent::{Agent, Status};
 pub use error::Refusal;
-pub use event::{Activity, AwaitPoint, Input, InputKind, Output, PreStepDecision, StepOutcome};
+pub use event::{
+    Abort, Activity, AwaitPoint, Input, InputKind, Output, PreStepDecision, StepOutcome,
+};
 pub use inbox::{Inbox, Outcome, Splice};
 pub use message::{CancelCause, Cause, Message, MessageId, Source, Target, TurnEnd, Wakeup};
 pub use mutant::Mutant;

@@ -185,7 +185,7 @@ fn transition_facts(before: &Before<'_>, transition: &Transition) -> Facts {
     if transition.input == Input::PreStep(PreStepDecision::Reject) && blocked {
         facts.insert(VacuityGoal::Reject);
     }
-    let cancel = matches!(transition.input, Input::Cancel { .. } | Input::Dispose);
+    let cancel = transition.input.abort().is_some();
     if cancel && awaits_live(before, AwaitPoint::PreStep) {
         facts.insert(VacuityGoal::CancelAtPreStep);
     }
@@ -246,17 +246,8 @@ fn retag(before: &Before<'_>, transition: &Transition, agent: &Agent) -> Tags {
 
 /// Whether `outputs` claim or discard `id`.
 fn left(outputs: &[Output], id: &MessageId) -> bool {
-    outputs.iter().any(|output| match output {
-        Output::Claimed { message, .. } | Output::Discarded { message } => message.id() == id,
-        Output::Spliced(_)
-        | Output::TurnStart { .. }
-        | Output::StepStart { .. }
-        | Output::UserMessage(_)
-        | Output::StepEnd { .. }
-        | Output::TurnEnd { .. }
-        | Output::Inserted { .. }
-        | Output::Status { .. }
-        | Output::Error { .. }
-        | Output::Idle => false,
+    outputs.iter().any(|output| {
+        let left = matches!(output, Output::Claimed { .. } | Output::Discarded { .. });
+        left && output.noticed().is_some_and(|message| message.id() == id)
     })
 }

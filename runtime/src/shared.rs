@@ -228,7 +228,7 @@ impl Locked {
         record: Option<&mut Vec<Output>>,
     ) -> Result<(), Refusal> {
         let before = self.core.status();
-        let aborts = aborts(&input);
+        let aborts = input.abort().is_some();
         self.core.handle(input)?;
         let started = before == Status::Idle && self.core.status() != Status::Idle;
         if started || aborts {
@@ -291,23 +291,6 @@ impl Locked {
             }),
         };
         Poll::Ready(Some(job))
-    }
-}
-
-/// Whether `input` may abort the running turn, so the driver task parked on
-/// its hook must wake and drop it. Listed in full so a new input must say.
-fn aborts(input: &Input) -> bool {
-    match input {
-        Input::Cancel { .. } | Input::Dispose => true,
-        Input::Send { .. }
-        | Input::Append { .. }
-        | Input::Prepend { .. }
-        | Input::Replace { .. }
-        | Input::Remove { .. }
-        | Input::Splice { .. }
-        | Input::WhenIdle
-        | Input::PreStep(_)
-        | Input::Step(_) => false,
     }
 }
 

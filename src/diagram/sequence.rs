@@ -165,19 +165,11 @@ fn edited_list(row: &Transition, otherwise: Lane) -> Lane {
     let outputs = &row.outputs;
     outputs
         .iter()
-        .find_map(|output| match output {
-            Output::Spliced(splice) => Some(Lane::list(splice.target)),
-            Output::TurnStart { .. }
-            | Output::StepStart { .. }
-            | Output::UserMessage(_)
-            | Output::StepEnd { .. }
-            | Output::TurnEnd { .. }
-            | Output::Inserted { .. }
-            | Output::Claimed { .. }
-            | Output::Discarded { .. }
-            | Output::Status { .. }
-            | Output::Error { .. }
-            | Output::Idle => None,
+        .find_map(|output| {
+            let Output::Spliced(splice) = output else {
+                return None;
+            };
+            Some(Lane::list(splice.target))
         })
         .unwrap_or(otherwise)
 }
