@@ -12,10 +12,11 @@
 use std::hash::{Hash, Hasher};
 
 use courier_core::{
-    Agent, AwaitPoint, CancelCause, Input, Message, MessageId, PreStepDecision, Source, Status,
-    StepOutcome, Target, Wakeup,
+    Agent, AwaitPoint, CancelCause, Input, InputKind, Message, MessageId, PreStepDecision, Source,
+    Status, StepOutcome, Target, Wakeup,
 };
 use serde_json::Value;
+use strum::VariantArray;
 
 use crate::vacuity::{self, Before, Facts, Tags, VacuityGoal};
 use courier_check::Harness;
@@ -251,57 +252,92 @@ impl Space {
     /// The actions enabled for `agent` once `spent` of the budget is used,
     /// in a fixed order: [`Space::actions`] without a state around them.
     pub fn enabled(&self, agent: &Agent, spent: Spent, actions: &mut Vec<Action>) {
-        self.client_actions(agent, spent, actions);
-        match agent.status() {
-            Status::Idle => {}
-            Status::Running {
-                awaiting: AwaitPoint::PreStep,
-                ..
-            } => {
-                let batch = agent.claimed().map_or(0, <[Message]>::len);
-                let pending = !agent.inbox().is_empty();
-                let useful = |decision: &Decision| match decision {
-                    Decision::Drop => batch >= 1,
-                    Decision::Reorder => batch >= 2,
-                    Decision::EnterPending => pending,
-                    _ => true,
-                };
-                let decisions = Decision::ALL.into_iter().filter(useful);
-                actions.extend(decisions.map(Action::PreStep));
-            }
-            Status::Running { step, .. } => {
-                let tools = step < u64::from(self.bounds.steps);
-                let outcomes = OUTCOMES.into_iter();
-                let outcomes = outcomes.filter(|o| tools || *o != StepOutcome::ToolCalls);
-                actions.extend(outcomes.map(Action::Step));
-            }
+        for kind in InputKind::VARIANTS {
+            self.actions_of(*kind, agent, spent, actions);
         }
     }
 
-    fn client_actions(&self, agent: &Agent, spent: Spent, actions: &mut Vec<Action>) {
+    /// The enabled actions of one kind of the core's input. Exhaustive over
+    /// [`InputKind`], so a new input does not compile until the model says
+    /// how it explores it (or why it does not).
+    fn actions_of(&self, kind: InputKind, agent: &Agent, spent: Spent, actions: &mut Vec<Action>) {
         let disposed = agent.is_disposed();
         let fresh = spent.messages < self.bounds.messages && !disposed;
-        if fresh {
-            actions.extend(SENDS.map(|(target, wakeup)| Action::Send(target, wakeup)));
-        }
-        if spent.edits < self.bounds.edits {
-            let pending = agent.inbox().len();
-            if fresh {
-                actions.extend(Target::ALL.map(Action::Prepend));
-                actions.extend((0..pending).map(Action::Replace));
+        let edits = spent.edits < self.bounds.edits;
+        let cancels = spent.cancels < self.bounds.cancels;
+        let pending = agent.inbox().len();
+        match kind {
+            InputKind::Send if fresh => {
+                actions.extend(SENDS.map(|(target, wakeup)| Action::Send(target, wakeup)));
             }
-            actions.extend((0..pending).map(Action::Remove));
-        }
-        if spent.cancels < self.bounds.cancels {
-            actions.push(Action::Cancel { keep_inbox: false });
-            actions.push(Action::Cancel { keep_inbox: true });
-            if !disposed {
-                actions.push(Action::Dispose);
+            InputKind::Prepend if fresh && edits => {
+                actions.extend(Target::ALL.map(Action::Prepend))
             }
+            InputKind::Replace if fresh && edits => {
+                actions.extend((0..pending).map(Action::Replace))
+            }
+            InputKind::Remove if edits => actions.extend((0..pending).map(Action::Remove)),
+            InputKind::Cancel if cancels => {
+                actions.push(Action::Cancel { keep_inbox: false });
+                actions.push(Action::Cancel { keep_inbox: true });
+            }
+            InputKind::Dispose if cancels && !disposed => actions.push(Action::Dispose),
+            // At most one waiter is outstanding.
+            InputKind::WhenIdle if agent.idle_waiters() == 0 => actions.push(Action::WhenIdle),
+            InputKind::PreStep => self.decisions(agent, actions),
+            InputKind::Step => self.outcomes(agent, actions),
+            // An append is a send that never wakes, and a raw splice is what
+            // prepend, replace and remove already are: the core runs all of
+            // them through one splice, so the model explores those three.
+            InputKind::Append | InputKind::Splice => {}
+            // Out of budget, disposed, or a waiter already outstanding.
+            InputKind::Send
+            | InputKind::Prepend
+            | InputKind::Replace
+            | InputKind::Remove
+            | InputKind::Cancel
+            | InputKind::Dispose
+            | InputKind::WhenIdle => {}
         }
-        if agent.idle_waiters() == 0 {
-            actions.push(Action::WhenIdle);
-        }
+    }
+
+    /// The pre-step decisions that differ for the claimed batch, when the
+    /// driver awaits one.
+    fn decisions(&self, agent: &Agent, actions: &mut Vec<Action>) {
+        let Status::Running {
+            awaiting: AwaitPoint::PreStep,
+            ..
+        } = agent.status()
+        else {
+            return;
+        };
+        let batch = agent.claimed().map_or(0, <[Message]>::len);
+        let pending = !agent.inbox().is_empty();
+        let useful = |decision: &Decision| match decision {
+            Decision::Drop => batch >= 1,
+            Decision::Reorder => batch >= 2,
+            Decision::EnterPending => pending,
+            Decision::Pass | Decision::Reject | Decision::Fail | Decision::Add => true,
+        };
+        let decisions = Decision::ALL.into_iter().filter(useful);
+        actions.extend(decisions.map(Action::PreStep));
+    }
+
+    /// The step outcomes, when the driver awaits a step (`tool-calls` only
+    /// up to the step bound).
+    fn outcomes(&self, agent: &Agent, actions: &mut Vec<Action>) {
+        let Status::Running {
+            awaiting: AwaitPoint::Step,
+            step,
+            ..
+        } = agent.status()
+        else {
+            return;
+        };
+        let tools = step < u64::from(self.bounds.steps);
+        let outcomes = OUTCOMES.into_iter();
+        let outcomes = outcomes.filter(|o| tools || *o != StepOutcome::ToolCalls);
+        actions.extend(outcomes.map(Action::Step));
     }
 
     /// The core input `action` stands for in `state`.
