@@ -91,7 +91,15 @@ impl Ledger {
             Output::Inserted { message } => bump(&mut self.inserted, message.id()),
             Output::Claimed { message, .. } => bump(&mut self.claimed, message.id()),
             Output::Discarded { message } => bump(&mut self.discarded, message.id()),
-            _ => {}
+            Output::Spliced(_)
+            | Output::TurnStart { .. }
+            | Output::StepStart { .. }
+            | Output::UserMessage(_)
+            | Output::StepEnd { .. }
+            | Output::TurnEnd { .. }
+            | Output::Status { .. }
+            | Output::Error { .. }
+            | Output::Idle => {}
         }
     }
 
