@@ -20,7 +20,7 @@ fn the_design_passes_and_reports_its_counts() {
         assert!(text.contains(line), "no `{line}` in:\n{text}");
     }
     assert!(
-        text.contains("ok: 17 properties hold; 7 goals reached"),
+        text.contains("ok: 18 properties hold; 7 goals reached"),
         "{text}"
     );
 }

@@ -25,6 +25,7 @@ fn outputs_per_block(script: &Script) -> Vec<Vec<Output>> {
             Command::Run => transcript::run_until_idle(&mut agent, |agent| agent, feed)
                 .expect("`run` reaches idle"),
             Command::Inbox | Command::Status => {}
+            Command::Restart { .. } => panic!("the pinned scenario has no restart"),
         }
         per_block.push(outputs);
     }

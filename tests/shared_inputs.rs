@@ -54,6 +54,14 @@ fn vendored_inputs_match_shared() {
     let pairs = [
         (shared.join("scenarios"), vendored.join("scenarios")),
         (shared.join("fixtures/dsh-logs"), vendored.join("dsh-logs")),
+        (
+            shared.join("scenarios-restart"),
+            vendored.join("scenarios-restart"),
+        ),
+        (
+            shared.join("fixtures/dsh-restart-logs"),
+            vendored.join("dsh-restart-logs"),
+        ),
     ];
     let mut problems = Vec::new();
     for (shared, vendored) in &pairs {

@@ -26,7 +26,7 @@ fn problems_of(path: &Path) -> Vec<String> {
         Ok(script) => script,
         Err(error) => return vec![format!("{name}:{}: {}", error.line, error.reason)],
     };
-    let actual = match script.run(&mut Agent::new()) {
+    let actual = match script.run(&Agent::new()) {
         Ok(actual) => actual,
         Err((line, stalled)) => return vec![format!("{name}:{line}: {stalled}")],
     };

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use courier_check::validate::{Finding, Summary, Unreadable, validate};
 use courier_core::Agent;
 use courier_core::log::{SessionHeader, durable_line};
-use courier_core::transcript::{Command as Line, Script, parse_command, run_until_idle};
+use courier_core::transcript::{Runner, Script};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
@@ -191,23 +191,14 @@ fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
 /// The durable log of one transcript run on a fresh core agent.
 fn scenario_log(file: &Path) -> String {
     let script = Script::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let mut agent = Agent::new();
-    let mut log = SessionHeader::new(common::display(file)).line() + "\n";
-    // A refusal changes nothing and emits nothing (SPEC §10).
-    let mut feed = |agent: &mut Agent, input| {
-        for output in agent.transition(input).outputs {
-            if let Some(line) = durable_line(&output) {
-                log.push_str(&line);
-                log.push('\n');
-            }
-        }
-    };
+    let mut runner = Runner::new(Agent::new());
     for block in script.blocks() {
-        match parse_command(&block.command) {
-            Ok(Line::Input(input)) => feed(&mut agent, input),
-            Ok(Line::Run) => run_until_idle(&mut agent, |agent| agent, &mut feed).unwrap(),
-            Ok(Line::Inbox | Line::Status) | Err(_) => {}
-        }
+        runner.execute(&block.command).expect("`run` reaches idle");
+    }
+    let mut log = SessionHeader::new(common::display(file)).line() + "\n";
+    for line in runner.log().iter().filter_map(durable_line) {
+        log.push_str(&line);
+        log.push('\n');
     }
     log
 }

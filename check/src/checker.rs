@@ -55,6 +55,16 @@ impl std::fmt::Display for Notice {
     }
 }
 
+/// The durable log a restart kept, as the checker is told it.
+#[derive(Clone, Copy, Debug)]
+pub enum Kept<'a> {
+    /// The whole kept log, from the session's start.
+    Log(&'a [Output]),
+    /// Everything the checker has seen, plus these first writes of a
+    /// transition that never completed.
+    Tail(&'a [Output]),
+}
+
 /// The ghost state of the whole-session checks.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Checker {
@@ -275,7 +285,8 @@ impl Checker {
                 let stop = match reason {
                     TurnEnd::Blocked | TurnEnd::Error => true,
                     TurnEnd::Completed => !stepped,
-                    TurnEnd::MaxTokens | TurnEnd::Aborted { .. } => false,
+                    // Only a restart's repair writes `interrupted` (see `restart`).
+                    TurnEnd::MaxTokens | TurnEnd::Aborted { .. } | TurnEnd::Interrupted => false,
                 };
                 if stop {
                     self.owed.clear();
@@ -574,6 +585,54 @@ impl Checker {
                 self.parked.extend(self.history.pending().cloned());
             }
         }
+    }
+
+    /// Follows a restart (SPEC §7's last paragraph, §11): the ghost is
+    /// rebuilt from the kept log (the durable half replayed; nothing owed,
+    /// parked or latched; status afresh) and `printed`, what the restart
+    /// printed, must be exactly the kept log's closers (`resume-closes`).
+    pub fn restart(&mut self, kept: Kept<'_>, printed: &[Output]) -> Result<(), Violation> {
+        let events = match kept {
+            Kept::Log(log) => {
+                self.history = History::new(Mode::Core);
+                log
+            }
+            Kept::Tail(tail) => tail,
+        };
+        for event in events {
+            self.history.observe(event)?;
+        }
+        let closers = self.history.closers();
+        ensure(printed == closers, Property::ResumeCloses, || {
+            let lines = |outputs: &[Output]| {
+                let lines: Vec<String> = outputs.iter().map(Output::to_string).collect();
+                format!("[{}]", lines.join(", "))
+            };
+            format!(
+                "the restart printed {} where the kept log's closers are {}",
+                lines(printed),
+                lines(&closers)
+            )
+        })?;
+        for closer in printed {
+            self.history.observe(closer)?;
+        }
+        let Self {
+            history: _,
+            status,
+            owed,
+            parked,
+            aborted,
+            replay_owed,
+            disposed,
+        } = self;
+        *status = Activity::Idle;
+        owed.clear();
+        parked.clear();
+        *aborted = false;
+        *replay_owed = false;
+        *disposed = false;
+        Ok(())
     }
 
     /// Feeds the ghost state to `hasher` for [`crate::fingerprint`]: ids go

@@ -7,10 +7,10 @@
 //! observer sees with the same [`Monitor`].
 
 use courier_core::transcript::{self, Command, Script, Stalled, parse_command};
-use courier_core::{Agent, Inbox, Input, Status, Transition};
+use courier_core::{Agent, CorruptLog, Inbox, Input, Output, Replay, Status, Stimulus, Transition};
 
-use crate::checker::Checker;
-use crate::property::Violation;
+use crate::checker::{Checker, Kept};
+use crate::property::{Property, Violation};
 
 /// The shared checker and the first property it saw break. After that the
 /// ghost no longer mirrors the core, so later transitions go unchecked.
@@ -43,6 +43,35 @@ impl Monitor {
         Some(violation)
     }
 
+    /// Checks a restart: the ghost rebuilt from `kept`, `printed` against
+    /// the kept log's closers, the resumed agent idle and its inbox against
+    /// the ghost replay. Returns the run's first violation, as `observe`.
+    pub fn restart(
+        &mut self,
+        kept: Kept<'_>,
+        printed: &[Output],
+        resumed: &Agent,
+    ) -> Option<Violation> {
+        if self.broken.is_some() {
+            return None;
+        }
+        let idle = || match resumed.status() {
+            Status::Idle => Ok(()),
+            Status::Running { .. } => Err(Violation {
+                property: Property::ResumeCloses,
+                detail: "the restart left the agent running".to_owned(),
+            }),
+        };
+        let checked = self
+            .checker
+            .restart(kept, printed)
+            .and_then(|()| idle())
+            .and_then(|()| self.checker.check_inbox(resumed.inbox()));
+        let violation = checked.err()?;
+        self.broken = Some(violation.clone());
+        Some(violation)
+    }
+
     /// The ghost state.
     pub fn checker(&self) -> &Checker {
         &self.checker
@@ -51,6 +80,11 @@ impl Monitor {
     /// The first broken property, if one broke.
     pub fn broken(&self) -> Option<&Violation> {
         self.broken.as_ref()
+    }
+
+    /// Records `violation` unless one broke already.
+    fn break_with(&mut self, violation: Violation) {
+        self.broken.get_or_insert(violation);
     }
 }
 
@@ -64,10 +98,30 @@ pub struct Step {
     pub violation: Option<Violation>,
 }
 
-/// What an engine adds to every fed input: coverage, a trace, diagram rows.
+/// One crash and resume (SPEC §11): the durable events lost, the closers
+/// the resume printed, and the property it broke, if it was the first.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Restarted {
+    /// How many durable events the crash lost (clamped to the log).
+    pub lose: usize,
+    /// The lost events, in log order (empty for a harness without a log).
+    pub lost: Vec<Output>,
+    /// What the resume printed: the kept log's closers, for a correct core.
+    pub closers: Vec<Output>,
+    /// The run's first violation, when this restart showed it.
+    pub violation: Option<Violation>,
+}
+
+/// What an engine adds to every fed input and restart: coverage, a trace,
+/// diagram rows.
 pub trait Hooks {
     /// Runs after each input is fed and checked.
     fn after(&mut self, harness: &Harness, step: &Step);
+
+    /// Runs after each restart is checked.
+    fn restarted(&mut self, harness: &Harness, restarted: &Restarted) {
+        let _ = (harness, restarted);
+    }
 }
 
 /// No hooks.
@@ -88,14 +142,31 @@ impl<F: FnMut(&Harness, &Step)> Hooks for F {
 pub struct Harness {
     agent: Agent,
     monitor: Monitor,
+    /// The durable log since the session started, when the engine restarts
+    /// by `lose` (the model checker keeps none: its states must not grow
+    /// with their history).
+    log: Option<Vec<Output>>,
 }
 
 impl Harness {
-    /// A harness over `agent` (fresh: the correct design or a planted bug).
+    /// A harness over `agent` (fresh: the correct design or a planted bug)
+    /// that keeps the durable log, so it can restart losing any number of
+    /// events ([`Harness::restart`]).
     pub fn new(agent: Agent) -> Self {
+        Self {
+            log: Some(Vec::new()),
+            ..Self::bare(agent)
+        }
+    }
+
+    /// A harness that keeps no log, for the model checker, whose states
+    /// must not grow with their history: it restarts only with what it has
+    /// seen ([`Harness::crash`]), and `restart` clamps `lose` to 0.
+    pub fn bare(agent: Agent) -> Self {
         Self {
             agent,
             monitor: Monitor::new(),
+            log: None,
         }
     }
 
@@ -122,6 +193,15 @@ impl Harness {
     /// Feeds one input and checks the transition.
     pub fn feed(&mut self, input: Input) -> Step {
         let transition = self.agent.transition(input);
+        if let Some(log) = &mut self.log {
+            log.extend(
+                transition
+                    .outputs
+                    .iter()
+                    .filter(|o| o.is_durable())
+                    .cloned(),
+            );
+        }
         let violation = self.monitor.observe(&transition, Some(self.agent.inbox()));
         Step {
             transition,
@@ -134,6 +214,83 @@ impl Harness {
         let step = self.feed(input);
         hooks.after(self, &step);
         step
+    }
+
+    /// Applies one stimulus: feeds an input, or restarts.
+    pub fn apply(&mut self, stimulus: Stimulus, hooks: &mut impl Hooks) -> Option<Violation> {
+        match stimulus {
+            Stimulus::Input(input) => self.feed_with(input, hooks).violation,
+            Stimulus::Restart { lose } => self.restart(lose, hooks).violation,
+        }
+    }
+
+    /// Crashes, keeping the durable log less its last `lose` events, and
+    /// resumes a fresh agent of the same variant from it; checks the
+    /// restart. Without a log (see [`Harness::bare`]) `lose` is clamped to 0.
+    pub fn restart(&mut self, lose: usize, hooks: &mut impl Hooks) -> Restarted {
+        let Some(mut log) = self.log.take() else {
+            return self.crash(&[], hooks);
+        };
+        let lost = log.split_off(log.len() - lose.min(log.len()));
+        let resumed = self.agent.resume(&log);
+        let restarted = self.resumed(resumed, Kept::Log(&log), lost);
+        log.extend(restarted.closers.iter().filter(|o| o.is_durable()).cloned());
+        self.log = Some(log);
+        hooks.restarted(self, &restarted);
+        restarted
+    }
+
+    /// Crashes with `in_flight`, the first durable writes of a transition
+    /// that never completed, kept on top of everything logged so far, and
+    /// resumes. Needs no log: the agent's state is the replay of its log.
+    pub fn crash(&mut self, in_flight: &[Output], hooks: &mut impl Hooks) -> Restarted {
+        let mut replay = Replay::of(&self.agent);
+        let replayed = in_flight.iter().try_for_each(|event| replay.apply(event));
+        let resumed = replayed.map(|()| replay.resume());
+        let restarted = self.resumed(resumed, Kept::Tail(in_flight), Vec::new());
+        if let Some(log) = &mut self.log {
+            log.extend(in_flight.iter().cloned());
+            log.extend(restarted.closers.iter().filter(|o| o.is_durable()).cloned());
+        }
+        hooks.restarted(self, &restarted);
+        restarted
+    }
+
+    /// Takes the resumed agent (or reports the kept log that did not
+    /// replay, which only a planted bug writes) and checks the restart.
+    fn resumed(
+        &mut self,
+        resumed: Result<Agent, CorruptLog>,
+        kept: Kept<'_>,
+        lost: Vec<Output>,
+    ) -> Restarted {
+        let lose = lost.len();
+        let mut agent = match resumed {
+            Ok(agent) => agent,
+            Err(corrupt) => {
+                let violation = Violation {
+                    property: Property::ReplayMatches,
+                    detail: format!("the kept log does not replay: {corrupt}"),
+                };
+                let first = self.monitor.broken().is_none().then_some(violation.clone());
+                self.monitor.break_with(violation);
+                return Restarted {
+                    lose,
+                    lost,
+                    closers: Vec::new(),
+                    violation: first,
+                };
+            }
+        };
+        let closers: Vec<Output> = std::iter::from_fn(|| agent.poll_output()).collect();
+        let violation = self.monitor.restart(kept, &closers, &agent);
+        self.agent = agent;
+        Restarted {
+            lose,
+            lost,
+            closers,
+            violation,
+        }
     }
 
     /// A transcript's `run` under the checker: `pass` / `completed` until
@@ -157,6 +314,7 @@ impl Harness {
         for block in script.blocks() {
             match parse_command(&block.command) {
                 Ok(Command::Input(input)) => drop(self.feed_with(input, hooks)),
+                Ok(Command::Restart { lose }) => drop(self.restart(lose, hooks)),
                 Ok(Command::Run) => self
                     .run_until_idle(hooks)
                     .map_err(|stalled| (block.line, stalled))?,

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use courier_core::{Message, MessageId, Output, Splice, Target};
+use courier_core::{Message, MessageId, Output, Splice, Target, TurnEnd};
 
 use crate::property::{Property, Violation, ensure};
 
@@ -98,6 +98,24 @@ impl History {
     /// Whether anything is pending.
     pub(crate) fn has_pending(&self) -> bool {
         !self.next_turn.is_empty() || !self.next_step.is_empty()
+    }
+
+    /// The closers a restart over this log must write (SPEC §11):
+    /// `step/end` of an open step, then `turn/end interrupted` of an open turn.
+    pub fn closers(&self) -> Vec<Output> {
+        let Some(turn) = &self.turn else {
+            return Vec::new();
+        };
+        let number = turn.number;
+        let step_end = turn.step_open.then_some(Output::StepEnd {
+            turn: number,
+            step: turn.last_step,
+        });
+        let turn_end = Output::TurnEnd {
+            turn: number,
+            reason: TurnEnd::Interrupted,
+        };
+        step_end.into_iter().chain([turn_end]).collect()
     }
 
     /// The open turn's number.

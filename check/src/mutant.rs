@@ -8,8 +8,9 @@ use crate::property::Property;
 /// The properties SPEC §8 allows to report `bug` (the first that breaks).
 pub fn caught_by(bug: Mutant) -> &'static [Property] {
     use Property::{
-        ClaimShape, InsertedByInput, NoGaps, NoLostWakeup, NoWakeStaysIdle, OnePromptPerTurn,
-        QuiescentWhenIdle, StopParks,
+        Admission, Balanced, ClaimShape, InsertedByInput, NoGaps, NoLostWakeup, NoWakeStaysIdle,
+        OnePromptPerTurn, QuiescentWhenIdle, ReplayMatches, ResumeCloses, SingleExit, StopParks,
+        UniquePending,
     };
     match bug {
         Mutant::NoLatch => &[NoLostWakeup],
@@ -21,5 +22,15 @@ pub fn caught_by(bug: Mutant) -> &'static [Property] {
         Mutant::InjectWakes => &[NoWakeStaysIdle],
         Mutant::PromptEveryStep => &[OnePromptPerTurn, ClaimShape],
         Mutant::EarlyIdle => &[QuiescentWhenIdle],
+        Mutant::ResumeWakes => &[NoWakeStaysIdle, ResumeCloses],
+        Mutant::ResumeNoClosers => &[ResumeCloses, Balanced],
+        Mutant::ResumeRenumbers => &[Balanced],
+        Mutant::ResumeSkipsClaims => &[
+            ReplayMatches,
+            ClaimShape,
+            SingleExit,
+            UniquePending,
+            Admission,
+        ],
     }
 }

@@ -52,6 +52,8 @@ pub enum Property {
     NoLostWakeup,
     /// `idle` only when the agent stays idle with nothing owed.
     QuiescentWhenIdle,
+    /// A restart prints exactly its kept log's closers and leaves the agent idle.
+    ResumeCloses,
     /// A refused input emits nothing (SPEC §10).
     RefusalSilent,
     /// Recorded splice coordinates are normalized (log checks).

@@ -119,6 +119,22 @@ impl Agent {
         false
     }
 
+    /// A fresh agent of the same variant (the planted bug, if any).
+    pub fn fresh(&self) -> Self {
+        Self {
+            #[cfg(feature = "mutants")]
+            mutant: self.mutant,
+            ..Self::default()
+        }
+    }
+
+    /// A resume's state (SPEC §11): the replayed lists and the last turn,
+    /// on a fresh agent.
+    pub(crate) fn restore(&mut self, inbox: Inbox, last_turn: u64) {
+        self.state.inbox = inbox;
+        self.state.last_turn = last_turn;
+    }
+
     /// Runs one atomic transition. A refusal changes nothing and emits nothing.
     pub fn handle(&mut self, input: Input) -> Result<(), Refusal> {
         let result = match input {

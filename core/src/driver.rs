@@ -36,6 +36,15 @@ pub(crate) enum Await {
 }
 
 impl Await {
+    /// Whether the log shows the turn still open here (`retiring-gap`
+    /// awaits after its `turn/end`).
+    fn turn_open(&self) -> bool {
+        match self {
+            Self::PreStep { .. } | Self::Step | Self::ClaimRest { .. } => true,
+            Self::Retiring => false,
+        }
+    }
+
     pub(crate) fn point(&self) -> AwaitPoint {
         match self {
             Self::Step => AwaitPoint::Step,
@@ -369,4 +378,14 @@ fn claimed_values(messages: Vec<Message>, batch: &[Message]) -> Vec<Message> {
             claimed.cloned().unwrap_or(message)
         })
         .collect()
+}
+
+impl Agent {
+    /// The turn the log shows open, with its open step while the driver
+    /// awaits one: what a crash now would have to close.
+    pub(crate) fn logged_open(&self) -> Option<(u64, Option<u64>)> {
+        let driver = self.driver()?;
+        let step = (driver.awaiting.point() == AwaitPoint::Step).then_some(driver.step);
+        driver.awaiting.turn_open().then_some((driver.turn, step))
+    }
 }

@@ -14,6 +14,7 @@ mod inbox;
 pub mod log;
 mod message;
 mod mutant;
+mod resume;
 pub mod transcript;
 mod transition;
 
@@ -25,4 +26,5 @@ pub use event::{
 pub use inbox::{Inbox, Outcome, Splice};
 pub use message::{CancelCause, Cause, Message, MessageId, Source, Target, TurnEnd, Wakeup};
 pub use mutant::Mutant;
+pub use resume::{CorruptLog, Replay, Stimulus};
 pub use transition::Transition;

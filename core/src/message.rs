@@ -396,4 +396,7 @@ pub enum TurnEnd {
     },
     /// The pre-step listener or the model step failed.
     Error,
+    /// Written only by a restart's repair (SPEC §11): the process died
+    /// while the turn was open.
+    Interrupted,
 }

@@ -8,6 +8,7 @@ use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
 use crate::agent::Agent;
 use crate::driver::{Await, Driver, Phase};
+use crate::inbox::Splice;
 use crate::message::{Message, Target};
 
 /// One planted bug, named as in SPEC §8 (kebab-case, declaration order).
@@ -45,6 +46,16 @@ pub enum Mutant {
     PromptEveryStep,
     /// `when-idle` waiters resolve before a latch replay starts its driver.
     EarlyIdle,
+    /// A restart with anything pending starts a driver.
+    ResumeWakes,
+    /// A restart leaves the crashed step and turn open.
+    ResumeNoClosers,
+    /// A restart counts turns from the last `turn/end` kept, not the last
+    /// `turn/start`.
+    ResumeRenumbers,
+    /// A restart's replay skips claim splices, so claimed messages come
+    /// back pending.
+    ResumeSkipsClaims,
 }
 
 impl Mutant {
@@ -196,5 +207,33 @@ impl Agent {
         if self.runs(Mutant::EarlyIdle) {
             self.resolve_waiters();
         }
+    }
+
+    /// `resume-wakes`: a resumed agent with anything pending starts a driver.
+    #[inline]
+    pub(crate) fn resume_wakes(&mut self) {
+        if self.runs(Mutant::ResumeWakes) && !self.state.inbox.is_empty() {
+            self.start_driver();
+        }
+    }
+
+    /// `resume-no-closers`: whether the repair writes no closers.
+    #[inline]
+    pub(crate) fn resume_no_closers(&self) -> bool {
+        self.runs(Mutant::ResumeNoClosers)
+    }
+
+    /// `resume-renumbers`: whether turns go on from the last `turn/end`.
+    #[inline]
+    pub(crate) fn resume_renumbers(&self) -> bool {
+        self.runs(Mutant::ResumeRenumbers)
+    }
+
+    /// `resume-skips-claims`: whether the replay skips this splice (a claim:
+    /// a pure removal without an outcome).
+    #[inline]
+    pub(crate) fn resume_skips_claims(&self, splice: &Splice) -> bool {
+        let claim = splice.outcome.is_none() && splice.inserted.is_empty();
+        self.runs(Mutant::ResumeSkipsClaims) && claim && splice.removed_count > 0
     }
 }

@@ -6,6 +6,8 @@ use std::fmt;
 use crate::agent::{Agent, Status};
 use crate::event::{AwaitPoint, Input, Output, PreStepDecision, StepOutcome};
 use crate::message::{CancelCause, Message, MessageId, Source, Target, Wakeup};
+use crate::resume::Stimulus;
+use crate::transition::Transition;
 
 /// One parsed transcript command: a core input or a harness command.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -18,6 +20,12 @@ pub enum Command {
     Inbox,
     /// Print the status line.
     Status,
+    /// Crash, keeping the durable log less its last `lose` events, and
+    /// resume (SPEC §11): `restart` or `restart lose=<N>`.
+    Restart {
+        /// Durable events lost (clamped to the whole log).
+        lose: usize,
+    },
 }
 
 /// A line that is not a command; printed as `error: bad-command: <line>`.
@@ -39,6 +47,9 @@ impl std::error::Error for BadCommand {}
 pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
     let bad = || BadCommand(line.trim_end().to_owned());
     let mut words: Vec<&str> = line.split_whitespace().collect();
+    if let ["restart", rest @ ..] = words.as_slice() {
+        return parse_restart(rest).ok_or_else(bad);
+    }
     let source = match words.last().and_then(|word| word.strip_prefix("source=")) {
         Some(kind) if !kind.is_empty() && words.len() > 2 => {
             words.pop();
@@ -115,6 +126,22 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
         _ => return Err(bad()),
     };
     Ok(Command::Input(command))
+}
+
+/// `restart` | `restart lose=3`: one optional non-negative count.
+fn parse_restart(words: &[&str]) -> Option<Command> {
+    let lose = match words {
+        [] => 0,
+        [lose] => {
+            let count = lose.strip_prefix("lose=")?;
+            if !count.bytes().all(|byte| byte.is_ascii_digit()) {
+                return None;
+            }
+            count.parse().ok()?
+        }
+        _ => return None,
+    };
+    Some(Command::Restart { lose })
 }
 
 /// Ids match `[A-Za-z0-9][A-Za-z0-9_.-]*`.
@@ -347,27 +374,99 @@ impl fmt::Display for Stalled {
 
 impl std::error::Error for Stalled {}
 
-/// Feeds one input and returns the printed lines: the error line of a
-/// refusal, else one line per drained output.
-pub fn feed(agent: &mut Agent, input: Input) -> Vec<String> {
-    match agent.handle(input) {
+/// The printed lines of one transition: the error line of a refusal, else
+/// one line per output.
+fn printed(transition: &Transition) -> Vec<String> {
+    match &transition.answer {
         Err(refusal) => vec![format!("error: {refusal}")],
-        Ok(()) => std::iter::from_fn(|| agent.poll_output())
-            .map(|output| output.to_string())
-            .collect(),
+        Ok(()) => transition.outputs.iter().map(Output::to_string).collect(),
     }
 }
 
-/// Executes one command line against `agent` and returns what it printed.
-pub fn execute(agent: &mut Agent, line: &str) -> Result<Vec<String>, Stalled> {
-    let printed = match parse_command(line) {
-        Err(bad) => vec![format!("error: {bad}")],
-        Ok(Command::Input(input)) => feed(agent, input),
-        Ok(Command::Inbox) => inbox_lines(agent),
-        Ok(Command::Status) => vec![agent.status().to_string()],
-        Ok(Command::Run) => return run_printing(agent),
-    };
-    Ok(printed)
+/// One agent and its durable log, as a transcript runs them: a `restart`
+/// cuts the log and resumes a fresh agent of the same variant from it.
+#[derive(Clone, Debug)]
+pub struct Runner {
+    agent: Agent,
+    /// Every durable output since the session started, closers included.
+    log: Vec<Output>,
+}
+
+impl Runner {
+    /// A runner over `agent` (fresh: the correct design or a planted bug).
+    pub fn new(agent: Agent) -> Self {
+        Self {
+            agent,
+            log: Vec::new(),
+        }
+    }
+
+    /// The agent as it stands.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// The durable log since the session started (less what restarts lost,
+    /// plus their closers).
+    pub fn log(&self) -> &[Output] {
+        &self.log
+    }
+
+    /// Feeds one input, logs its durable outputs and returns what it printed.
+    pub fn feed(&mut self, input: Input) -> Vec<String> {
+        let transition = self.agent.transition(input);
+        let durable = transition.outputs.iter().filter(|o| o.is_durable());
+        self.log.extend(durable.cloned());
+        printed(&transition)
+    }
+
+    /// Applies one stimulus: an input, or a restart.
+    pub fn apply(&mut self, stimulus: Stimulus) -> Vec<String> {
+        match stimulus {
+            Stimulus::Input(input) => self.feed(input),
+            Stimulus::Restart { lose } => self.restart(lose),
+        }
+    }
+
+    /// Crashes, keeping the log less its last `lose` events, and resumes;
+    /// prints the closers. A log that does not replay (only a planted bug
+    /// writes one) prints an error and changes nothing.
+    pub fn restart(&mut self, lose: usize) -> Vec<String> {
+        let kept = self.log.len() - lose.min(self.log.len());
+        match self.agent.resume(&self.log[..kept]) {
+            Err(corrupt) => vec![format!("error: corrupt-log: {corrupt}")],
+            Ok(resumed) => {
+                self.agent = resumed;
+                self.log.truncate(kept);
+                let closers: Vec<Output> =
+                    std::iter::from_fn(|| self.agent.poll_output()).collect();
+                self.log
+                    .extend(closers.iter().filter(|o| o.is_durable()).cloned());
+                closers.iter().map(Output::to_string).collect()
+            }
+        }
+    }
+
+    /// Executes one command line and returns what it printed.
+    pub fn execute(&mut self, line: &str) -> Result<Vec<String>, Stalled> {
+        let printed = match parse_command(line) {
+            Err(bad) => vec![format!("error: {bad}")],
+            Ok(Command::Input(input)) => self.feed(input),
+            Ok(Command::Inbox) => inbox_lines(&self.agent),
+            Ok(Command::Status) => vec![self.agent.status().to_string()],
+            Ok(Command::Restart { lose }) => self.restart(lose),
+            Ok(Command::Run) => {
+                let mut printed = Vec::new();
+                run_until_idle(
+                    self,
+                    |runner| &runner.agent,
+                    |runner, input| printed.extend(runner.feed(input)),
+                )?;
+                printed
+            }
+        };
+        Ok(printed)
+    }
 }
 
 /// The completion `run` feeds next: `pass` at pre-step, `completed` at a
@@ -403,33 +502,31 @@ pub fn run_until_idle<D>(
     Err(Stalled)
 }
 
-/// `run` on a bare agent, printing what each completion printed.
-fn run_printing(agent: &mut Agent) -> Result<Vec<String>, Stalled> {
-    let mut printed = Vec::new();
-    run_until_idle(
-        agent,
-        |agent| agent,
-        |agent, input| printed.extend(feed(agent, input)),
-    )?;
-    Ok(printed)
-}
-
-/// Writes a transcript of `inputs` fed to `agent`: each input as its command
-/// line, then `----` and what it printed. Counterexamples, shrunk race
-/// reports and regressions are all written this way, so they replay with
-/// `courier run`.
-pub fn record(agent: &mut Agent, inputs: &[Input]) -> String {
+/// Writes a transcript of `trace` run on `agent`: each stimulus as its
+/// command line, then `----` and what it printed. Counterexamples, shrunk
+/// race reports and regressions are all written this way, so they replay
+/// with `courier run`.
+pub fn record(agent: &Agent, trace: &[Stimulus]) -> String {
+    let mut runner = Runner::new(agent.clone());
     let mut text = String::new();
-    for input in inputs {
-        text.push_str(&command_line(input));
+    for stimulus in trace {
+        text.push_str(&stimulus_line(stimulus));
         text.push_str("\n----\n");
-        for line in feed(agent, input.clone()) {
+        for line in runner.apply(stimulus.clone()) {
             text.push_str(&line);
             text.push('\n');
         }
         text.push('\n');
     }
     text
+}
+
+/// The command line of a stimulus: an input's, or `restart lose=<N>`.
+pub fn stimulus_line(stimulus: &Stimulus) -> String {
+    match stimulus {
+        Stimulus::Input(input) => command_line(input),
+        Stimulus::Restart { lose } => format!("restart lose={lose}"),
+    }
 }
 
 /// One item of a transcript file, kept so `--rewrite` preserves the file.
@@ -536,9 +633,13 @@ impl Script {
     }
 
     /// Runs every block against `agent`, returning what each printed.
-    pub fn run(&self, agent: &mut Agent) -> Result<Vec<Vec<String>>, (usize, Stalled)> {
+    pub fn run(&self, agent: &Agent) -> Result<Vec<Vec<String>>, (usize, Stalled)> {
+        let mut runner = Runner::new(agent.clone());
         self.blocks()
-            .map(|block| execute(agent, &block.command).map_err(|stalled| (block.line, stalled)))
+            .map(|block| {
+                let printed = runner.execute(&block.command);
+                printed.map_err(|stalled| (block.line, stalled))
+            })
             .collect()
     }
 
@@ -615,18 +716,43 @@ mod tests {
 
     #[test]
     fn a_recorded_transcript_replays_clean() {
-        let inputs: Vec<Input> = ["followup A", "steer B", "pre-step pass", "step completed"]
+        let mut trace: Vec<Stimulus> = ["followup A", "steer B", "pre-step pass", "step completed"]
             .into_iter()
             .map(|line| match parse_command(line) {
-                Ok(Command::Input(input)) => input,
+                Ok(Command::Input(input)) => Stimulus::Input(input),
                 other => panic!("{line}: {other:?}"),
             })
             .collect();
-        let text = record(&mut Agent::new(), &inputs);
+        trace.push(Stimulus::Restart { lose: 2 });
+        let text = record(&Agent::new(), &trace);
         let script = Script::parse(&text).unwrap();
-        let actual = script.run(&mut Agent::new()).unwrap();
+        let actual = script.run(&Agent::new()).unwrap();
         assert_eq!(script.mismatches(&actual), []);
         assert!(text.contains("~claimed B 1"), "{text}");
+        // The restart lost the claim of B and `step/end 1.1`: the step is
+        // open again, so it is closed, and B is pending again.
+        assert!(
+            text.ends_with("restart lose=2\n----\nstep/end 1.1\nturn/end 1 interrupted\n\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn restart_commands_parse_strictly() {
+        assert_eq!(parse_command("restart"), Ok(Command::Restart { lose: 0 }));
+        assert_eq!(
+            parse_command("restart lose=12"),
+            Ok(Command::Restart { lose: 12 })
+        );
+        for line in [
+            "restart lose=",
+            "restart lose=+1",
+            "restart lose=-1",
+            "restart now",
+            "restart lose=1 lose=2",
+        ] {
+            assert_eq!(parse_command(line), Err(BadCommand(line.to_owned())));
+        }
     }
 
     #[test]
@@ -634,7 +760,7 @@ mod tests {
         let script =
             Script::parse("inbox\n----\nnext-turn:\nnext-step:\n\nstatus\n\nstatus\n----\nbusy\n")
                 .unwrap();
-        let actual = script.run(&mut Agent::new()).unwrap();
+        let actual = script.run(&Agent::new()).unwrap();
         let lines: Vec<usize> = script
             .mismatches(&actual)
             .iter()

@@ -21,7 +21,7 @@ fn reached<const G: usize>(_: &Space, state: &State) -> bool {
 
 type Condition = fn(&Space, &State) -> bool;
 
-const HOLDS: [Condition; 18] = [
+const HOLDS: [Condition; 19] = [
     holds::<0>,
     holds::<1>,
     holds::<2>,
@@ -40,6 +40,7 @@ const HOLDS: [Condition; 18] = [
     holds::<15>,
     holds::<16>,
     holds::<17>,
+    holds::<18>,
 ];
 
 const REACHED: [Condition; 7] = [

@@ -10,6 +10,7 @@ use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 use std::ops::ControlFlow;
 
+use courier_core::Stimulus;
 use courier_core::transcript::record;
 use courier_core::{Agent, Input};
 
@@ -28,13 +29,14 @@ pub struct Counterexample {
 impl Counterexample {
     /// The path as a transcript (SPEC §9) of `agent`, which must be a fresh
     /// agent of the variant explored, headed by the violation as comments.
-    pub fn transcript(&self, agent: &mut Agent) -> String {
+    pub fn transcript(&self, agent: &Agent) -> String {
         let detail = self.violation.detail.replace('\n', " ");
         let header = format!(
             "# courier check counterexample: violation: {}\n# {detail}\n\n",
             self.violation.property
         );
-        header + &record(agent, &self.inputs)
+        let trace: Vec<Stimulus> = self.inputs.iter().cloned().map(Stimulus::Input).collect();
+        header + &record(agent, &trace)
     }
 }
 

@@ -234,7 +234,7 @@ impl Space {
     /// The state before any input.
     pub fn initial(&self) -> State {
         State {
-            harness: Harness::new(self.agent.clone()),
+            harness: Harness::bare(self.agent.clone()),
             spent: Spent::default(),
             tags: Tags::default(),
             facts: Facts::default(),

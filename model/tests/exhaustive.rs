@@ -70,9 +70,9 @@ mod planted {
     }
 
     /// Runs `text` against `agent`: whether every block printed what it expects.
-    fn replays(text: &str, mut agent: Agent) -> bool {
+    fn replays(text: &str, agent: Agent) -> bool {
         let script = Script::parse(text).expect("a recorded transcript parses");
-        let actual = script.run(&mut agent).expect("no `run` command stalls");
+        let actual = script.run(&agent).expect("no `run` command stalls");
         assert_eq!(actual.len(), script.blocks().count());
         script.mismatches(&actual).is_empty()
     }
@@ -94,7 +94,7 @@ mod planted {
     fn every_counterexample_replays_under_its_bug_only() {
         for mutant in Mutant::ALL {
             let counterexample = caught(mutant);
-            let text = counterexample.transcript(&mut Agent::with_mutant(Some(mutant)));
+            let text = counterexample.transcript(&Agent::with_mutant(Some(mutant)));
             assert!(
                 replays(&text, Agent::with_mutant(Some(mutant))),
                 "{mutant}: the counterexample does not replay:\n{text}"

@@ -10,7 +10,7 @@ use std::future::{Future, ready};
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use courier_core::transcript::execute;
+use courier_core::transcript::Runner;
 use courier_core::{
     Agent as Core, CancelCause, Message, MessageId, Output, PreStepDecision, Refusal, Source,
     StepOutcome, Target,
@@ -95,10 +95,10 @@ fn the_output_stream_is_the_cores() {
         driver.await.expect("the driver ends");
         drain(&mut notifications)
     });
-    let mut core = Core::new();
+    let mut core = Runner::new(Core::new());
     let mut expected = Vec::new();
     for line in ["followup A", "when-idle", "run", "dispose", "when-idle"] {
-        expected.extend(execute(&mut core, line).expect("the core reaches idle"));
+        expected.extend(core.execute(line).expect("the core reaches idle"));
     }
     assert_eq!(streamed, expected);
 }

@@ -6,7 +6,7 @@
 
 use courier_check::{Harness, caught_by};
 use courier_core::transcript::{Script, record};
-use courier_core::{Agent, Mutant};
+use courier_core::{Agent, Mutant, Stimulus};
 use courier_sim::{Failure, Plan, SeedRun, evaluate, shrink, sweep};
 
 /// Each bug is found below this seed (the CLI's must-show uses `0..1000`).
@@ -66,17 +66,16 @@ fn every_planted_bug_is_found_replayed_and_shrunk() {
 /// core (some block's output differs) and the correct core breaks no
 /// property on the same inputs.
 fn assert_correct_core_differs(mutant: Mutant, prototype: &Agent, inputs: &[courier_core::Input]) {
-    let text = record(&mut prototype.clone(), inputs);
+    let trace: Vec<Stimulus> = inputs.iter().cloned().map(Stimulus::Input).collect();
+    let text = record(prototype, &trace);
     let script = Script::parse(&text).expect("a recorded transcript parses");
-    let on_mutant = script
-        .run(&mut prototype.clone())
-        .expect("no `run` command");
+    let on_mutant = script.run(prototype).expect("no `run` command");
     assert_eq!(
         script.mismatches(&on_mutant),
         [],
         "{mutant}: the transcript does not replay"
     );
-    let on_correct = script.run(&mut Agent::new()).expect("no `run` command");
+    let on_correct = script.run(&Agent::new()).expect("no `run` command");
     assert_ne!(
         script.mismatches(&on_correct),
         [],

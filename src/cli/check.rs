@@ -128,7 +128,7 @@ fn write_transcript(
         Some(name) => format!("# replay: courier run --mutant {name} {out}\n"),
         None => format!("# replay: courier run {out}\n"),
     };
-    let text = replay + &counterexample.transcript(&mut space.fresh_agent());
+    let text = replay + &counterexample.transcript(&space.fresh_agent());
     std::fs::write(&args.out, text)
 }
 

@@ -70,7 +70,7 @@ fn run_file(args: &Args, prototype: &Agent, file: &PathBuf) -> Verdict {
             return Verdict::Broken;
         }
     };
-    let actual = match script.run(&mut prototype.clone()) {
+    let actual = match script.run(prototype) {
         Ok(actual) => actual,
         Err((line, stalled)) => {
             eprintln!("error: {name}:{line}: {stalled}");

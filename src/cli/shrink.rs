@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use courier_core::Stimulus;
 use courier_core::transcript::record;
 use courier_sim::shrink;
 
@@ -34,7 +35,8 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         }
     };
     let mut text = header(&report, &shrunk.violation.detail);
-    text.push_str(&record(&mut prototype.clone(), &shrunk.inputs));
+    let trace: Vec<Stimulus> = shrunk.inputs.iter().cloned().map(Stimulus::Input).collect();
+    text.push_str(&record(&prototype, &trace));
     if let Err(error) = std::fs::write(&args.out, text) {
         eprintln!("error: {}: cannot write: {error}", args.out.display());
         return ExitCode::from(2);

@@ -37,6 +37,24 @@ pub(crate) fn shared_scenarios() -> PathBuf {
     }
 }
 
+/// The shared restart scenarios (SPEC §11): `../shared/scenarios-restart`,
+/// else the vendored copy.
+pub(crate) fn shared_restart_scenarios() -> PathBuf {
+    match shared_root() {
+        Some(root) => root.join("scenarios-restart"),
+        None => vendored_root().join("scenarios-restart"),
+    }
+}
+
+/// The logs dsh wrote across crashes and resumes:
+/// `../shared/fixtures/dsh-restart-logs`, else the vendored copy.
+pub(crate) fn dsh_restart_logs() -> PathBuf {
+    match shared_root() {
+        Some(root) => root.join("fixtures/dsh-restart-logs"),
+        None => vendored_root().join("dsh-restart-logs"),
+    }
+}
+
 /// The recorded dsh logs: `../shared/fixtures/dsh-logs`, else the vendored copy.
 pub(crate) fn dsh_logs() -> PathBuf {
     match shared_root() {
@@ -68,10 +86,11 @@ pub(crate) fn files_with_extension(directory: &Path, extension: &str) -> Vec<Pat
     files
 }
 
-/// Every transcript the transcript test runs: the shared ones, then the
-/// project's, each folder sorted.
+/// Every transcript the transcript test runs: the shared ones (restart
+/// scenarios too), then the project's, each folder sorted.
 pub(crate) fn all_transcripts() -> Vec<PathBuf> {
     let mut files = files_with_extension(&shared_scenarios(), "txn");
+    files.extend(files_with_extension(&shared_restart_scenarios(), "txn"));
     for directory in project_scenario_dirs() {
         files.extend(files_with_extension(&directory, "txn"));
     }

@@ -6,7 +6,7 @@
 
 use std::fmt::{self, Write as _};
 
-use courier_core::transcript::{command_line, feed};
+use courier_core::transcript::{Runner, command_line};
 use courier_core::{AwaitPoint, Message, MessageId, Status, Target, Wakeup};
 
 use super::{Action, Decision, Space, State};
@@ -149,7 +149,7 @@ pub(crate) fn step(space: &Space, last: &State, action: Action) -> Option<String
     let input = space.input(last, action);
     let mut text = command_line(&input);
     text.push_str("\n----\n");
-    for line in feed(&mut last.harness().agent().clone(), input) {
+    for line in Runner::new(last.harness().agent().clone()).feed(input) {
         let _ = writeln!(text, "{line}");
     }
     let _ = write!(text, "\n{next:?}");

@@ -1,0 +1,234 @@
+//! Restart (SPEC §11): a crash keeps a prefix of the durable log; a new
+//! agent resumes from it. [`Replay`] rebuilds what a resume needs from the
+//! kept events one at a time (the pending lists, the last turn opened, the
+//! open turn and step), so an engine that cuts one transition's writes
+//! replays only the cut: a live agent's state already is the replay of
+//! everything it logged (SPEC §7 `replay-matches`).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::Agent;
+use crate::event::{Input, Output};
+use crate::inbox::{Inbox, Splice};
+use crate::message::TurnEnd;
+
+/// One thing an engine does to an agent: feed it an input, or crash it and
+/// resume from its durable log less the last `lose` events (SPEC §11). A
+/// restart is not an [`Input`]: it replaces the agent, which only the engine
+/// holding the log can do. In JSON an input is the input itself and a
+/// restart is `{"restart":{"lose":N}}`, so traces of inputs read as before.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stimulus {
+    /// A crash that keeps all but the last `lose` durable events, then a resume.
+    Restart {
+        /// Durable events lost (clamped to the whole log).
+        lose: usize,
+    },
+    /// An input.
+    #[serde(untagged)]
+    Input(Input),
+}
+
+/// A kept log that cannot be resumed, naming the event (0-based, in the
+/// kept log) and what is wrong with it. A corrupt log is never repaired.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct CorruptLog {
+    /// The offending event's index in the kept log.
+    pub index: usize,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl fmt::Display for CorruptLog {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "event {}: {}", self.index, self.reason)
+    }
+}
+
+impl std::error::Error for CorruptLog {}
+
+/// The open turn of a replayed log, and its open step if one is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Open {
+    turn: u64,
+    step: Option<u64>,
+}
+
+/// A durable log replayed to what a resume needs.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    /// A fresh agent of the variant that resumes (carries the planted bug).
+    prototype: Agent,
+    inbox: Inbox,
+    /// The turn of the last kept `turn/start` (0 if none).
+    last_turn: u64,
+    /// The turn of the last kept `turn/end` (`resume-renumbers` counts from it).
+    last_turn_end: u64,
+    open: Option<Open>,
+    /// Events applied, so an error names the index.
+    events: usize,
+}
+
+impl Replay {
+    /// The replay of an empty log, resuming as `prototype`'s variant.
+    pub fn new(prototype: &Agent) -> Self {
+        Self {
+            prototype: prototype.fresh(),
+            inbox: Inbox::default(),
+            last_turn: 0,
+            last_turn_end: 0,
+            open: None,
+            events: 0,
+        }
+    }
+
+    /// The replay of everything `agent` has logged: its inbox, its last
+    /// turn, its open turn and (while it awaits a step) open step.
+    pub fn of(agent: &Agent) -> Self {
+        let open = agent.logged_open().map(|(turn, step)| Open { turn, step });
+        Self {
+            prototype: agent.fresh(),
+            inbox: agent.inbox().clone(),
+            last_turn: agent.last_turn(),
+            last_turn_end: agent.last_turn() - u64::from(open.is_some()),
+            open,
+            events: 0,
+        }
+    }
+
+    /// Applies the next kept event: a durable output (a live one has no
+    /// place in a log and is refused).
+    pub fn apply(&mut self, event: &Output) -> Result<(), CorruptLog> {
+        let index = self.events;
+        self.events += 1;
+        let corrupt = |reason: String| CorruptLog { index, reason };
+        match event {
+            Output::Spliced(splice) => self.splice(splice).map_err(corrupt),
+            Output::TurnStart { turn } => match self.open {
+                None if *turn > self.last_turn => {
+                    self.open = Some(Open {
+                        turn: *turn,
+                        step: None,
+                    });
+                    self.last_turn = *turn;
+                    Ok(())
+                }
+                None => Err(corrupt(format!(
+                    "`{event}` after turn {} already opened",
+                    self.last_turn
+                ))),
+                Some(open) => Err(corrupt(format!(
+                    "`{event}` while turn {} is open",
+                    open.turn
+                ))),
+            },
+            Output::StepStart { turn, step } => match &mut self.open {
+                Some(open) if open.turn == *turn && open.step.is_none() => {
+                    open.step = Some(*step);
+                    Ok(())
+                }
+                _ => Err(corrupt(format!("`{event}` out of place"))),
+            },
+            Output::UserMessage(_) => match self.open {
+                Some(Open { step: Some(_), .. }) => Ok(()),
+                _ => Err(corrupt(format!("`{event}` outside an open step"))),
+            },
+            Output::StepEnd { turn, step } => match &mut self.open {
+                Some(open) if open.turn == *turn && open.step == Some(*step) => {
+                    open.step = None;
+                    Ok(())
+                }
+                _ => Err(corrupt(format!("`{event}` does not close the open step"))),
+            },
+            Output::TurnEnd { turn, .. } => match self.open {
+                Some(Open { turn: open, step }) if open == *turn && step.is_none() => {
+                    self.open = None;
+                    self.last_turn_end = *turn;
+                    Ok(())
+                }
+                _ => Err(corrupt(format!("`{event}` does not close the open turn"))),
+            },
+            Output::Inserted { .. }
+            | Output::Claimed { .. }
+            | Output::Discarded { .. }
+            | Output::Status { .. }
+            | Output::Error { .. }
+            | Output::Idle => Err(corrupt(format!("`{event}` is not a durable event"))),
+        }
+    }
+
+    /// A kept splice must apply as written: inside its list, inserting no
+    /// id that is pending.
+    fn splice(&mut self, splice: &Splice) -> Result<(), String> {
+        if self.prototype.resume_skips_claims(splice) {
+            return Ok(());
+        }
+        let length = self.inbox.list(splice.target).len();
+        if splice.start + splice.removed_count > length {
+            return Err(format!(
+                "`{}` does not apply to a {} list of {length}",
+                Output::Spliced(splice.clone()),
+                splice.target
+            ));
+        }
+        if let Some(id) = self.inbox.duplicate(splice) {
+            return Err(format!("{id} would be pending twice"));
+        }
+        self.inbox.apply(splice);
+        Ok(())
+    }
+
+    /// The closers the kept log needs: `step/end` of an open step, then
+    /// `turn/end interrupted` of an open turn.
+    pub fn closers(&self) -> Vec<Output> {
+        let Some(Open { turn, step }) = self.open else {
+            return Vec::new();
+        };
+        let step_end = step.map(|step| Output::StepEnd { turn, step });
+        let turn_end = Output::TurnEnd {
+            turn,
+            reason: TurnEnd::Interrupted,
+        };
+        step_end.into_iter().chain([turn_end]).collect()
+    }
+
+    /// The resumed agent: idle, not disposed, no waiters, the replayed
+    /// inbox and last turn, nothing woken (Decision 7); the closers are
+    /// queued as its first outputs.
+    pub fn resume(self) -> Agent {
+        let closers = self.closers();
+        let mut agent = self.prototype;
+        let last_turn = if agent.resume_renumbers() {
+            self.last_turn_end
+        } else {
+            self.last_turn
+        };
+        agent.restore(self.inbox, last_turn);
+        if !agent.resume_no_closers() {
+            for closer in closers {
+                agent.emit(closer);
+            }
+        }
+        agent.resume_wakes();
+        agent
+    }
+}
+
+impl Agent {
+    /// A fresh agent of this one's variant, resumed from `kept`, a prefix
+    /// of the durable log since the session started (SPEC §11). Its first
+    /// outputs are the closers.
+    pub fn resume<'a>(
+        &self,
+        kept: impl IntoIterator<Item = &'a Output>,
+    ) -> Result<Agent, CorruptLog> {
+        let mut replay = Replay::new(self);
+        for event in kept {
+            replay.apply(event)?;
+        }
+        Ok(replay.resume())
+    }
+}
