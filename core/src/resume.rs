@@ -232,3 +232,140 @@ impl Agent {
         Ok(replay.resume())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inbox::Outcome;
+    use crate::message::{Message, Source, Target};
+
+    fn message(id: &str) -> Message {
+        Message::text(id, Source::user())
+    }
+
+    fn spliced(target: Target, start: usize, removed: usize, inserted: &[&str]) -> Output {
+        Output::Spliced(Splice {
+            target,
+            start,
+            removed_count: removed,
+            inserted: inserted.iter().map(|id| message(id)).collect(),
+            outcome: None,
+        })
+    }
+
+    fn resume(kept: &[Output]) -> Result<Agent, CorruptLog> {
+        Agent::new().resume(kept)
+    }
+
+    #[test]
+    fn a_crashed_step_is_closed_and_the_lists_replayed() {
+        let kept = [
+            spliced(Target::NextTurn, 0, 0, &["A", "B"]),
+            Output::TurnStart { turn: 1 },
+            spliced(Target::NextTurn, 0, 1, &[]),
+            Output::StepStart { turn: 1, step: 1 },
+            Output::UserMessage(message("A")),
+        ];
+        let mut agent = resume(&kept).expect("a valid prefix");
+        let closers: Vec<Output> = std::iter::from_fn(|| agent.poll_output()).collect();
+        assert_eq!(
+            closers,
+            [
+                Output::StepEnd { turn: 1, step: 1 },
+                Output::TurnEnd {
+                    turn: 1,
+                    reason: TurnEnd::Interrupted
+                }
+            ]
+        );
+        let ids: Vec<&str> = agent
+            .inbox()
+            .list(Target::NextTurn)
+            .iter()
+            .map(|m| m.id().as_str())
+            .collect();
+        assert_eq!(ids, ["B"]);
+        assert_eq!(agent.last_turn(), 1);
+        assert_eq!(agent.status(), crate::agent::Status::Idle);
+    }
+
+    #[test]
+    fn a_corrupt_log_is_refused_naming_the_event() {
+        let a = spliced(Target::NextStep, 0, 0, &["A"]);
+        let cases = [
+            (
+                vec![spliced(Target::NextStep, 1, 0, &["A"])],
+                0,
+                "does not apply",
+            ),
+            (vec![a.clone(), a.clone()], 1, "pending twice"),
+            (
+                vec![spliced(Target::NextTurn, 0, 1, &[])],
+                0,
+                "does not apply",
+            ),
+            (
+                vec![Output::TurnStart { turn: 1 }, Output::TurnStart { turn: 2 }],
+                1,
+                "while turn 1 is open",
+            ),
+            (
+                vec![Output::StepEnd { turn: 1, step: 1 }],
+                0,
+                "does not close",
+            ),
+            (
+                vec![Output::UserMessage(message("A"))],
+                0,
+                "outside an open step",
+            ),
+            (vec![Output::Idle], 0, "not a durable event"),
+            (
+                vec![
+                    Output::TurnStart { turn: 2 },
+                    Output::TurnEnd {
+                        turn: 2,
+                        reason: TurnEnd::Interrupted,
+                    },
+                    Output::TurnStart { turn: 1 },
+                ],
+                2,
+                "already opened",
+            ),
+        ];
+        for (kept, index, reason) in cases {
+            let error = resume(&kept).expect_err("corrupt");
+            assert_eq!(error.index, index, "{error}");
+            assert!(error.reason.contains(reason), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_canceled_splice_replays_like_any_other() {
+        let mut removal = spliced(Target::NextStep, 0, 1, &[]);
+        if let Output::Spliced(splice) = &mut removal {
+            splice.outcome = Some(Outcome::Canceled);
+        }
+        let kept = [spliced(Target::NextStep, 0, 0, &["A", "B"]), removal];
+        let agent = resume(&kept).expect("valid");
+        let ids: Vec<&str> = agent
+            .inbox()
+            .list(Target::NextStep)
+            .iter()
+            .map(|m| m.id().as_str())
+            .collect();
+        assert_eq!(ids, ["B"]);
+    }
+
+    #[test]
+    fn a_stimulus_reads_old_traces_of_inputs() {
+        let input: Stimulus = serde_json::from_str(r#"{"input":"dispose"}"#).unwrap();
+        assert_eq!(input, Stimulus::Input(Input::Dispose));
+        let restart: Stimulus = serde_json::from_str(r#"{"restart":{"lose":3}}"#).unwrap();
+        assert_eq!(restart, Stimulus::Restart { lose: 3 });
+        assert_eq!(
+            serde_json::to_string(&restart).unwrap(),
+            r#"{"restart":{"lose":3}}"#
+        );
+    }
+}
