@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use courier::diagram::trace::Tracer;
-use courier::diagram::{Diagram, Format, Lane};
-use courier_core::Agent;
+use courier::diagram::{Diagram, Format, Lane, Row};
 use courier_core::transcript::Script;
+use courier_core::{Agent, Input, Message, Output, Source, Stimulus, TurnEnd};
 
 fn scenario(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -16,10 +16,96 @@ fn scenario(name: &str) -> PathBuf {
 }
 
 fn traced(name: &str, agent: Agent) -> Diagram {
-    let text = std::fs::read_to_string(scenario(name)).unwrap();
+    traced_file(&scenario(name), agent)
+}
+
+fn traced_file(file: &Path, agent: Agent) -> Diagram {
+    let text = std::fs::read_to_string(file).unwrap();
     let mut tracer = Tracer::new(agent);
     tracer.run_script(&Script::parse(&text).unwrap()).unwrap();
-    tracer.finish(name)
+    tracer.finish(file.file_name().unwrap().to_str().unwrap())
+}
+
+/// A vendored restart scenario (SPEC §11).
+fn restart_scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/shared/scenarios-restart")
+        .join(name)
+}
+
+/// r02's restart is its own row: the crash band, the three lost events
+/// struck through (A's claim was kept, its `user/message` was not), then
+/// the closers.
+#[test]
+fn a_restart_is_a_row_with_its_crash_lost_events_and_closers() {
+    let file = restart_scenario("r02-restart-claimed-is-gone.txn");
+    let diagram = traced_file(&file, Agent::new());
+    assert_eq!(diagram.broken, None);
+    let Some(Row::Restart {
+        lose,
+        lost,
+        closers,
+    }) = diagram.rows.get(3)
+    else {
+        panic!("row 4 is not a restart: {:#?}", diagram.rows);
+    };
+    assert_eq!((*lose, lost.len()), (3, 3));
+    let closers: Vec<String> = closers.iter().map(ToString::to_string).collect();
+    assert_eq!(closers, ["step/end 1.1", "turn/end 1 interrupted"]);
+    assert_eq!(
+        diagram.verdict(),
+        "6 inputs and 1 restart, every property holds"
+    );
+    let mermaid = diagram.render(Format::Mermaid);
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("diagram_r02_restart_mermaid", mermaid);
+    });
+    let svg = diagram.render(Format::Svg);
+    let band = "crash · restart lose=3: the last 3 durable events lost, the resume closes turn 1";
+    assert!(svg.contains(&format!(">{band}</text>")), "{svg}");
+    assert_eq!(svg.matches(r#"<text class="lost""#).count(), 3, "{svg}");
+    assert!(svg.contains(">turn/end 1 interrupted</text>"), "{svg}");
+}
+
+/// A trace of stimuli (a simulator's, once it restarts) draws the same rows.
+#[test]
+fn a_stimulus_trace_draws_its_restarts() {
+    let mut tracer = Tracer::new(Agent::new());
+    tracer.apply_all([
+        Stimulus::Input(Input::followup(Message::text("A", Source::user()))),
+        Stimulus::Restart { lose: 0 },
+    ]);
+    let diagram = tracer.finish("stimuli");
+    let closer = Output::TurnEnd {
+        turn: 1,
+        reason: TurnEnd::Interrupted,
+    };
+    let restart = Row::Restart {
+        lose: 0,
+        lost: vec![],
+        closers: vec![closer],
+    };
+    assert_eq!((diagram.rows.len(), &diagram.rows[1]), (2, &restart));
+    assert_eq!(diagram.broken, None);
+}
+
+/// A resume that writes no closers breaks `resume-closes` at its restart row.
+#[cfg(feature = "mutants")]
+#[test]
+fn a_broken_resume_is_marked_at_its_restart_row() {
+    let agent = courier::variant::fresh_agent(Some("resume-no-closers")).unwrap();
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions/resume-no-closers.txn");
+    let diagram = traced_file(&file, agent);
+    let (row, violation) = diagram
+        .broken
+        .clone()
+        .expect("the mutant breaks a property");
+    assert_eq!((row, violation.property.name()), (1, "resume-closes"));
+    assert!(matches!(diagram.rows[row], Row::Restart { .. }));
+    let mermaid = diagram.render(Format::Mermaid);
+    assert!(mermaid.contains("the resume writes nothing"), "{mermaid}");
+    assert!(mermaid.contains("BROKEN resume-closes"), "{mermaid}");
 }
 
 #[test]

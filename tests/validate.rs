@@ -40,6 +40,78 @@ fn every_recorded_dsh_log_is_accepted() {
     }
 }
 
+/// The logs dsh wrote across crashes and resumes (SPEC §11).
+fn restart_fixtures() -> Vec<PathBuf> {
+    let fixtures = common::files_with_extension(&common::dsh_restart_logs(), "jsonl");
+    assert!(fixtures.len() >= 6, "found only {} logs", fixtures.len());
+    fixtures
+}
+
+#[test]
+fn every_dsh_log_written_across_a_restart_is_accepted() {
+    for file in restart_fixtures() {
+        let (findings, outcome) = check(std::fs::read(&file).unwrap().as_slice());
+        assert_eq!(findings, [], "{}", file.display());
+        let summary = outcome.unwrap_or_else(|e| panic!("{}:{e}", file.display()));
+        assert!(summary.lines > 1 && !summary.stopped, "{}", file.display());
+    }
+    let mut arguments = vec!["validate".to_string()];
+    arguments.extend(restart_fixtures().iter().map(|f| f.display().to_string()));
+    let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
+    let output = courier(&arguments);
+    assert_eq!(
+        (stdout(&output), output.status.code()),
+        (String::new(), Some(0))
+    );
+}
+
+/// r05 resumes with X and A pending from before its `session/end-seed`: a
+/// resume's marker. The same log headed as a fork makes that end-seed its
+/// boundary, so the inbox starts empty there and the next splice breaks.
+#[test]
+fn only_a_forks_first_end_seed_empties_the_inbox() {
+    let file = common::dsh_restart_logs().join("r05-restart-loses-claim.jsonl");
+    let log = std::fs::read_to_string(file).unwrap();
+    let (findings, outcome) = check(log.as_bytes());
+    assert_eq!((findings, outcome.unwrap().is_valid()), (vec![], true));
+    let (header, events) = log.split_once('\n').unwrap();
+    let fork = header.replacen('{', r#"{"seedLength":3,"parentSession":"p","#, 1);
+    let (findings, _) = check(format!("{fork}\n{events}").as_bytes());
+    let found: Vec<String> = findings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        found,
+        ["5: splice-normalized: next-turn splice starts at 1 past length 0"]
+    );
+}
+
+/// What a broken resume leaves in a log, as `tests/logs` holds it: the
+/// line of the first event that shows it, and what is wrong there.
+#[test]
+fn a_broken_resume_is_seen_at_the_line_that_shows_it() {
+    let cases = [
+        (
+            "balanced-crash-without-closers",
+            "9: balanced: turn/start 2 while turn 1 is open",
+        ),
+        (
+            "balanced-resume-renumbers-from-turn-end",
+            "18: balanced: turn/start 2 where turn 3 was next",
+        ),
+        (
+            "splice-normalized-resume-claims-again",
+            "12: splice-normalized: next-turn splice at 0 removes 1 of 0",
+        ),
+    ];
+    for (name, finding) in cases {
+        let file = common::workspace().join("tests/logs").join(name);
+        let log = std::fs::read(file.with_extension("jsonl")).unwrap();
+        let (findings, outcome) = check(log.as_slice());
+        let found: Vec<String> = findings.iter().map(ToString::to_string).collect();
+        assert_eq!(found, [finding], "{name}");
+        assert!(outcome.unwrap().stopped, "{name}");
+    }
+}
+
 #[test]
 fn the_cli_accepts_every_recorded_dsh_log() {
     let mut arguments = vec!["validate".to_string()];
@@ -213,6 +285,13 @@ fn every_log_the_core_writes_is_accepted() {
     );
     let folder = tempfile::tempdir().unwrap();
     let mut written = vec!["validate".to_string()];
+    let restarts = common::files_with_extension(&common::shared_restart_scenarios(), "txn");
+    assert!(
+        restarts.len() >= 6,
+        "found only {} restart scenarios",
+        restarts.len()
+    );
+    assert!(restarts.iter().all(|restart| scenarios.contains(restart)));
     let mut logs = String::new();
     for scenario in &scenarios {
         let log = scenario_log(scenario);
@@ -236,6 +315,7 @@ fn every_log_the_core_writes_is_accepted() {
         "\"user/message\"",
         "\"step/end\"",
         "\"turn/end\"",
+        "\"interrupted\"",
     ] {
         assert!(logs.contains(shape), "no {shape} in any scenario log");
     }

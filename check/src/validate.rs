@@ -11,6 +11,11 @@
 //! - The first line must be a `session` header. A later header starts a new
 //!   session (empty inbox, turn numbers from 1), so concatenated logs check
 //!   as a series of sessions.
+//! - Only a fork's first `session/end-seed` (its header has `seedLength`)
+//!   empties the inbox (SPEC §11): every later one, and any in a log that is
+//!   not a fork, is the marker a resume appends, and the replay goes on
+//!   across it. A restart's closers (`turn/end interrupted`) are ordinary
+//!   events, so a resumed log checks as one session.
 //! - Every line must be JSON, including the events outside the contract,
 //!   which are skipped after that syntax check. Whitespace-only lines are
 //!   ignored.
@@ -101,8 +106,8 @@ pub fn validate<R: BufRead>(
             reason: cannot_parse(&error),
         })?;
         let broken = match (event, &mut replay) {
-            (Some(LogLine::Header(_)), slot) => {
-                *slot = Some(Replay::new());
+            (Some(LogLine::Header(header)), slot) => {
+                *slot = Some(Replay::new(header.extra.contains_key("seedLength")));
                 continue;
             }
             (_, None) => {
@@ -206,13 +211,16 @@ fn peek_type(text: &str) -> Option<&str> {
 struct Replay {
     history: History,
     goals: GoalRounds,
+    /// The session is a fork whose copied history has not ended yet.
+    seeding: bool,
 }
 
 impl Replay {
-    fn new() -> Self {
+    fn new(fork: bool) -> Self {
         Self {
             history: History::new(Mode::Log),
             goals: GoalRounds::new(),
+            seeding: fork,
         }
     }
 
@@ -221,7 +229,10 @@ impl Replay {
         let output = match event {
             LogLine::Delivery(output) => output,
             LogLine::EndSeed => {
-                self.history.end_seed();
+                // The one place a boundary is told from a resume's marker.
+                if std::mem::take(&mut self.seeding) {
+                    self.history.end_seed();
+                }
                 return Ok(());
             }
             LogLine::Header(_) | LogLine::Other(_) => return Ok(()),

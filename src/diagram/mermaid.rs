@@ -35,7 +35,7 @@ impl fmt::Display for Mermaid<'_> {
             }
             writeln!(text, "    Note over {everyone}: row {}", index + 1)?;
             for mark in row_marks {
-                line(text, mark)?;
+                line(text, mark, &everyone)?;
             }
             if let Some(violation) = broken {
                 writeln!(
@@ -51,8 +51,9 @@ impl fmt::Display for Mermaid<'_> {
     }
 }
 
-/// One arrow or note, indented, on its own line.
-fn line(text: &mut impl Write, mark: &Mark) -> fmt::Result {
+/// One arrow or note, indented, on its own line; a crash is a note over
+/// `everyone` in an orange band.
+fn line(text: &mut impl Write, mark: &Mark, everyone: &str) -> fmt::Result {
     match mark {
         Mark::Arrow {
             from,
@@ -65,22 +66,47 @@ fn line(text: &mut impl Write, mark: &Mark) -> fmt::Result {
             alias(*from),
             arrow(*style),
             alias(*to),
+            styled(label, *style)
+        ),
+        Mark::Note { lane, label, style } => writeln!(
+            text,
+            "    Note over {}: {}",
+            alias(*lane),
+            styled(label, *style)
+        ),
+        Mark::Crash { label } => writeln!(
+            text,
+            "    rect rgb(255, 224, 178)\n    Note over {everyone}: {}\n    end",
             escape(label)
         ),
-        Mark::Note { lane, label, .. } => {
-            writeln!(text, "    Note over {}: {}", alias(*lane), escape(label))
-        }
     }
 }
 
 /// Solid for inputs and the durable log, dashed for live notifications,
-/// open-headed for awaits, crossed for refusals.
+/// open-headed for awaits, crossed for refusals, dotted and crossed for
+/// events a crash lost.
 fn arrow(style: Style) -> &'static str {
     match style {
         Style::Input | Style::Durable => "->>",
         Style::Live => "-->>",
         Style::Await => "--)",
         Style::Refused => "-x",
+        Style::Lost => "--x",
+    }
+}
+
+/// The escaped label; a lost event's is struck through with combining
+/// overlays (Mermaid's sequence text has no markup for it) after `lost:`,
+/// so it still reads where the overlay does not render.
+fn styled(label: &str, style: Style) -> String {
+    match style {
+        Style::Lost => {
+            let struck: String = label.chars().flat_map(|c| [c, '\u{336}']).collect();
+            format!("lost: {}", escape(&struck))
+        }
+        Style::Input | Style::Durable | Style::Live | Style::Await | Style::Refused => {
+            escape(label)
+        }
     }
 }
 

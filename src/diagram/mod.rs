@@ -1,7 +1,7 @@
 //! Sequence diagrams of one run: a transcript, a checker counterexample or a
 //! simulator race report, drawn as lanes (client, both pending lists, the
-//! driver and its two hooks) with one row per input. People debugging a race
-//! would rather look than read a 40-line transcript.
+//! driver and its two hooks) with one row per input or restart. People
+//! debugging a race would rather look than read a 40-line transcript.
 //!
 //! Rendering is pure: a [`Diagram`] (the inputs, what each emitted and the
 //! first property that broke) goes in, SVG or Mermaid text comes out.
@@ -15,7 +15,7 @@ mod svg;
 pub mod trace;
 
 use courier_check::Violation;
-use courier_core::Transition;
+use courier_core::{Output, Transition};
 
 pub use load::{from_report, load, svg_beside, title, write_beside};
 pub use sequence::Lane;
@@ -25,10 +25,27 @@ pub use sequence::Lane;
 pub struct Diagram {
     /// What the run is (a file name, the variant).
     pub title: String,
-    /// One transition per input, in order.
-    pub rows: Vec<Transition>,
+    /// One row per input or restart, in order.
+    pub rows: Vec<Row>,
     /// The first property that broke and the 0-based row where it did.
     pub broken: Option<(usize, Violation)>,
+}
+
+/// One row of the picture. A restart (SPEC §11) is not an input: nothing
+/// sends it, it replaces the agent, so it is drawn as its own kind of row.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Row {
+    /// An input and what the core did with it.
+    Input(Transition),
+    /// A crash and resume.
+    Restart {
+        /// How many durable events the crash lost (clamped to the log).
+        lose: usize,
+        /// The durable events the crash lost, in log order.
+        lost: Vec<Output>,
+        /// What the resume printed: the closers of the kept log.
+        closers: Vec<Output>,
+    },
 }
 
 /// An output format of `courier diagram`.
@@ -52,7 +69,7 @@ impl Diagram {
     /// One line saying whether and where a property broke.
     pub fn verdict(&self) -> String {
         match &self.broken {
-            None => format!("{} inputs, every property holds", self.rows.len()),
+            None => format!("{}, every property holds", self.counted()),
             Some((row, violation)) => format!(
                 "{} broke at row {} of {}: {}",
                 violation.property,
@@ -60,6 +77,21 @@ impl Diagram {
                 self.rows.len(),
                 violation.detail
             ),
+        }
+    }
+
+    /// The inputs drawn, and the restarts when there are any.
+    fn counted(&self) -> String {
+        let restarts = self
+            .rows
+            .iter()
+            .filter(|row| matches!(row, Row::Restart { .. }))
+            .count();
+        let inputs = self.rows.len() - restarts;
+        match restarts {
+            0 => format!("{inputs} inputs"),
+            1 => format!("{inputs} inputs and 1 restart"),
+            _ => format!("{inputs} inputs and {restarts} restarts"),
         }
     }
 }

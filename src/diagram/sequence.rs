@@ -5,6 +5,8 @@ use courier_core::transcript::command_line;
 use courier_core::{Input, MessageId, Output, Target, Transition};
 use strum::{IntoStaticStr, VariantArray};
 
+use super::Row;
+
 /// A lane of the diagram, left to right (declaration order); the derives
 /// give its titles, the list lanes spelled as their targets.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, IntoStaticStr, VariantArray)]
@@ -64,6 +66,8 @@ pub(super) enum Style {
     Live,
     /// What the driver awaits when control returns.
     Await,
+    /// A durable event a crash lost: drawn where it was, struck through.
+    Lost,
 }
 
 /// One thing drawn in a row.
@@ -82,6 +86,8 @@ pub(super) enum Mark {
         label: String,
         style: Style,
     },
+    /// A band across every lane: the crash that opens a restart row.
+    Crash { label: String },
 }
 
 /// What the driver awaits, followed through the outputs across rows.
@@ -93,11 +99,84 @@ enum Awaiting {
 }
 
 /// The marks of every row, in order.
-pub(super) fn marks(rows: &[Transition]) -> Vec<Vec<Mark>> {
+pub(super) fn marks(rows: &[Row]) -> Vec<Vec<Mark>> {
     let mut awaiting = Awaiting::Nothing;
     rows.iter()
-        .map(|row| row_marks(row, &mut awaiting))
+        .map(|row| match row {
+            Row::Input(transition) => row_marks(transition, &mut awaiting),
+            Row::Restart {
+                lose,
+                lost,
+                closers,
+            } => {
+                // The resumed agent starts afresh; its closers (or what a
+                // planted bug prints instead) say what it then awaits.
+                awaiting = Awaiting::Nothing;
+                let mut marks = restart_marks(*lose, lost, closers);
+                closers
+                    .iter()
+                    .for_each(|output| follow(&mut awaiting, output));
+                marks.extend(await_mark(&awaiting));
+                marks
+            }
+        })
         .collect()
+}
+
+/// A restart row: the crash band, each lost event where it was drawn but
+/// struck through (it never happened), then the closers the resume wrote.
+fn restart_marks(lose: usize, lost: &[Output], closers: &[Output]) -> Vec<Mark> {
+    let lost_events = match lose {
+        0 => "nothing lost".to_owned(),
+        1 => "the last durable event lost".to_owned(),
+        _ => format!("the last {lose} durable events lost"),
+    };
+    let closed = closers.iter().find_map(|output| {
+        let Output::TurnEnd { turn, .. } = output else {
+            return None;
+        };
+        Some(format!("the resume closes turn {turn}"))
+    });
+    let closing = closed.unwrap_or_else(|| match closers.len() {
+        0 => "the resume writes nothing".to_owned(),
+        count => format!("the resume prints {count} outputs"),
+    });
+    let label = format!("crash · restart lose={lose}: {lost_events}, {closing}");
+    let mut marks = vec![Mark::Crash { label }];
+    // The list lane of the latest splice (as in `row_marks`); a restart
+    // row starts at `next-turn`, as a send does.
+    let mut list = Lane::NextTurn;
+    let struck = lost.iter().map(|output| (output, true));
+    for (output, lost) in struck.chain(closers.iter().map(|output| (output, false))) {
+        if let Output::Spliced(splice) = output {
+            list = Lane::list(splice.target);
+        }
+        let mark = output_mark(output, list, false);
+        marks.push(if lost { mark.struck() } else { mark });
+    }
+    marks
+}
+
+impl Mark {
+    /// The same mark, drawn as lost.
+    fn struck(self) -> Self {
+        match self {
+            Mark::Arrow {
+                from, to, label, ..
+            } => Mark::Arrow {
+                from,
+                to,
+                label,
+                style: Style::Lost,
+            },
+            Mark::Note { lane, label, .. } => Mark::Note {
+                lane,
+                label,
+                style: Style::Lost,
+            },
+            crash @ Mark::Crash { .. } => crash,
+        }
+    }
 }
 
 fn row_marks(row: &Transition, awaiting: &mut Awaiting) -> Vec<Mark> {

@@ -21,13 +21,16 @@ const CHAR_WIDTH: f64 = 7.3;
 const DETAIL_WIDTH: usize = 140;
 
 /// How to read the picture, printed under it.
-const LEGEND: &str = "thick: the input · solid: durable log · dashed: live notifications (~) · dotted: what the driver awaits · boxes: durable events";
+const LEGEND: &str = "thick: the input · solid: durable log · dashed: live notifications (~) · dotted: what the driver awaits · boxes: durable events · orange band: a crash, then the events it lost (struck through) and the closers the resume wrote";
 
 /// The stylesheet, inside the file so nothing is fetched.
 const STYLE: &str = "text{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px}\
 .title{font-size:15px;font-weight:bold}.lane{font-weight:bold;font-size:13px}\
 .row{fill:#888}.live{fill:#35608a}.refused{fill:#b3261e}.await{fill:#6b6b6b;font-style:italic}\
-.broken{fill:#b3261e;font-weight:bold}";
+.broken{fill:#b3261e;font-weight:bold}.lost{fill:#8a8a8a}.crash{fill:#8a2c00;font-weight:bold}";
+
+/// The width of the whole picture.
+const WIDTH: usize = GUTTER + LANE_WIDTH * Lane::ALL.len() + 16;
 
 /// The diagram as an SVG document.
 pub(crate) fn svg(diagram: &Diagram) -> String {
@@ -42,18 +45,21 @@ struct Svg<'a>(&'a Diagram);
 impl fmt::Display for Svg<'_> {
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         let diagram = self.0;
-        let width = GUTTER + LANE_WIDTH * Lane::ALL.len() + 16;
+        let width = WIDTH;
         // The rows go first into a buffer: the document's height, written
         // in its first tag, is known only once they are laid out.
         let mut body = String::new();
         let y = draw_rows(&mut body, diagram, width)?;
-        write!(
-            body,
-            r##"<text class="row" x="8" y="{}">{}</text>"##,
-            y + 20,
-            LEGEND
-        )?;
-        let height = y + 36;
+        let legend = wrap(LEGEND, DETAIL_WIDTH + 10);
+        for (index, line) in legend.iter().enumerate() {
+            write!(
+                body,
+                r##"<text class="row" x="8" y="{}">{}</text>"##,
+                y + 20 + index * 16,
+                escape(line)
+            )?;
+        }
+        let height = y + 20 + legend.len() * 16;
         write!(
             out,
             r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"><style>{STYLE}</style>"##
@@ -120,6 +126,10 @@ fn defs(out: &mut impl Write) -> fmt::Result {
             "cross",
             r##"<path d="M1,1 L9,9 M9,1 L1,9" stroke="#b3261e" stroke-width="2"/>"##,
         ),
+        (
+            "lost",
+            r##"<path d="M1,1 L9,9 M9,1 L1,9" stroke="#8a8a8a" stroke-width="2"/>"##,
+        ),
     ];
     out.write_str("<defs>")?;
     for (id, path) in markers {
@@ -153,7 +163,35 @@ fn draw(body: &mut impl Write, mark: &Mark, top: usize) -> fmt::Result {
             style,
         } => draw_arrow(body, (*from, *to), label, *style, top),
         Mark::Note { lane, label, style } => draw_note(body, *lane, label, *style, top),
+        Mark::Crash { label } => draw_crash(body, label, top),
     }
+}
+
+/// The band across every lane that opens a restart row.
+fn draw_crash(body: &mut impl Write, label: &str, top: usize) -> fmt::Result {
+    write!(
+        body,
+        r##"<rect x="{GUTTER}" y="{}" width="{}" height="20" fill="#ffe0b2" stroke="#e65100" stroke-width="1.5" stroke-dasharray="6 3"/><text class="crash" x="{}" y="{}" text-anchor="middle">{}</text>"##,
+        top + 2,
+        WIDTH - GUTTER - 8,
+        (GUTTER + WIDTH) / 2,
+        top + 16,
+        escape(label)
+    )
+}
+
+/// A line through a label centered at `x` on the baseline `y`: a lost
+/// event never happened (drawn, not styled, so every renderer shows it).
+fn strike(body: &mut impl Write, label: &str, x: usize, y: usize) -> fmt::Result {
+    let half = text_width(label) / 2;
+    write!(
+        body,
+        r##"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#8a8a8a" stroke-width="1.2"/>"##,
+        x - half,
+        y - 4,
+        x + half,
+        y - 4
+    )
 }
 
 fn draw_arrow(
@@ -170,16 +208,21 @@ fn draw_arrow(
         Style::Live => ("#35608a", r#" stroke-dasharray="5 3""#, "open"),
         Style::Await => ("#6b6b6b", r#" stroke-dasharray="2 3""#, "open"),
         Style::Refused => ("#b3261e", "", "cross"),
+        Style::Lost => ("#8a8a8a", r#" stroke-dasharray="3 3""#, "lost"),
     };
     let width = if style == Style::Input { 2 } else { 1 };
+    let middle = (x1 + x2) / 2;
     write!(
         body,
-        r##"<line x1="{x1}" y1="{line_y}" x2="{x2}" y2="{line_y}" stroke="{color}" stroke-width="{width}"{dash} marker-end="url(#{head})"/><text{} x="{}" y="{}" text-anchor="middle">{}</text>"##,
+        r##"<line x1="{x1}" y1="{line_y}" x2="{x2}" y2="{line_y}" stroke="{color}" stroke-width="{width}"{dash} marker-end="url(#{head})"/><text{} x="{middle}" y="{}" text-anchor="middle">{}</text>"##,
         class(style),
-        (x1 + x2) / 2,
         line_y - 4,
         escape(label)
-    )
+    )?;
+    match style {
+        Style::Lost => strike(body, label, middle, line_y - 4),
+        Style::Input | Style::Durable | Style::Live | Style::Await | Style::Refused => Ok(()),
+    }
 }
 
 fn draw_note(
@@ -192,7 +235,8 @@ fn draw_note(
     let width = text_width(label) + 14;
     let (fill, stroke) = match style {
         Style::Refused => ("#fde2e2", "#b3261e"),
-        _ => ("#fff8d6", "#c9b458"),
+        Style::Lost => ("#f2f2f2", "#b0b0b0"),
+        Style::Input | Style::Durable | Style::Live | Style::Await => ("#fff8d6", "#c9b458"),
     };
     let x = center(lane);
     write!(
@@ -203,7 +247,11 @@ fn draw_note(
         class(style),
         top + 17,
         escape(label)
-    )
+    )?;
+    match style {
+        Style::Lost => strike(body, label, x, top + 17),
+        Style::Input | Style::Durable | Style::Live | Style::Await | Style::Refused => Ok(()),
+    }
 }
 
 /// The violation box under the row where the property broke.
@@ -238,6 +286,7 @@ fn class(style: Style) -> &'static str {
         Style::Live => r#" class="live""#,
         Style::Await => r#" class="await""#,
         Style::Refused => r#" class="refused""#,
+        Style::Lost => r#" class="lost""#,
     }
 }
 

@@ -2,11 +2,11 @@
 //! harness, so the picture shows what this build does (not what a file once
 //! said) and marks the first row where a SPEC §7 property broke.
 
-use courier_check::{Harness, Hooks, Step, Violation};
+use courier_check::{Harness, Hooks, Restarted, Step, Violation};
 use courier_core::transcript::{Script, Stalled};
-use courier_core::{Agent, Input, Transition};
+use courier_core::{Agent, Input, Stimulus};
 
-use super::Diagram;
+use super::{Diagram, Row};
 
 /// One agent under the checker, fed input by input, and the rows drawn.
 pub struct Tracer {
@@ -14,19 +14,36 @@ pub struct Tracer {
     rows: Rows,
 }
 
-/// The hook that turns every fed input into a row.
+/// The hook that turns every fed input and every restart into a row.
 #[derive(Default)]
 struct Rows {
-    rows: Vec<Transition>,
+    rows: Vec<Row>,
     broken: Option<(usize, Violation)>,
+}
+
+impl Rows {
+    /// Adds `row`, marked when it showed the run's first violation.
+    fn push(&mut self, row: Row, violation: Option<&Violation>) {
+        if let Some(violation) = violation {
+            self.broken = Some((self.rows.len(), violation.clone()));
+        }
+        self.rows.push(row);
+    }
 }
 
 impl Hooks for Rows {
     fn after(&mut self, _: &Harness, step: &Step) {
-        if let Some(violation) = &step.violation {
-            self.broken = Some((self.rows.len(), violation.clone()));
-        }
-        self.rows.push(step.transition.clone());
+        let row = Row::Input(step.transition.clone());
+        self.push(row, step.violation.as_ref());
+    }
+
+    fn restarted(&mut self, _: &Harness, restarted: &Restarted) {
+        let row = Row::Restart {
+            lose: restarted.lose,
+            lost: restarted.lost.clone(),
+            closers: restarted.closers.clone(),
+        };
+        self.push(row, restarted.violation.as_ref());
     }
 }
 
@@ -47,8 +64,17 @@ impl Tracer {
         }
     }
 
-    /// Runs a transcript's commands: inputs become rows, `run` becomes one
-    /// row per completion it feeds; queries and unparsable lines change
+    /// Applies every stimulus in order (an input, or a crash and resume),
+    /// one row each; for traces that restart.
+    pub fn apply_all(&mut self, stimuli: impl IntoIterator<Item = Stimulus>) {
+        for stimulus in stimuli {
+            // The violation is kept by the hook, at its row.
+            drop(self.harness.apply(stimulus, &mut self.rows));
+        }
+    }
+
+    /// Runs a transcript's commands: inputs and restarts become rows, `run`
+    /// becomes one row per completion it feeds; queries and unparsable lines change
     /// nothing and draw nothing. Fails with the line of a `run` that stalled.
     pub fn run_script(&mut self, script: &Script) -> Result<(), (usize, Stalled)> {
         self.harness.run_script(script, &mut self.rows)
