@@ -62,7 +62,8 @@ pub enum LogLine {
     Header(SessionHeader),
     /// A delivery event (a durable [`Output`]).
     Delivery(Output),
-    /// `session/end-seed`: a fork's copied history ends here.
+    /// `session/end-seed`: a fork's copied history ends at its first one
+    /// (the header has `seedLength`); a resume appends one as a marker.
     EndSeed,
     /// Any other event type: outside the delivery contract, skipped.
     Other(String),
