@@ -112,7 +112,7 @@ mod planted {
         let first = shortest_counterexample(&space).expect("inject-wakes is caught");
         assert_eq!(shortest_counterexample(&space), Some(first.clone()));
         // One idle inject starts a driver: nothing shorter exists.
-        assert_eq!(first.inputs.len(), 1);
+        assert_eq!(first.trace.len(), 1);
         assert_eq!(first.violation.property.name(), "no-wake-stays-idle");
     }
 }
