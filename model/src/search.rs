@@ -12,7 +12,7 @@ use std::ops::ControlFlow;
 
 use courier_core::Agent;
 use courier_core::Stimulus;
-use courier_core::transcript::record;
+use courier_core::transcript::{Runner, inbox_lines, record};
 
 use crate::space::{Move, Space, State};
 use courier_check::Violation;
@@ -37,7 +37,21 @@ impl Counterexample {
             "# courier check counterexample: violation: {}\n# {detail}\n\n",
             self.violation.property
         );
-        header + &record(agent, &self.trace)
+        let mut text = header + &record(agent, &self.trace);
+        // A restart prints only closers: what it got wrong may show only in
+        // the inbox it resumed, so the transcript asks for it.
+        if let Some(Stimulus::Restart { .. }) = self.trace.last() {
+            let mut runner = Runner::new(agent.clone());
+            for stimulus in &self.trace {
+                runner.apply(stimulus.clone());
+            }
+            text.push_str("inbox\n----\n");
+            for line in inbox_lines(runner.agent()) {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+        text
     }
 }
 
