@@ -1,5 +1,7 @@
 //! The model checker's speed (issue 7) in states per second, at the bound
-//! `courier check` explores by default (`Bounds::default()`, symmetry on).
+//! `courier check` explores by default without restarts (`Bounds::default()`
+//! with `restarts: 0`, symmetry on: the bare-core baseline below replays
+//! inputs, and a restart is none).
 //! A state count alone says little, so the same run times the same
 //! exploration without parts of the checker:
 //! - `check/threads-1` and `check/threads-2`: `courier_model::check`, the
@@ -28,13 +30,14 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use courier_core::{Agent, Input};
-use courier_model::{Bounds, Space, State, Verdict, check, shortest_counterexample};
+use courier_model::{Bounds, Move, Space, State, Verdict, check, shortest_counterexample};
 use criterion::measurement::Measurement;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 
-/// The bound `courier check` uses without arguments, with symmetry on.
+/// The bound `courier check` uses without arguments, less its restarts,
+/// with symmetry on.
 fn space() -> Space {
-    Space::new(Bounds::default(), Agent::new(), true)
+    Space::new(Bounds::default(), Agent::new(), true).without_restarts()
 }
 
 /// Every core transition the exploration computes, recorded once outside
@@ -69,7 +72,10 @@ fn transitions(space: &Space) -> Transitions {
         recorded.agents.push(agent.clone());
         space.actions(&state, &mut actions);
         for action in actions.drain(..) {
-            let input = space.input(&state, action);
+            let input = match action {
+                Move::Input(action) => space.input(&state, action),
+                Move::Restart | Move::Cut { .. } => unreachable!("the space has no restarts"),
+            };
             recorded.inputs.push((index, input.clone()));
             let Some(next) = space.next(&state, action) else {
                 continue;

@@ -19,6 +19,19 @@ fn the_design_passes_and_reports_its_counts() {
     ] {
         assert!(text.contains(line), "no `{line}` in:\n{text}");
     }
+    assert!(text.contains("restarts=1 "), "{text}");
+    assert!(
+        text.contains("ok: 18 properties hold; 10 goals reached"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_restarts_the_restart_goals_are_not_asked_for() {
+    let args = ["check", "--messages", "3", "--restarts", "0"];
+    let output = courier(&args);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(
         text.contains("ok: 18 properties hold; 7 goals reached"),
         "{text}"
@@ -85,6 +98,28 @@ fn a_planted_bug_fails_with_a_replayable_counterexample() {
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("violation: quiescent-when-idle\n"), "{text}");
     let replay = courier(&["run", "--mutant", "early-idle", out]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    let default = courier(&["run", out]);
+    assert_eq!(default.status.code(), Some(1), "{}", stdout(&default));
+}
+
+/// A resume bug's counterexample ends in a restart that `courier run`
+/// replays: a cut prints as its input, then `restart lose=N`.
+#[cfg(feature = "mutants")]
+#[test]
+fn a_resume_bug_fails_with_a_counterexample_that_restarts() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let out = folder.path().join("resume-skips-claims.txn");
+    let out = out.to_str().expect("a utf-8 temporary path");
+    let bug = "resume-skips-claims";
+    let args = ["check", "--restarts", "1", "--mutant", bug, "--out", out];
+    let output = courier(&args);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("violation: replay-matches\n"), "{text}");
+    let written = std::fs::read_to_string(out).expect("the counterexample");
+    assert!(written.contains("\nrestart lose="), "{written}");
+    let replay = courier(&["run", "--mutant", bug, out]);
     assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
     let default = courier(&["run", out]);
     assert_eq!(default.status.code(), Some(1), "{}", stdout(&default));

@@ -2,7 +2,7 @@
 //! property ("no violation of this name"), one `sometimes` per vacuity goal,
 //! and the `Model` impl that hands [`Space`] to stateright.
 
-use crate::space::{Action, Space, State};
+use crate::space::{Move, Space, State};
 use crate::vacuity::VacuityGoal;
 use courier_check::Property;
 
@@ -43,7 +43,7 @@ const HOLDS: [Condition; 19] = [
     holds::<18>,
 ];
 
-const REACHED: [Condition; 7] = [
+const REACHED: [Condition; 10] = [
     reached::<0>,
     reached::<1>,
     reached::<2>,
@@ -51,6 +51,9 @@ const REACHED: [Condition; 7] = [
     reached::<4>,
     reached::<5>,
     reached::<6>,
+    reached::<7>,
+    reached::<8>,
+    reached::<9>,
 ];
 
 /// Properties only a recorded log can break: goal rounds are read from goal
@@ -71,25 +74,25 @@ pub fn checked_properties() -> impl Iterator<Item = Property> {
 
 impl stateright::Model for Space {
     type State = State;
-    type Action = Action;
+    type Action = Move;
 
     fn init_states(&self) -> Vec<State> {
         vec![self.initial()]
     }
 
-    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
+    fn actions(&self, state: &State, actions: &mut Vec<Move>) {
         Space::actions(self, state, actions);
     }
 
-    fn next_state(&self, state: &State, action: Action) -> Option<State> {
+    fn next_state(&self, state: &State, action: Move) -> Option<State> {
         self.next(state, action)
     }
 
-    fn format_action(&self, action: &Action) -> String {
+    fn format_action(&self, action: &Move) -> String {
         crate::space::view::action(action)
     }
 
-    fn format_step(&self, last_state: &State, action: Action) -> Option<String> {
+    fn format_step(&self, last_state: &State, action: Move) -> Option<String> {
         crate::space::view::step(self, last_state, action)
     }
 
@@ -99,9 +102,11 @@ impl stateright::Model for Space {
             .zip(HOLDS)
             .filter(|(property, _)| !LOG_ONLY.contains(property))
             .map(|(property, holds)| stateright::Property::always(property.name(), holds));
+        let goals: Vec<VacuityGoal> = self.goals().collect();
         let sometimes = VacuityGoal::ALL
             .into_iter()
             .zip(REACHED)
+            .filter(|(goal, _)| goals.contains(goal))
             .map(|(goal, reached)| stateright::Property::sometimes(goal.name(), reached));
         always.chain(sometimes).collect()
     }

@@ -80,8 +80,8 @@ pub fn check(space: Space, threads: usize, mut progress: impl FnMut(Counts)) -> 
         let shortest = shortest_counterexample(&space);
         Verdict::Broken(shortest.expect("the breadth-first search finds what stateright found"))
     } else {
-        let missed: Vec<VacuityGoal> = VacuityGoal::ALL
-            .into_iter()
+        let missed: Vec<VacuityGoal> = space
+            .goals()
             .filter(|goal| !found.contains(&goal.name()))
             .collect();
         if missed.is_empty() {

@@ -14,5 +14,5 @@ pub use conditions::checked_properties;
 pub use explore::{Checked, Counts, Verdict, check};
 pub use reach::reachable_fingerprints;
 pub use search::{Counterexample, shortest_counterexample};
-pub use space::{Action, Bounds, Decision, Space, Spent, State};
+pub use space::{Action, Bounds, Decision, Move, Space, Spent, State};
 pub use vacuity::VacuityGoal;

@@ -17,11 +17,13 @@ use crate::space::Space;
 
 /// The [`crate::fingerprint`] of every state reachable in `space` where every
 /// property holds (the simulator stops at a violation, so it never counts a
-/// violating state either). Symmetric or not, the set is the same: states
-/// merged by renaming share their fingerprint and their successors' ones.
+/// violating state either), without restarts: the bounded workload draws
+/// only inputs, so a state only a restart reaches would count against it.
+/// Symmetric or not, the set is the same: states merged by renaming share
+/// their fingerprint and their successors' ones.
 pub fn reachable_fingerprints(space: &Space) -> BTreeSet<u64> {
     let mut reached = BTreeSet::new();
-    breadth_first::<Infallible>(space, |state, _| {
+    breadth_first::<Infallible>(&space.without_restarts(), |state, _| {
         if state.violation().is_none() {
             reached.insert(state.fingerprint());
         }

@@ -10,18 +10,20 @@ use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 use std::ops::ControlFlow;
 
+use courier_core::Agent;
 use courier_core::Stimulus;
-use courier_core::transcript::record;
-use courier_core::{Agent, Input};
+use courier_core::transcript::{Runner, inbox_lines, record};
 
-use crate::space::{Action, Space, State};
+use crate::space::{Move, Space, State};
 use courier_check::Violation;
 
 /// A shortest path to a broken property.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Counterexample {
-    /// The inputs from a fresh agent, in order.
-    pub inputs: Vec<Input>,
+    /// The inputs and restarts from a fresh agent, in order (a crash in
+    /// the middle of a transition is its input, then a restart losing the
+    /// writes the crash cut).
+    pub trace: Vec<Stimulus>,
     /// What the last input broke.
     pub violation: Violation,
 }
@@ -35,15 +37,28 @@ impl Counterexample {
             "# courier check counterexample: violation: {}\n# {detail}\n\n",
             self.violation.property
         );
-        let trace: Vec<Stimulus> = self.inputs.iter().cloned().map(Stimulus::Input).collect();
-        header + &record(agent, &trace)
+        let mut text = header + &record(agent, &self.trace);
+        // A restart prints only closers: what it got wrong may show only in
+        // the inbox it resumed, so the transcript asks for it.
+        if let Some(Stimulus::Restart { .. }) = self.trace.last() {
+            let mut runner = Runner::new(agent.clone());
+            for stimulus in &self.trace {
+                runner.apply(stimulus.clone());
+            }
+            text.push_str("inbox\n----\n");
+            for line in inbox_lines(runner.agent()) {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+        text
     }
 }
 
-/// One reached state: its parent's index and the action that led here.
+/// One reached state: its parent's index and the move that led here.
 struct Node {
     parent: usize,
-    action: Option<Action>,
+    action: Option<Move>,
 }
 
 /// Fingerprints are already hashes: the set need not hash them again.
@@ -58,7 +73,7 @@ pub fn shortest_counterexample(space: &Space) -> Option<Counterexample> {
         nodes.push(Node { parent, action });
         match state.violation() {
             Some(violation) => ControlFlow::Break(Counterexample {
-                inputs: inputs(space, &path_to(&nodes, nodes.len() - 1)),
+                trace: trace(space, &path_to(&nodes, nodes.len() - 1)),
                 violation: violation.clone(),
             }),
             None => ControlFlow::Continue(()),
@@ -73,7 +88,7 @@ pub fn shortest_counterexample(space: &Space) -> Option<Counterexample> {
 /// there (`None` for the initial state), and may stop the search.
 pub(crate) fn breadth_first<B>(
     space: &Space,
-    mut reached: impl FnMut(&State, Option<(usize, Action)>) -> ControlFlow<B>,
+    mut reached: impl FnMut(&State, Option<(usize, Move)>) -> ControlFlow<B>,
 ) -> Option<B> {
     let initial = space.initial();
     let mut seen = Seen::default();
@@ -111,8 +126,8 @@ fn state_hash(state: &State) -> u64 {
     hasher.finish()
 }
 
-/// The actions from the initial state to node `index`.
-fn path_to(nodes: &[Node], mut index: usize) -> Vec<Action> {
+/// The moves from the initial state to node `index`.
+fn path_to(nodes: &[Node], mut index: usize) -> Vec<Move> {
     let mut path = Vec::new();
     while let Some(action) = nodes[index].action {
         path.push(action);
@@ -122,15 +137,15 @@ fn path_to(nodes: &[Node], mut index: usize) -> Vec<Action> {
     path
 }
 
-/// Replays `path` to read the core input each action stood for.
-fn inputs(space: &Space, path: &[Action]) -> Vec<Input> {
+/// Replays `path` to read the stimuli each move stood for.
+fn trace(space: &Space, path: &[Move]) -> Vec<Stimulus> {
     let mut state = space.initial();
-    let mut inputs = Vec::with_capacity(path.len());
-    for action in path {
-        inputs.push(space.input(&state, *action));
+    let mut trace = Vec::with_capacity(path.len());
+    for step in path {
+        trace.extend(space.stimuli(&state, *step));
         state = space
-            .next(&state, *action)
-            .expect("a replayed action leads where it led before");
+            .next(&state, *step)
+            .expect("a replayed move leads where it led before");
     }
-    inputs
+    trace
 }

@@ -8,20 +8,27 @@
 //! ids ([`crate::fingerprint`]): renamed twins count once, whatever the search
 //! order (this is stateright's symmetry reduction without `symmetry_fn`, so it
 //! holds for BFS too).
+//!
+//! A [`Move`] is an input run to completion or a crash and resume (SPEC §11).
+//! A crash may cut the log anywhere, but losing whole earlier transitions
+//! keeps the same log as crashing in an earlier state, so from each state
+//! the model tries only a restart at the end of the log and, for each
+//! enabled input, that input cut after each proper prefix of its durable
+//! writes. Both are decided by the state alone, as stateright needs.
 
 use std::hash::{Hash, Hasher};
 
 use courier_core::{
-    Agent, AwaitPoint, CancelCause, Input, InputKind, Message, MessageId, PreStepDecision, Source,
-    Status, StepOutcome, Target, Wakeup,
+    Agent, AwaitPoint, CancelCause, Input, InputKind, Message, MessageId, Output, PreStepDecision,
+    Source, Status, StepOutcome, Stimulus, Target, Transition, Wakeup,
 };
 use serde_json::Value;
 use strum::VariantArray;
 
 use crate::vacuity::{self, Before, Facts, Tags, VacuityGoal};
-use courier_check::Harness;
 use courier_check::Violation;
 use courier_check::hash_with;
+use courier_check::{Harness, NoHooks};
 
 pub(crate) mod view;
 
@@ -36,6 +43,10 @@ pub struct Bounds {
     pub edits: u8,
     /// The last step of a turn that may still end in `tool-calls`.
     pub steps: u8,
+    /// Crashes and resumes over a run (0: none). Each one multiplies the
+    /// space by the ways a log can be cut, so the default is one: every
+    /// resume bug shows after a single restart.
+    pub restarts: u8,
 }
 
 impl Default for Bounds {
@@ -45,6 +56,7 @@ impl Default for Bounds {
             cancels: 2,
             edits: 1,
             steps: 2,
+            restarts: 1,
         }
     }
 }
@@ -57,6 +69,7 @@ pub struct Spent {
     messages: u8,
     cancels: u8,
     edits: u8,
+    restarts: u8,
 }
 
 /// One explored state. Its `Debug` is the Explorer's readable view
@@ -181,6 +194,31 @@ pub enum Action {
     Step(StepOutcome),
 }
 
+/// One model step: stateright's action. An input that completes, or a crash
+/// and resume, which no core [`Input`] stands for.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Move {
+    /// The action's input, run to completion.
+    Input(Action),
+    /// A crash at the end of the log, then a resume: `restart`.
+    Restart,
+    /// The action's input crashes after the first `kept` of its durable
+    /// writes reached the log (fewer than all), then a resume: the input's
+    /// command, then `restart lose=<the rest>`.
+    Cut {
+        /// The input that never completed.
+        action: Action,
+        /// Its durable writes kept.
+        kept: u8,
+    },
+}
+
+impl From<Action> for Move {
+    fn from(action: Action) -> Self {
+        Self::Input(action)
+    }
+}
+
 const OUTCOMES: [StepOutcome; 4] = [
     StepOutcome::Completed,
     StepOutcome::MaxTokens,
@@ -226,6 +264,27 @@ impl Space {
         }
     }
 
+    /// The bounds explored.
+    pub fn bounds(&self) -> Bounds {
+        self.bounds
+    }
+
+    /// The goals the check must reach in this space: those a restart
+    /// reaches only when restarts are on.
+    pub fn goals(&self) -> impl Iterator<Item = VacuityGoal> + use<> {
+        let restarts = self.bounds.restarts > 0;
+        VacuityGoal::ALL
+            .into_iter()
+            .filter(move |goal| restarts || !goal.needs_restart())
+    }
+
+    /// The same space with no restarts.
+    pub fn without_restarts(&self) -> Self {
+        let mut space = self.clone();
+        space.bounds.restarts = 0;
+        space
+    }
+
     /// A fresh agent of the explored variant (to replay a counterexample).
     pub fn fresh_agent(&self) -> Agent {
         self.agent.clone()
@@ -242,10 +301,51 @@ impl Space {
         }
     }
 
-    /// The actions enabled in `state`, in a fixed order.
-    pub fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        if state.violation().is_none() {
-            self.enabled(state.harness.agent(), state.spent, actions);
+    /// The moves enabled in `state`, in a fixed order: the enabled inputs,
+    /// then, while the restart budget lasts, a restart and each input cut
+    /// after each proper prefix of its durable writes.
+    pub fn actions(&self, state: &State, moves: &mut Vec<Move>) {
+        if state.violation().is_some() {
+            return;
+        }
+        let mut actions = Vec::new();
+        self.enabled(state.harness.agent(), state.spent, &mut actions);
+        moves.extend(actions.iter().copied().map(Move::Input));
+        if state.spent.restarts >= self.bounds.restarts {
+            return;
+        }
+        moves.push(Move::Restart);
+        for action in actions {
+            let (_, durable) = self.scratch(state, action);
+            let cuts = u8::try_from(durable.len()).expect("a transition writes few events");
+            moves.extend((0..cuts).map(|kept| Move::Cut { action, kept }));
+        }
+    }
+
+    /// What `action`'s input does to a copy of `state`'s agent: the
+    /// transition and its durable writes (what a crash can cut).
+    fn scratch(&self, state: &State, action: Action) -> (Transition, Vec<Output>) {
+        let mut agent = state.harness.agent().clone();
+        let transition = agent.transition(self.input(state, action));
+        let durable = transition.outputs.iter().filter(|o| o.is_durable());
+        let durable = durable.cloned().collect();
+        (transition, durable)
+    }
+
+    /// The stimuli `step` stands for in `state`, as a transcript replays
+    /// them: a cut is its input, then a restart losing the writes it cut.
+    pub fn stimuli(&self, state: &State, step: Move) -> Vec<Stimulus> {
+        match step {
+            Move::Input(action) => vec![Stimulus::Input(self.input(state, action))],
+            Move::Restart => vec![Stimulus::Restart { lose: 0 }],
+            Move::Cut { action, kept } => {
+                let (transition, durable) = self.scratch(state, action);
+                let lose = durable.len() - usize::from(kept);
+                vec![
+                    Stimulus::Input(transition.input),
+                    Stimulus::Restart { lose },
+                ]
+            }
         }
     }
 
@@ -392,10 +492,70 @@ impl Space {
         PreStepDecision::Enter(entering)
     }
 
-    /// Feeds `action` to a copy of `state` through the checker. `None` when
-    /// the input changes nothing (a refusal, an idle `when-idle`, a cancel
-    /// with nothing to cancel): stateright reads that as "no new state".
-    pub fn next(&self, state: &State, action: Action) -> Option<State> {
+    /// Takes `step` from a copy of `state` under the checker. `None` when it
+    /// changes nothing (a refusal, an idle `when-idle`, a cancel with
+    /// nothing to cancel, a restart with nothing live to lose): stateright
+    /// reads that as "no new state".
+    pub fn next(&self, state: &State, step: impl Into<Move>) -> Option<State> {
+        match step.into() {
+            Move::Input(action) => self.feed(state, action),
+            Move::Restart => self.crash(state, None),
+            Move::Cut { action, kept } => self.crash(state, Some((action, kept))),
+        }
+    }
+
+    /// What the crash and resume of `step` print (the kept log's closers,
+    /// for a correct core); nothing for an input.
+    pub(crate) fn closers(&self, state: &State, step: Move) -> Vec<Output> {
+        let in_flight = match step {
+            Move::Input(_) => return Vec::new(),
+            Move::Restart => Vec::new(),
+            Move::Cut { action, kept } => {
+                let (_, mut durable) = self.scratch(state, action);
+                durable.truncate(usize::from(kept));
+                durable
+            }
+        };
+        let mut harness = state.harness.clone();
+        harness.crash(&in_flight, &mut NoHooks).closers
+    }
+
+    /// Crashes a copy of `state` and resumes it: at the end of the log, or
+    /// (`cut`) with the first `kept` durable writes of an action's input
+    /// that never completed. Only the restart is charged, plus the action
+    /// when some of its writes were kept (they may have inserted a message).
+    fn crash(&self, state: &State, cut: Option<(Action, u8)>) -> Option<State> {
+        let scratch = cut.map(|(action, kept)| (self.scratch(state, action), kept));
+        let in_flight = scratch.as_ref().map_or(&[][..], |((_, durable), kept)| {
+            &durable[..usize::from(*kept)]
+        });
+        let mut next = state.clone();
+        let restarted = next.harness.crash(in_flight, &mut NoHooks);
+        next.spent.restarts += 1;
+        if restarted.violation.is_some() {
+            next.facts = Facts::default();
+            return Some(next);
+        }
+        if let Some((action, kept)) = cut
+            && kept > 0
+        {
+            next.spent.spend(action);
+        }
+        let before = Before {
+            agent: state.harness.agent(),
+            checker: state.harness.checker(),
+            tags: &state.tags,
+        };
+        let cut = scratch.as_ref().map(|((transition, _), _)| transition);
+        (next.facts, next.tags) =
+            vacuity::restarted(&before, cut, &restarted.closers, next.harness.agent());
+        // A crash of an idle agent with nothing live to lose is no step.
+        let unchanged = next.facts == Facts::default() && next.harness == state.harness;
+        (!unchanged).then_some(next)
+    }
+
+    /// Feeds `action`'s input to a copy of `state` through the checker.
+    fn feed(&self, state: &State, action: Action) -> Option<State> {
         let input = self.input(state, action);
         let mut next = state.clone();
         let step = next.harness.feed(input);

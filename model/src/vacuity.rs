@@ -41,6 +41,16 @@ pub enum VacuityGoal {
     /// A next-turn no-wake item is claimed by a turn something else woke.
     #[strum(serialize = "next-turn-no-wake-rides")]
     NoWakeTurnRides,
+    /// A restart closes the step the crash left open (prints `step/end`).
+    #[strum(serialize = "restart-closes-step")]
+    RestartClosesStep,
+    /// A restart brings back a message an edit removed, because the crash
+    /// lost the edit's canceled splice.
+    #[strum(serialize = "restart-resurrects-removed")]
+    RestartResurrects,
+    /// A message pending at a restart is claimed by a later waking send.
+    #[strum(serialize = "restart-parked-work-runs")]
+    RestartParkedRuns,
 }
 
 impl VacuityGoal {
@@ -55,14 +65,31 @@ impl VacuityGoal {
         self.into()
     }
 
-    fn bit(self) -> u8 {
-        1 << self as u8
+    /// Whether only a restart can reach the goal (a check without restarts
+    /// does not ask for it).
+    pub fn needs_restart(self) -> bool {
+        match self {
+            Self::RestartClosesStep | Self::RestartResurrects | Self::RestartParkedRuns => true,
+            Self::LatchReplay
+            | Self::KeptWorkRuns
+            | Self::IdleInjectRides
+            | Self::SteerJoinsStep
+            | Self::Reject
+            | Self::CancelAtPreStep
+            | Self::NoWakeTurnRides => false,
+        }
+    }
+
+    fn bit(self) -> u16 {
+        1 << self as u16
     }
 }
 
 /// The goals one transition reached.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-pub(crate) struct Facts(u8);
+pub(crate) struct Facts(u16);
+
+const _: () = assert!(VacuityGoal::ALL.len() <= 16, "a goal is one bit of Facts");
 
 impl Facts {
     /// Whether `goal` is among them.
@@ -80,6 +107,7 @@ const KEPT: u8 = 1;
 const IDLE_INJECT: u8 = 2;
 const STEER: u8 = 4;
 const NO_WAKE_TURN: u8 = 8;
+const RESTARTED: u8 = 16;
 
 /// Tagged pending messages, sorted by id; only the ids a goal follows.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -139,6 +167,13 @@ pub(crate) fn observe(
             ..
         }
     );
+    let waking = matches!(
+        transition.input,
+        Input::Send {
+            wakeup: Wakeup::Wake,
+            ..
+        }
+    );
     for output in &transition.outputs {
         let Output::Claimed { message, turn } = output else {
             continue;
@@ -156,8 +191,68 @@ pub(crate) fn observe(
         if tags & NO_WAKE_TURN != 0 {
             facts.insert(VacuityGoal::NoWakeTurnRides);
         }
+        if tags & RESTARTED != 0 && waking {
+            facts.insert(VacuityGoal::RestartParkedRuns);
+        }
     }
     (facts, retag(before, transition, agent))
+}
+
+/// The goals a restart reached, and the tags after it (`closers` is what
+/// the resume printed, `agent` the resumed agent). `cut` is the transition
+/// the crash cut short, as it would have completed; `None` for a restart at
+/// the end of the log.
+pub(crate) fn restarted(
+    before: &Before<'_>,
+    cut: Option<&Transition>,
+    closers: &[Output],
+    agent: &Agent,
+) -> (Facts, Tags) {
+    let mut facts = Facts::default();
+    let closes_step = |o: &Output| matches!(o, Output::StepEnd { .. });
+    if closers.iter().any(closes_step) {
+        facts.insert(VacuityGoal::RestartClosesStep);
+    }
+    let pending = |id: &MessageId| agent.inbox().contains(id);
+    if let Some(transition) = cut
+        && is_edit(&transition.input)
+    {
+        let discarded = transition.outputs.iter();
+        let discarded = discarded.filter(|o| matches!(o, Output::Discarded { .. }));
+        if discarded
+            .filter_map(Output::noticed)
+            .any(|m| pending(m.id()))
+        {
+            facts.insert(VacuityGoal::RestartResurrects);
+        }
+    }
+    // Tags follow pending messages only; whatever is pending now waits for
+    // a waking send.
+    let mut tags = before.tags.clone();
+    tags.0.retain(|(id, _)| pending(id));
+    let inbox = agent.inbox();
+    for message in Target::ALL.iter().flat_map(|t| inbox.list(*t)) {
+        tags.add(message.id(), RESTARTED);
+    }
+    (facts, tags)
+}
+
+/// Whether `input` edits the inbox (what can remove a pending message
+/// without claiming it, beside a cancel).
+fn is_edit(input: &Input) -> bool {
+    match input {
+        Input::Prepend { .. }
+        | Input::Replace { .. }
+        | Input::Remove { .. }
+        | Input::Splice { .. } => true,
+        Input::Send { .. }
+        | Input::Append { .. }
+        | Input::Cancel { .. }
+        | Input::Dispose
+        | Input::WhenIdle
+        | Input::PreStep(_)
+        | Input::Step(_) => false,
+    }
 }
 
 /// Goals one transition shows by itself.

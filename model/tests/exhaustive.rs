@@ -5,11 +5,20 @@
 use courier_core::Agent;
 use courier_model::{Bounds, Space, VacuityGoal, Verdict, check};
 
-/// A bound that reaches every goal and stays fast in a debug build.
+/// A bound that reaches every goal and stays fast in a debug build (the
+/// default one restart included).
 fn small() -> Bounds {
     Bounds {
         messages: 3,
         ..Bounds::default()
+    }
+}
+
+/// [`small`] without restarts: the bugs that need none are caught faster.
+fn no_restarts() -> Bounds {
+    Bounds {
+        restarts: 0,
+        ..small()
     }
 }
 
@@ -25,7 +34,8 @@ fn the_design_holds_every_property_at_three_messages() {
 #[test]
 fn two_messages_leave_a_goal_unreached() {
     // Parking work with a keep-inbox cancel and running it later takes a
-    // running message, a parked one and a later send: three ids.
+    // running message, a parked one and a later send: three ids. Every
+    // restart goal needs fewer.
     let bounds = Bounds {
         messages: 2,
         ..Bounds::default()
@@ -38,18 +48,19 @@ fn two_messages_leave_a_goal_unreached() {
 }
 
 #[test]
-fn symmetry_merges_renamed_states_only() {
-    let with = check(Space::new(small(), Agent::new(), true), 2, |_| {});
-    let without = check(Space::new(small(), Agent::new(), false), 2, |_| {});
-    assert_eq!(with.verdict, without.verdict);
+fn without_restarts_the_restart_goals_are_not_asked_for() {
+    let space = Space::new(no_restarts(), Agent::new(), true);
+    assert!(space.goals().all(|goal| !goal.needs_restart()));
+    let checked = check(space, 2, |_| {});
+    assert_eq!(checked.verdict, Verdict::Holds);
+    // A restart at the end of every state, and cuts, add states.
+    let restarts = check(Space::new(small(), Agent::new(), true), 2, |_| {});
     assert!(
-        with.counts.unique < without.counts.unique,
+        restarts.counts.unique > 2 * checked.counts.unique,
         "{:?} vs {:?}",
-        with.counts,
-        without.counts
+        restarts.counts,
+        checked.counts
     );
-    // Renaming never changes how deep the space goes.
-    assert_eq!(with.counts.depth, without.counts.depth);
 }
 
 #[cfg(feature = "mutants")]
@@ -61,8 +72,27 @@ mod planted {
 
     use super::*;
 
+    /// The bound that catches `mutant`: a resume bug needs a restart.
+    fn bound(mutant: Mutant) -> Bounds {
+        match mutant {
+            Mutant::ResumeWakes
+            | Mutant::ResumeNoClosers
+            | Mutant::ResumeRenumbers
+            | Mutant::ResumeSkipsClaims => small(),
+            Mutant::NoLatch
+            | Mutant::RetiringGap
+            | Mutant::EagerLatch
+            | Mutant::SplitClaim
+            | Mutant::RequeueOnReject
+            | Mutant::TurnFirst
+            | Mutant::InjectWakes
+            | Mutant::PromptEveryStep
+            | Mutant::EarlyIdle => no_restarts(),
+        }
+    }
+
     fn caught(mutant: Mutant) -> Counterexample {
-        let space = Space::new(small(), Agent::with_mutant(Some(mutant)), true);
+        let space = Space::new(bound(mutant), Agent::with_mutant(Some(mutant)), true);
         match check(space, 2, |_| {}).verdict {
             Verdict::Broken(counterexample) => counterexample,
             other => panic!("{mutant}: not caught: {other:?}"),
@@ -106,13 +136,22 @@ mod planted {
         }
     }
 
+    /// A resume bug is invisible without a restart.
+    #[test]
+    fn the_resume_bugs_need_a_restart() {
+        for mutant in [Mutant::ResumeWakes, Mutant::ResumeSkipsClaims] {
+            let space = Space::new(no_restarts(), Agent::with_mutant(Some(mutant)), true);
+            assert_eq!(check(space, 2, |_| {}).verdict, Verdict::Holds, "{mutant}");
+        }
+    }
+
     #[test]
     fn the_shortest_counterexample_is_stable_and_short() {
         let space = Space::new(small(), Agent::with_mutant(Some(Mutant::InjectWakes)), true);
         let first = shortest_counterexample(&space).expect("inject-wakes is caught");
         assert_eq!(shortest_counterexample(&space), Some(first.clone()));
         // One idle inject starts a driver: nothing shorter exists.
-        assert_eq!(first.inputs.len(), 1);
+        assert_eq!(first.trace.len(), 1);
         assert_eq!(first.violation.property.name(), "no-wake-stays-idle");
     }
 }

@@ -14,6 +14,7 @@ const BOUNDS: Bounds = Bounds {
     cancels: 2,
     edits: 1,
     steps: 2,
+    restarts: 0,
 };
 
 fn checker_set() -> BTreeSet<u64> {

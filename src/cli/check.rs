@@ -1,6 +1,6 @@
-//! `courier check [--messages N] [--threads T] [--mutant NAME] [--out FILE]
-//! [--diagram]`: the exhaustive model check of every SPEC §7 property over
-//! every interleaving of inputs up to the bounds. Exit 0 when every property
+//! `courier check [--messages N] [--restarts R] [--threads T] [--mutant NAME]
+//! [--out FILE] [--diagram]`: the exhaustive model check of every SPEC §7
+//! property over every interleaving of inputs and restarts up to the bounds. Exit 0 when every property
 //! holds and every goal is reached, 1 on a violation (the shortest
 //! counterexample is written as a transcript, its diagram path printed beside
 //! it and, with `--diagram`, written) or an unreached goal, 2 on a usage error.
@@ -28,6 +28,10 @@ pub(crate) struct Args {
     /// The last step of a turn that may still end in `tool-calls`.
     #[arg(long, default_value_t = Bounds::default().steps)]
     steps: u8,
+    /// Crashes and resumes over a run (0: none), each at the end of the log
+    /// or in the middle of an input's durable writes.
+    #[arg(long, default_value_t = Bounds::default().restarts)]
+    restarts: u8,
     /// Worker threads (default: every core).
     #[arg(long)]
     threads: Option<usize>,
@@ -58,6 +62,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         cancels: args.cancels,
         edits: args.edits,
         steps: args.steps,
+        restarts: args.restarts,
     };
     let threads = args
         .threads
@@ -65,11 +70,12 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let variant = args.mutant.map(MutantArg::name).unwrap_or("default");
     println!(
         "courier check: variant={variant} messages={} cancels={} edits={} steps={} \
-         threads={threads} symmetry={}",
+         restarts={} threads={threads} symmetry={}",
         bounds.messages,
         bounds.cancels,
         bounds.edits,
         bounds.steps,
+        bounds.restarts,
         if args.no_symmetry { "off" } else { "on" },
     );
     let space = Space::new(bounds, agent, !args.no_symmetry);
@@ -87,7 +93,7 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
     match verdict {
         Verdict::Holds => {
             let properties = courier_model::checked_properties().count();
-            let goals = courier_model::VacuityGoal::ALL.len();
+            let goals = space.goals().count();
             println!("ok: {properties} properties hold; {goals} goals reached");
             ExitCode::SUCCESS
         }
@@ -103,14 +109,14 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
             println!("  {}", violation.detail);
             match write_transcript(args, space, &counterexample) {
                 Ok(()) => {
-                    let length = counterexample.inputs.len();
-                    let noun = if length == 1 { "input" } else { "inputs" };
+                    let length = counterexample.trace.len();
+                    let noun = if length == 1 { "command" } else { "commands" };
                     let out = args.out.display();
                     println!("shortest counterexample ({length} {noun}) written to {out}");
                 }
                 Err(error) => eprintln!("error: {}: cannot write: {error}", args.out.display()),
             }
-            print_diagram(args, space, &counterexample);
+            print_diagram(args);
             ExitCode::from(1)
         }
     }
@@ -132,18 +138,22 @@ fn write_transcript(
     std::fs::write(&args.out, text)
 }
 
-/// Prints where the counterexample's diagram goes; writes it with `--diagram`.
-fn print_diagram(args: &Args, space: &Space, counterexample: &Counterexample) {
+/// Prints where the counterexample's diagram goes; writes it with `--diagram`,
+/// drawn from the transcript just written (its restarts included, which a
+/// list of inputs cannot carry).
+fn print_diagram(args: &Args) {
+    let svg = courier::diagram::svg_beside(&args.out);
     if !args.diagram {
-        let svg = courier::diagram::svg_beside(&args.out);
         println!("diagram: {} (not written; add --diagram)", svg.display());
         return;
     }
-    let inputs = counterexample.inputs.iter().cloned();
-    let agent = space.fresh_agent();
-    match courier::diagram::write_beside(&args.out, args.mutant.map(MutantArg::name), agent, inputs)
-    {
-        Ok(svg) => println!("diagram: {}", svg.display()),
+    let drawn =
+        courier::diagram::load(&args.out, args.mutant.map(MutantArg::name)).and_then(|diagram| {
+            let text = diagram.render(courier::diagram::Format::Svg);
+            std::fs::write(&svg, text).map_err(|error| error.to_string())
+        });
+    match drawn {
+        Ok(()) => println!("diagram: {}", svg.display()),
         Err(error) => eprintln!("error: cannot write the diagram: {error}"),
     }
 }

@@ -1,4 +1,4 @@
-//! `courier explore [--messages N] [--mutant NAME] [--port P]`: serves
+//! `courier explore [--messages N] [--restarts R] [--mutant NAME] [--port P]`: serves
 //! stateright's Explorer for the Courier model on 127.0.0.1, so a person can
 //! walk the state space by hand: every property with its status, the next
 //! inputs to choose from, and each state shown readably (the pending lists,
@@ -18,6 +18,9 @@ pub(crate) struct Args {
     /// Distinct messages inserted over a path (ids A, B, ...; at most 26).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=26))]
     messages: u8,
+    /// Crashes and resumes over a path (0: none).
+    #[arg(long, default_value_t = Bounds::default().restarts)]
+    restarts: u8,
     /// Explore a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME")]
     mutant: Option<MutantArg>,
@@ -32,6 +35,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     };
     let bounds = Bounds {
         messages: args.messages,
+        restarts: args.restarts,
         ..Bounds::default()
     };
     let address = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
@@ -49,8 +53,8 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     }
     let variant = args.mutant.map(MutantArg::name).unwrap_or("default");
     println!(
-        "courier explore: variant={variant} messages={} cancels={} edits={} steps={}",
-        bounds.messages, bounds.cancels, bounds.edits, bounds.steps
+        "courier explore: variant={variant} messages={} cancels={} edits={} steps={} restarts={}",
+        bounds.messages, bounds.cancels, bounds.edits, bounds.steps, bounds.restarts
     );
     println!("Explorer: http://{address}/ (Ctrl-C stops it)");
     Space::new(bounds, agent, true).checker().serve(address);

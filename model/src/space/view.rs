@@ -6,10 +6,10 @@
 
 use std::fmt::{self, Write as _};
 
-use courier_core::transcript::{Runner, command_line};
-use courier_core::{AwaitPoint, Message, MessageId, Status, Target, Wakeup};
+use courier_core::transcript::{Runner, stimulus_line};
+use courier_core::{AwaitPoint, Message, MessageId, Status, Stimulus, Target, Wakeup};
 
-use super::{Action, Decision, Space, State};
+use super::{Action, Decision, Move, Space, State};
 use crate::vacuity::VacuityGoal;
 
 impl fmt::Debug for State {
@@ -51,8 +51,8 @@ impl fmt::Debug for State {
         let spent = &self.spent;
         writeln!(
             formatter,
-            "spent      messages {} · cancels {} · edits {}",
-            spent.messages, spent.cancels, spent.edits
+            "spent      messages {} · cancels {} · edits {} · restarts {}",
+            spent.messages, spent.cancels, spent.edits, spent.restarts
         )?;
         let reached: Vec<&str> = VacuityGoal::ALL
             .into_iter()
@@ -108,9 +108,21 @@ fn ids<'a>(ids: impl Iterator<Item = &'a MessageId>) -> String {
     }
 }
 
-/// The action as the transcript command it stands for, with the message it
-/// would insert left as "next id" (the state decides which).
-pub(crate) fn action(action: &Action) -> String {
+/// The move as the transcript commands it stands for, with the message it
+/// would insert left as "next id" and a cut's count of lost writes left as
+/// what it keeps (the state decides both).
+pub(crate) fn action(step: &Move) -> String {
+    match step {
+        Move::Input(action) => input(action),
+        Move::Restart => "restart lose=0".to_owned(),
+        Move::Cut { action, kept } => {
+            format!("{}, restart keeping {kept} of its writes", input(action))
+        }
+    }
+}
+
+/// An input action as its transcript command.
+fn input(action: &Action) -> String {
     match action {
         Action::Send(Target::NextTurn, Wakeup::Wake) => "followup (next id)".to_owned(),
         Action::Send(Target::NextStep, Wakeup::Wake) => "steer (next id)".to_owned(),
@@ -142,17 +154,27 @@ fn decision_name(decision: Decision) -> &'static str {
     }
 }
 
-/// One step as a transcript block (the exact command, `----`, what the core
-/// printed), then the state it leads to.
-pub(crate) fn step(space: &Space, last: &State, action: Action) -> Option<String> {
-    let next = space.next(last, action)?;
-    let input = space.input(last, action);
-    let mut text = command_line(&input);
-    text.push_str("\n----\n");
-    for line in Runner::new(last.harness().agent().clone()).feed(input) {
-        let _ = writeln!(text, "{line}");
+/// One move as transcript blocks (the exact command, `----`, what the core
+/// printed; a cut is its input's block, then the restart's), then the state
+/// it leads to.
+pub(crate) fn step(space: &Space, last: &State, step: Move) -> Option<String> {
+    let next = space.next(last, step)?;
+    let mut text = String::new();
+    for stimulus in space.stimuli(last, step) {
+        let _ = writeln!(text, "{}\n----", stimulus_line(&stimulus));
+        let printed = match stimulus {
+            Stimulus::Input(input) => Runner::new(last.harness().agent().clone()).feed(input),
+            Stimulus::Restart { .. } => {
+                let closers = space.closers(last, step);
+                closers.iter().map(ToString::to_string).collect()
+            }
+        };
+        for line in printed {
+            let _ = writeln!(text, "{line}");
+        }
+        text.push('\n');
     }
-    let _ = write!(text, "\n{next:?}");
+    let _ = write!(text, "{next:?}");
     Some(text)
 }
 
@@ -184,7 +206,7 @@ mod tests {
             "next-step  -\n",
             "owed       B   (ghost",
             "replay     owed",
-            "spent      messages 2 · cancels 1 · edits 0\n",
+            "spent      messages 2 · cancels 1 · edits 0 · restarts 0\n",
             "violation  none",
         ] {
             assert!(view.contains(line), "no `{line}` in:\n{view}");
@@ -196,11 +218,35 @@ mod tests {
         let space = Space::new(Bounds::default(), Agent::new(), false);
         let (kept, _) = latched(&space);
         let followup = Action::Send(Target::NextTurn, Wakeup::Wake);
-        let shown = step(&space, &kept, followup).unwrap();
+        let shown = step(&space, &kept, followup.into()).unwrap();
         assert!(
             shown.starts_with("followup B\n----\nspliced next-turn@0 +B\n~inserted B\n\nphase"),
             "{shown}"
         );
-        assert_eq!(action(&followup), "followup (next id)");
+        assert_eq!(action(&followup.into()), "followup (next id)");
+    }
+
+    /// A cut reads as its input's block, then the restart's, losing the
+    /// writes the crash cut: here the claim splice of A.
+    #[test]
+    fn a_cut_reads_as_its_input_then_a_restart() {
+        let space = Space::new(Bounds::default(), Agent::new(), false);
+        let followup = Action::Send(Target::NextTurn, Wakeup::Wake);
+        let cut = Move::Cut {
+            action: followup,
+            kept: 2,
+        };
+        let shown = step(&space, &space.initial(), cut).unwrap();
+        let expected = "followup A\n----\nspliced next-turn@0 +A\n~inserted A\n~status running\n\
+            turn/start 1\nspliced next-turn@0 -1\n~claimed A 1\n\n\
+            restart lose=1\n----\nturn/end 1 interrupted\n\nphase      idle\n";
+        assert!(shown.starts_with(expected), "{shown}");
+        assert!(shown.contains("next-turn  A\n"), "{shown}");
+        assert!(shown.contains("restarts 1\n"), "{shown}");
+        assert_eq!(
+            action(&cut),
+            "followup (next id), restart keeping 2 of its writes"
+        );
+        assert_eq!(action(&Move::Restart), "restart lose=0");
     }
 }
