@@ -17,7 +17,7 @@ pub mod validate;
 pub use checker::{Checker, Kept, mix};
 pub use fingerprint::{Ranks, fingerprint, hash_with};
 pub use goal::GoalRounds;
-pub use harness::{Harness, Hooks, Monitor, NoHooks, Step};
+pub use harness::{Harness, Hooks, Monitor, NoHooks, Restarted, Step};
 pub use history::{History, Mode};
 pub use mutant::caught_by;
 pub use property::{Property, Violation};

@@ -7,7 +7,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use courier_core::Stimulus;
 use courier_core::transcript::record;
 use courier_sim::shrink;
 
@@ -35,16 +34,15 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         }
     };
     let mut text = header(&report, &shrunk.violation.detail);
-    let trace: Vec<Stimulus> = shrunk.inputs.iter().cloned().map(Stimulus::Input).collect();
-    text.push_str(&record(&prototype, &trace));
+    text.push_str(&record(&prototype, &shrunk.trace));
     if let Err(error) = std::fs::write(&args.out, text) {
         eprintln!("error: {}: cannot write: {error}", args.out.display());
         return ExitCode::from(2);
     }
     println!(
-        "shrunk {} inputs to {} ({} evaluations)",
+        "shrunk {} stimuli to {} ({} evaluations)",
         report.trace.len(),
-        shrunk.inputs.len(),
+        shrunk.trace.len(),
         shrunk.evaluations
     );
     println!(

@@ -4,7 +4,7 @@
 
 use courier_check::{Harness, Hooks, Step, Violation};
 use courier_core::transcript::{Script, Stalled};
-use courier_core::{Agent, Input, Transition};
+use courier_core::{Agent, Input, Stimulus, Transition};
 
 use super::Diagram;
 
@@ -44,6 +44,14 @@ impl Tracer {
     pub fn feed_all(&mut self, inputs: impl IntoIterator<Item = Input>) {
         for input in inputs {
             self.harness.feed_with(input, &mut self.rows);
+        }
+    }
+
+    /// Applies a simulator trace: inputs as [`Tracer::feed_all`], restarts
+    /// through the harness (no row: a restart is not an input).
+    pub fn apply_all(&mut self, stimuli: impl IntoIterator<Item = Stimulus>) {
+        for stimulus in stimuli {
+            self.harness.apply(stimulus, &mut self.rows);
         }
     }
 
