@@ -140,7 +140,10 @@ mod tests {
         assert_eq!(Report::parse(&report.to_json()).expect("parses"), report);
         let json = report.to_json();
         assert!(json.contains("\"property\": \"no-lost-wakeup\""));
-        assert!(json.contains("\"restart\": {\n        \"lose\": 2\n      }"), "{json}");
+        assert!(
+            json.contains("\"restart\": {\n        \"lose\": 2\n      }"),
+            "{json}"
+        );
     }
 
     /// A format 1 report (inputs only, no restart rate) still parses, as
@@ -148,7 +151,9 @@ mod tests {
     #[test]
     fn a_format_1_report_reads_as_inputs_without_restarts() {
         let mut report = report();
-        report.trace.retain(|stimulus| matches!(stimulus, Stimulus::Input(_)));
+        report
+            .trace
+            .retain(|stimulus| matches!(stimulus, Stimulus::Input(_)));
         report.swarm = report.swarm.without_restarts();
         let mut value = serde_json::to_value(&report).expect("serializes");
         value["format"] = 1.into();

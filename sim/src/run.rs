@@ -87,12 +87,7 @@ impl Workload for Generator {
 }
 
 /// Runs `seed` against a clone of `prototype`, keeping what `record` asks.
-pub fn simulate(
-    seed: u64,
-    restarts: Restarts,
-    prototype: &Agent,
-    record: Record<'_>,
-) -> SeedRun {
+pub fn simulate(seed: u64, restarts: Restarts, prototype: &Agent, record: Record<'_>) -> SeedRun {
     let (swarm, stream, faults) = root(seed, restarts);
     let generator = Generator::new(stream, swarm);
     run(seed, swarm, prototype, record, generator, faults)

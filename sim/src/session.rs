@@ -267,6 +267,30 @@ mod tests {
         );
     }
 
+    /// A restart's closers are printed lines, so the hash covers them: the
+    /// same inputs then a restart that closes a turn, or one that lost the
+    /// turn's start and prints nothing, hash differently.
+    #[test]
+    fn the_output_hash_covers_a_restarts_closers() {
+        let hashed = |lose| {
+            let record = Record {
+                trace: true,
+                hash: true,
+                coverage: None,
+            };
+            let mut session = Session::new(&Agent::new(), record);
+            let followup = Input::followup(Message::text("A", Source::user()));
+            session.feed(followup).expect("holds");
+            session.restart(lose).expect("holds");
+            assert_eq!((session.inputs(), session.restarts()), (1, 1));
+            (session.output_hash(), session.into_trace())
+        };
+        let (closed, trace) = hashed(0);
+        assert_eq!(trace.last(), Some(&Stimulus::Restart { lose: 0 }));
+        let (lost_start, _) = hashed(2);
+        assert_ne!(closed, lost_start);
+    }
+
     #[test]
     fn a_stall_is_a_liveness_failure_naming_what_is_owed() {
         let mut session = Session::new(&Agent::new(), Record::default());

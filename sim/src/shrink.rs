@@ -7,6 +7,7 @@
 //! and checked, and a later pass can remove it too.
 
 use courier_check::{Property, Violation};
+use courier_core::transcript::{Runner, record};
 use courier_core::{Agent, Stimulus};
 
 use crate::run::evaluate;
@@ -151,6 +152,25 @@ impl Shrinking<'_> {
         }
         changed
     }
+}
+
+/// A shrunk trace as a transcript recorded on `prototype`, ending with an
+/// `inbox` query: a violation that lives in the pending lists (a restart's
+/// replay that brings claimed messages back) prints nothing of its own, so
+/// without the query the correct core would print the same transcript.
+pub fn transcript(prototype: &Agent, trace: &[Stimulus]) -> String {
+    let mut text = record(prototype, trace);
+    let mut runner = Runner::new(prototype.clone());
+    for stimulus in trace {
+        runner.apply(stimulus.clone());
+    }
+    let inbox = runner.execute("inbox").expect("a query never stalls");
+    text.push_str("inbox\n----\n");
+    for line in inbox {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
 }
 
 /// Events lost over every restart of `trace`.

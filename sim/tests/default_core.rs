@@ -110,7 +110,10 @@ fn restarts_lose_many_events_or_few_and_can_be_turned_off() {
         }
     }
     assert!((20..=80).contains(&seeds_without), "{seeds_without} of 100");
-    assert!(lost_many > 10 && lost_few > 10, "{lost_many} deep, {lost_few} shallow");
+    assert!(
+        lost_many > 10 && lost_few > 10,
+        "{lost_many} deep, {lost_few} shallow"
+    );
 }
 
 /// Race reports name a seed: if the swarm draw or the generator changes,
@@ -124,32 +127,50 @@ fn seed_zero_is_pinned() {
         "inputs_max=24 pool_size=6 keep_inbox=98% plugin=26% \
          weights=followup:0,steer:3,inject:4,queue:0,append:0,prepend:0,replace:1,remove:0,\
          splice:0,cancel:3,dispose:0,when_idle:0,completion:4,stray_completion:1 \
-         pre_step=pass:4,enter:0,reject:0,fail:1 step=completed:3,max_tokens:0,tool_calls:0,fail:0"
+         pre_step=pass:4,enter:0,reject:0,fail:1 step=completed:3,max_tokens:0,tool_calls:0,fail:0 \
+         restarts=5%"
     );
     let lines: Vec<String> = run.trace.iter().take(12).map(stimulus_line).collect();
     assert_eq!(
         lines,
         [
-            "cancel hook:veto keep-inbox",
+            "replace A C",
+            "inject F",
             "steer F",
-            "pre-step pass",
+            "steer D source=plugin",
             "steer B",
             "step completed",
-            "steer C source=plugin",
+            "pre-step pass",
+            "replace B E",
+            "steer A",
             "pre-step pass",
             "cancel user keep-inbox",
-            "step completed",
-            "cancel hook:veto keep-inbox",
-            "cancel hook:veto keep-inbox",
-            "steer D source=plugin",
+            "inject A source=plugin",
         ]
     );
+    assert_eq!(run.restarts, 0, "no restart drawn in 24 draws at 5%");
     assert_eq!(
         run.trace.len(),
-        27,
-        "24 random inputs, 3 liveness completions"
+        25,
+        "24 random inputs, 1 liveness completion"
     );
-    assert_eq!(run.output_hash.as_deref(), Some("fnv1a64:7f0c40fd559e372d"));
+    let seed_one = simulate(1, Restarts::Drawn, &Agent::new(), traced());
+    let restarts: Vec<(usize, String)> = seed_one
+        .trace
+        .iter()
+        .enumerate()
+        .filter(|(_, stimulus)| matches!(stimulus, Stimulus::Restart { .. }))
+        .map(|(index, stimulus)| (index, stimulus_line(stimulus)))
+        .collect();
+    let pinned = [(7, "restart lose=2"), (75, "restart lose=78")];
+    let pinned = pinned.map(|(index, line)| (index, line.to_owned()));
+    assert_eq!(restarts, pinned, "seed 1: a shallow cut, then a deep one");
+    assert_eq!(run.output_hash.as_deref(), Some("fnv1a64:b59b22b40a4a4fe1"));
+    assert_eq!(
+        seed_one.output_hash.as_deref(),
+        Some("fnv1a64:8964efb8b030b73d"),
+        "closers hashed too"
+    );
 }
 
 /// The liveness phase ends with the agent idle: after a run's trace, no

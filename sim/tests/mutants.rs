@@ -5,9 +5,9 @@
 #![cfg(feature = "mutants")]
 
 use courier_check::{Harness, NoHooks, caught_by};
-use courier_core::transcript::{Script, record};
+use courier_core::transcript::Script;
 use courier_core::{Agent, Mutant, Stimulus};
-use courier_sim::{Failure, Plan, Restarts, SeedRun, evaluate, shrink, sweep};
+use courier_sim::{Failure, Plan, Restarts, SeedRun, evaluate, shrink, sweep, transcript};
 
 /// Each bug is found below this seed (the CLI's must-show uses `0..1000`).
 const SEEDS: std::ops::Range<u64> = 0..200;
@@ -67,7 +67,7 @@ fn every_planted_bug_is_found_replayed_and_shrunk() {
 /// core (some block's output differs) and the correct core breaks no
 /// property on the same inputs.
 fn assert_correct_core_differs(mutant: Mutant, prototype: &Agent, trace: &[Stimulus]) {
-    let text = record(prototype, trace);
+    let text = transcript(prototype, trace);
     let script = Script::parse(&text).expect("a recorded transcript parses");
     let on_mutant = script.run(prototype).expect("no `run` command");
     assert_eq!(

@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 use courier::diagram::Format;
 use courier::variant::MutantArg;
 use courier_core::Agent;
-use courier_sim::{
-    Failure, Plan, REPORT_FORMAT, Report, Restarts, SeedRun, draw, evaluate, sweep,
-};
+use courier_sim::{Failure, Plan, REPORT_FORMAT, Report, Restarts, SeedRun, draw, evaluate, sweep};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod bound;
