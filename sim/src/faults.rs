@@ -124,7 +124,7 @@ mod tests {
         for _ in 0..2000 {
             let lose = faults.restart(&log).expect("always restarts");
             assert!(lose <= log.len());
-            if lose % 3 == 0 {
+            if lose.is_multiple_of(3) {
                 untorn += 1;
             } else {
                 torn += 1;
