@@ -4,15 +4,19 @@
 //!   `courier sim --seeds 0..1000` runs (with and without `--no-coverage`;
 //!   the free generator, not `--coverage-bound`):
 //!   per seed, draw a swarm, generate each input from the agent's state,
-//!   feed it, check every property and the core's invariants, then settle;
-//! - `replay-checked`: the inputs those seeds fed (recorded once, outside
-//!   the measurement) fed again through a [`Session`], so every property is
-//!   checked but nothing is generated;
+//!   feed it, check every property and the core's invariants, restart the
+//!   agent at the seed's rate (checked too), then settle;
+//! - `sweep/no-restarts`: `sweep/coverage` with `--no-restarts`;
+//! - `replay-checked`: the inputs the `no-restarts` seeds fed (recorded
+//!   once, outside the measurement) fed again through a [`Session`], so
+//!   every property is checked but nothing is generated;
 //! - `bare-core`: the same inputs fed to a bare core (`handle`, then drain
 //!   and drop the outputs), nothing checked. `sweep / bare-core` is the
 //!   simulator's whole overhead, `replay-checked / bare-core` the checking's.
 //!
-//! Every function sets `Throughput::Elements` to the same input count.
+//! Each function's `Throughput::Elements` is the inputs it feeds (restarts
+//! are not counted): the sweeps with restarts feed their own count, the
+//! others the `no-restarts` count.
 //! Run: `cargo bench --bench sim`.
 
 mod clock;
@@ -21,25 +25,26 @@ use std::hint::black_box;
 use std::ops::Range;
 use std::time::Duration;
 
-use courier_core::{Agent, Input};
-use courier_sim::{Plan, Record, Session, simulate, sweep};
+use courier_core::{Agent, Input, Stimulus};
+use courier_sim::{Plan, Record, Restarts, Session, simulate, sweep};
 use criterion::measurement::Measurement;
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput};
 
 /// About 120k inputs: a few tens of milliseconds per sweep.
 const SEEDS: Range<u64> = 0..1000;
 
-fn plan(coverage: bool) -> Plan {
+fn plan(coverage: bool, restarts: Restarts) -> Plan {
     Plan {
         seeds: SEEDS,
         jobs: 1,
         check_determinism: false,
         coverage,
         bound: None,
+        restarts,
     }
 }
 
-/// Every input each seed fed, both phases, in order.
+/// Every input each seed fed without restarts, both phases, in order.
 fn traces(prototype: &Agent) -> Vec<Vec<Input>> {
     let record = || Record {
         trace: true,
@@ -47,10 +52,14 @@ fn traces(prototype: &Agent) -> Vec<Vec<Input>> {
     };
     SEEDS
         .map(|seed| {
-            let run = simulate(seed, prototype, record());
+            let run = simulate(seed, Restarts::Off, prototype, record());
             assert!(run.violation.is_none(), "seed {seed} passes");
             assert_eq!(run.trace.len() as u64, run.inputs);
-            run.trace
+            let inputs = run.trace.into_iter().map(|stimulus| match stimulus {
+                Stimulus::Input(input) => input,
+                Stimulus::Restart { .. } => unreachable!("restarts are off"),
+            });
+            inputs.collect()
         })
         .collect()
 }
@@ -82,25 +91,34 @@ fn bench<M: Measurement>(criterion: &mut Criterion<M>) {
     let prototype = Agent::new();
     let recorded = traces(&prototype);
     let inputs: u64 = recorded.iter().map(|trace| trace.len() as u64).sum();
-    let swept = sweep(&plan(false), &prototype, &|_| {});
+    let swept = sweep(&plan(false, Restarts::Off), &prototype, &|_| {});
     assert!(swept.failure.is_none(), "the default core passes");
     assert_eq!(swept.inputs, inputs, "the recorded inputs are the sweep's");
+    let with_restarts = sweep(&plan(false, Restarts::Drawn), &prototype, &|_| {});
+    assert!(with_restarts.failure.is_none(), "the default core passes");
+    assert!(with_restarts.restarts > 0, "some seeds restart");
 
     let mut group = clock::group(criterion, "sim");
     group.sample_size(20);
     group.sampling_mode(SamplingMode::Flat);
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
-    group.throughput(Throughput::Elements(inputs));
-    for (name, coverage) in [("coverage", true), ("no-coverage", false)] {
-        let plan = plan(coverage);
+    let sweeps = [
+        ("coverage", true, Restarts::Drawn, with_restarts.inputs),
+        ("no-coverage", false, Restarts::Drawn, with_restarts.inputs),
+        ("no-restarts", true, Restarts::Off, inputs),
+    ];
+    for (name, coverage, restarts, fed) in sweeps {
+        let plan = plan(coverage, restarts);
+        group.throughput(Throughput::Elements(fed));
         group.bench_function(BenchmarkId::new("sweep", name), |b| {
             b.iter(|| {
                 let swept = sweep(&plan, &prototype, &|_| {});
-                assert_eq!(swept.inputs, inputs);
+                assert_eq!(swept.inputs, fed);
             })
         });
     }
+    group.throughput(Throughput::Elements(inputs));
     // The replays own their inputs, as the sweep's generator does; cloning
     // the recorded traces (handle clones) happens in criterion's setup.
     let setup = || recorded.clone();

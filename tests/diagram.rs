@@ -290,7 +290,7 @@ fn courier() -> std::process::Command {
 #[test]
 fn a_liveness_report_is_marked_at_its_last_row() {
     use courier_check::Property;
-    use courier_core::{Input, Message, Source};
+    use courier_core::{Input, Message, Source, Stimulus};
     use courier_sim::{Prng, REPORT_FORMAT, Report, Swarm};
 
     let report = Report {
@@ -302,8 +302,8 @@ fn a_liveness_report_is_marked_at_its_last_row() {
         detail: "liveness: a driver is still running when the liveness phase ended".to_owned(),
         output_hash: "fnv1a64:0000000000000000".to_owned(),
         trace: vec![
-            Input::followup(Message::text("A", Source::user())),
-            Input::WhenIdle,
+            Stimulus::Input(Input::followup(Message::text("A", Source::user()))),
+            Stimulus::Input(Input::WhenIdle),
         ],
     };
     let diagram = courier::diagram::from_report(Path::new("race-7.json"), &report, None).unwrap();

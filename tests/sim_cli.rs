@@ -40,7 +40,63 @@ fn a_single_seed_prints_its_swarm_banner() {
         )),
         "{text}"
     );
-    assert!(text.contains("passed: 1 seeds, 27 inputs"), "{text}");
+    assert!(text.contains(" restarts=5%\n"), "{text}");
+    assert!(
+        text.contains("passed: 1 seeds, 25 inputs, 0 restarts"),
+        "{text}"
+    );
+}
+
+#[test]
+fn restarts_are_on_by_default_and_can_be_turned_off() {
+    let on = courier(&["sim", "--seeds", "0..40"]);
+    let text = stdout(&on);
+    assert_eq!(on.status.code(), Some(0), "{text}");
+    assert!(text.contains(" restarts=on "), "{text}");
+    assert!(!text.contains(", 0 restarts in"), "{text}");
+    let off = courier(&["sim", "--seeds", "0..40", "--no-restarts"]);
+    let text = stdout(&off);
+    assert_eq!(off.status.code(), Some(0), "{text}");
+    assert!(text.contains(" restarts=off "), "{text}");
+    assert!(text.contains(", 0 restarts in"), "{text}");
+    let seed = courier(&["sim", "--seeds", "0", "--no-restarts"]);
+    assert!(
+        stdout(&seed).contains(" restarts=0%\n"),
+        "{}",
+        stdout(&seed)
+    );
+}
+
+/// A format 1 report (before restarts: inputs only, no restart rate in the
+/// swarm) still replays.
+#[test]
+fn a_format_1_report_still_replays() {
+    use courier_check::Property;
+    use courier_core::{Input, Message, Source, Stimulus};
+    use courier_sim::{Prng, Report, Swarm};
+
+    let report = Report {
+        format: 1,
+        seed: 0,
+        mutant: None,
+        swarm: Swarm::draw(&mut Prng::new(0)).without_restarts(),
+        property: Property::NoLostWakeup,
+        detail: "made up".to_owned(),
+        output_hash: "fnv1a64:0000000000000000".to_owned(),
+        trace: vec![Stimulus::Input(Input::followup(Message::text(
+            "A",
+            Source::user(),
+        )))],
+    };
+    let json = report.to_json();
+    let old = json.replace(",\n    \"restart_percent\": 0", "");
+    assert!(!old.contains("restart"), "{old}");
+    let path = scratch("format-1.json");
+    std::fs::write(&path, old).expect("writable");
+    let output = courier(&["replay", path.to_str().expect("utf-8")]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("no violation: the trace passes"), "{text}");
 }
 
 #[test]
@@ -128,7 +184,7 @@ fn bad_arguments_and_bad_reports_exit_2() {
     assert_eq!(output.status.code(), Some(2));
     let error = String::from_utf8_lossy(&output.stderr);
     assert!(
-        error.contains("format 99, but this build reads format 1"),
+        error.contains("format 99, but this build reads formats 1 to 2"),
         "{error}"
     );
     let output = courier(&["shrink", future.to_str().expect("utf-8"), "--out", "x.txn"]);
@@ -183,6 +239,60 @@ fn a_planted_bug_is_found_replayed_and_shrunk_from_the_command_line() {
         "{commands} commands:\n{transcript}"
     );
     let on_mutant = courier(&["run", "--mutant", "no-latch", shrunk_path]);
+    assert_eq!(on_mutant.status.code(), Some(0), "{}", stdout(&on_mutant));
+    let on_correct = courier(&["run", shrunk_path]);
+    assert_eq!(on_correct.status.code(), Some(1), "{}", stdout(&on_correct));
+}
+
+/// A restart bug: the report's trace holds a restart, replay reproduces its
+/// hash (closers included), and the shrunk transcript has a `restart`
+/// block and ends with the `inbox` query that shows the bug.
+#[cfg(feature = "mutants")]
+#[test]
+fn a_resume_bug_is_found_and_shrunk_to_a_transcript_with_a_restart() {
+    let report = scratch("resume-skips-claims.json");
+    let report_path = report.to_str().expect("utf-8");
+    let mutant = "resume-skips-claims";
+    let found = courier(&[
+        "sim",
+        "--seeds",
+        "0..1000",
+        "--mutant",
+        mutant,
+        "--report",
+        report_path,
+    ]);
+    let found_text = stdout(&found);
+    assert_eq!(found.status.code(), Some(1), "{found_text}");
+    let violation = line_starting(&found_text, "violation: ");
+    assert!(
+        violation.starts_with("violation: replay-matches seed="),
+        "{found_text}"
+    );
+    assert!(
+        std::fs::read_to_string(&report)
+            .expect("written")
+            .contains("\"restart\""),
+        "the trace holds a restart"
+    );
+    let replayed = courier(&["replay", report_path]);
+    let replayed_text = stdout(&replayed);
+    assert_eq!(line_starting(&replayed_text, "violation: "), violation);
+    assert!(
+        line_starting(&replayed_text, "outputs: ").ends_with("(same as the report)"),
+        "{replayed_text}"
+    );
+
+    let shrunk = scratch("resume-skips-claims.txn");
+    let shrunk_path = shrunk.to_str().expect("utf-8");
+    let output = courier(&["shrink", report_path, "--out", shrunk_path]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let transcript = std::fs::read_to_string(&shrunk).expect("written");
+    assert!(
+        transcript.contains("\nrestart lose=") && transcript.contains("\ninbox\n----\n"),
+        "{transcript}"
+    );
+    let on_mutant = courier(&["run", "--mutant", mutant, shrunk_path]);
     assert_eq!(on_mutant.status.code(), Some(0), "{}", stdout(&on_mutant));
     let on_correct = courier(&["run", shrunk_path]);
     assert_eq!(on_correct.status.code(), Some(1), "{}", stdout(&on_correct));

@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use courier_check::{Harness, Hooks, Step};
+use courier_check::{Harness, Hooks, Restarted, Step};
 
 /// The fingerprints are already hashes: store them through an identity
 /// hasher (fixed, no process entropy; the set is only ever counted).
@@ -74,6 +74,11 @@ impl Hooks for Coverage {
         if step.transition.answer.is_ok() {
             self.visit(harness);
         }
+    }
+
+    /// A resumed agent is a state like any other (closers or not).
+    fn restarted(&mut self, harness: &Harness, _: &Restarted) {
+        self.visit(harness);
     }
 }
 

@@ -3,20 +3,26 @@
 //! generator changes); the seed and configuration say where it came from.
 
 use courier_check::Property;
-use courier_core::Input;
+use courier_core::Stimulus;
 use serde::{Deserialize, Serialize};
 
 use crate::swarm::Swarm;
 
-/// The report format this build writes and reads. Bump it when the meaning
-/// of a field changes, including the generator's stream for a seed.
-pub const REPORT_FORMAT: u64 = 1;
+/// The report format this build writes. Bump it when the meaning of a
+/// field changes, including the generator's stream for a seed. Format 2
+/// added restarts (to the trace and the swarm).
+pub const REPORT_FORMAT: u64 = 2;
+
+/// The oldest format this build still reads: a format 1 trace holds only
+/// inputs, which parse as [`Stimulus::Input`], and its swarm has no
+/// restart rate, which reads as 0; so it replays as it did.
+pub const REPORT_FORMAT_OLDEST: u64 = 1;
 
 /// One failing seed.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
-    /// Always [`REPORT_FORMAT`] when written by this build.
+    /// [`REPORT_FORMAT`] when written by this build; as read otherwise.
     pub format: u64,
     /// The seed that failed.
     pub seed: u64,
@@ -31,8 +37,9 @@ pub struct Report {
     pub detail: String,
     /// FNV-1a 64 of every line the run printed (see [`crate::OutputHash`]).
     pub output_hash: String,
-    /// Every input fed, up to and including the violating one.
-    pub trace: Vec<Input>,
+    /// Every input and restart applied, up to and including the violating
+    /// one.
+    pub trace: Vec<Stimulus>,
 }
 
 /// Why a file is not a report this build can replay.
@@ -42,7 +49,10 @@ pub enum ReportError {
     #[error("not a race report: {0}")]
     Malformed(String),
     /// A report of another format version.
-    #[error("race report format {found}, but this build reads format {REPORT_FORMAT}")]
+    #[error(
+        "race report format {found}, but this build reads formats \
+         {REPORT_FORMAT_OLDEST} to {REPORT_FORMAT}"
+    )]
     Version {
         /// The version the file declares.
         found: u64,
@@ -60,7 +70,7 @@ impl Report {
             .ok_or_else(|| ReportError::Malformed("no `format` field".to_owned()))?
             .as_u64()
             .ok_or_else(|| ReportError::Malformed("`format` is not a number".to_owned()))?;
-        if found != REPORT_FORMAT {
+        if !(REPORT_FORMAT_OLDEST..=REPORT_FORMAT).contains(&found) {
             return Err(ReportError::Version { found });
         }
         serde_json::from_value(value).map_err(|error| ReportError::Malformed(error.to_string()))
@@ -103,6 +113,10 @@ mod tests {
     use crate::prng::Prng;
     use courier_core::{Input, Message, Source};
 
+    fn input(input: Input) -> Stimulus {
+        Stimulus::Input(input)
+    }
+
     fn report() -> Report {
         Report {
             format: REPORT_FORMAT,
@@ -113,8 +127,9 @@ mod tests {
             detail: "retired with 1 owed: A".to_owned(),
             output_hash: "fnv1a64:0123456789abcdef".to_owned(),
             trace: vec![
-                Input::followup(Message::text("A", Source::user())),
-                Input::WhenIdle,
+                input(Input::followup(Message::text("A", Source::user()))),
+                Stimulus::Restart { lose: 2 },
+                input(Input::WhenIdle),
             ],
         }
     }
@@ -123,21 +138,42 @@ mod tests {
     fn a_report_round_trips() {
         let report = report();
         assert_eq!(Report::parse(&report.to_json()).expect("parses"), report);
+        let json = report.to_json();
+        assert!(json.contains("\"property\": \"no-lost-wakeup\""));
         assert!(
-            report
-                .to_json()
-                .contains("\"property\": \"no-lost-wakeup\"")
+            json.contains("\"restart\": {\n        \"lose\": 2\n      }"),
+            "{json}"
         );
+    }
+
+    /// A format 1 report (inputs only, no restart rate) still parses, as
+    /// the same inputs with restarts off.
+    #[test]
+    fn a_format_1_report_reads_as_inputs_without_restarts() {
+        let mut report = report();
+        report
+            .trace
+            .retain(|stimulus| matches!(stimulus, Stimulus::Input(_)));
+        report.swarm = report.swarm.without_restarts();
+        let mut value = serde_json::to_value(&report).expect("serializes");
+        value["format"] = 1.into();
+        let swarm = value["swarm"].as_object_mut().expect("an object");
+        assert!(swarm.remove("restart_percent").is_some());
+        let old = Report::parse(&value.to_string()).expect("format 1 reads");
+        assert_eq!(old.format, 1);
+        assert_eq!(Report { format: 2, ..old }, report);
     }
 
     #[test]
     fn another_version_or_shape_is_refused_with_a_reason() {
         let json = report().to_json();
-        let future = json.replace("\"format\": 1", "\"format\": 2");
-        assert!(matches!(
-            Report::parse(&future),
-            Err(ReportError::Version { found: 2 })
-        ));
+        let future = json.replace("\"format\": 2", "\"format\": 3");
+        let error = Report::parse(&future).expect_err("a future format");
+        assert!(matches!(error, ReportError::Version { found: 3 }));
+        assert_eq!(
+            error.to_string(),
+            "race report format 3, but this build reads formats 1 to 2"
+        );
         let unknown = json.replace("no-lost-wakeup", "no-such-property");
         let error = Report::parse(&unknown).expect_err("unknown property");
         assert!(error.to_string().contains("no-such-property"), "{error}");

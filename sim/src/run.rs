@@ -3,15 +3,17 @@
 //! A seed decides everything: the root stream draws the swarm configuration,
 //! then the seed of the workload stream. The safety phase feeds
 //! `inputs_max` generated inputs (fewer when a bounded workload runs out of
-//! enabled actions), checking every property after each; the
-//! liveness phase then feeds only awaited completions until the agent is
+//! enabled actions), checking every property after each, and restarts the
+//! agent at the swarm's rate (SPEC §11, see `faults.rs`); the
+//! liveness phase (never restarted) then feeds only awaited completions until the agent is
 //! idle with nothing owed ([`Session::settle`]).
 
 use courier_check::Violation;
-use courier_core::{Agent, Input};
+use courier_core::{Agent, Input, Stimulus};
 use courier_model::{Bounds, Space};
 
 use crate::bounded::Bounded;
+use crate::faults::Faults;
 use crate::generate::Generator;
 use crate::prng::Prng;
 use crate::session::{Record, Session};
@@ -27,25 +29,45 @@ pub struct SeedRun {
     /// How many inputs were fed, both phases, up to and including a
     /// violating one.
     pub inputs: u64,
-    /// Those inputs, when the trace was recorded (else empty).
-    pub trace: Vec<Input>,
+    /// How many restarts were applied, a violating one included.
+    pub restarts: u64,
+    /// The inputs and restarts in order, when the trace was recorded
+    /// (else empty).
+    pub trace: Vec<Stimulus>,
     /// The first broken property, if any.
     pub violation: Option<Violation>,
     /// The output hash, when requested (see [`crate::OutputHash`]).
     pub output_hash: Option<String>,
 }
 
+/// Whether a run restarts the agent in its safety phase.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Restarts {
+    /// At the rate the seed's swarm draws (the default).
+    #[default]
+    Drawn,
+    /// Never (`--no-restarts`): the swarm's rate reads 0, every other
+    /// knob and the input stream are the seed's own.
+    Off,
+}
+
 /// The swarm configuration and workload stream of `seed`.
-pub fn draw(seed: u64) -> (Swarm, Generator) {
-    let (swarm, stream) = root(seed);
+pub fn draw(seed: u64, restarts: Restarts) -> (Swarm, Generator) {
+    let (swarm, stream, _) = root(seed, restarts);
     (swarm, Generator::new(stream, swarm))
 }
 
-/// The swarm configuration `seed` draws, and the seed of its workload stream.
-fn root(seed: u64) -> (Swarm, Prng) {
+/// The swarm configuration `seed` draws, the seed of its workload stream,
+/// and its fault stream (separate, so restarts draw nothing from inputs).
+fn root(seed: u64, restarts: Restarts) -> (Swarm, Prng, Faults) {
     let mut root = Prng::new(seed);
-    let swarm = Swarm::draw(&mut root);
-    (swarm, root.child())
+    let swarm = match restarts {
+        Restarts::Drawn => Swarm::draw(&mut root),
+        Restarts::Off => Swarm::draw(&mut root).without_restarts(),
+    };
+    let stream = root.child();
+    let faults = Faults::new(root.child(), swarm.restart_percent);
+    (swarm, stream, faults)
 }
 
 /// Where a run's safety-phase inputs come from.
@@ -65,25 +87,27 @@ impl Workload for Generator {
 }
 
 /// Runs `seed` against a clone of `prototype`, keeping what `record` asks.
-pub fn simulate(seed: u64, prototype: &Agent, record: Record<'_>) -> SeedRun {
-    let (swarm, generator) = draw(seed);
-    run(seed, swarm, prototype, record, generator)
+pub fn simulate(seed: u64, restarts: Restarts, prototype: &Agent, record: Record<'_>) -> SeedRun {
+    let (swarm, stream, faults) = root(seed, restarts);
+    let generator = Generator::new(stream, swarm);
+    run(seed, swarm, prototype, record, generator, faults)
 }
 
 /// Runs `seed` as [`simulate`] does, with the same swarm configuration,
 /// but draws only inputs the model checker explores within `bounds`, so
 /// every state reached is in the checker's set at `bounds` (see
-/// `courier_model::reachable_fingerprints`).
+/// `courier_model::reachable_fingerprints`). It never restarts: the model
+/// checker does not explore restarts yet.
 pub fn simulate_within(
     seed: u64,
     bounds: Bounds,
     prototype: &Agent,
     record: Record<'_>,
 ) -> SeedRun {
-    let (swarm, stream) = root(seed);
+    let (swarm, stream, faults) = root(seed, Restarts::Off);
     let space = Space::new(bounds, prototype.clone(), true);
     let workload = Bounded::new(stream, swarm, space);
-    run(seed, swarm, prototype, record, workload)
+    run(seed, swarm, prototype, record, workload, faults)
 }
 
 /// The safety phase on `workload`, then the liveness phase.
@@ -93,10 +117,18 @@ fn run(
     prototype: &Agent,
     record: Record<'_>,
     mut workload: impl Workload,
+    mut faults: Faults,
 ) -> SeedRun {
     let mut session = Session::new(prototype, record);
     let mut violation = None;
     for _ in 0..swarm.inputs_max {
+        if let Some(lose) = faults.restart(session.log()) {
+            if let Err(broken) = session.restart(lose) {
+                violation = Some(broken);
+                break;
+            }
+            continue;
+        }
         let Some(input) = workload.draw(session.agent()) else {
             break;
         };
@@ -116,6 +148,7 @@ fn run(
         seed,
         swarm,
         inputs: session.inputs(),
+        restarts: session.restarts(),
         trace: session.into_trace(),
         violation,
         output_hash,
@@ -128,9 +161,9 @@ fn run(
 pub struct Evaluation {
     /// The first broken property, if any.
     pub violation: Option<Violation>,
-    /// What was fed: the trace up to the violation, or the whole trace plus
-    /// the liveness phase's completions.
-    pub fed: Vec<Input>,
+    /// What was applied: the trace up to the violation, or the whole trace
+    /// plus the liveness phase's completions.
+    pub fed: Vec<Stimulus>,
     /// The output hash of everything fed.
     pub output_hash: String,
 }
@@ -138,7 +171,7 @@ pub struct Evaluation {
 /// Feeds `trace` to a clone of `prototype` and settles it. A report's trace
 /// evaluates to the report's violation and hash; a shrinking candidate is
 /// kept when it evaluates to the same property.
-pub fn evaluate(prototype: &Agent, trace: &[Input]) -> Evaluation {
+pub fn evaluate(prototype: &Agent, trace: &[Stimulus]) -> Evaluation {
     let record = Record {
         trace: true,
         hash: true,
@@ -146,8 +179,8 @@ pub fn evaluate(prototype: &Agent, trace: &[Input]) -> Evaluation {
     };
     let mut session = Session::new(prototype, record);
     let mut violation = None;
-    for input in trace {
-        if let Err(broken) = session.feed(input.clone()) {
+    for stimulus in trace {
+        if let Err(broken) = session.apply(stimulus.clone()) {
             violation = Some(broken);
             break;
         }

@@ -2,12 +2,14 @@
 //! drained and checked against every SPEC §7 property before the next one.
 //! The same session runs a generated workload, replays a report's trace and
 //! evaluates a shrinking candidate, so all three judge a trace identically.
+//! A trace is a sequence of [`Stimulus`]: inputs and restarts.
 
-use courier_check::{Harness, Property, Step, Violation};
+use courier_check::{Harness, NoHooks, Property, Step, Violation};
 use courier_core::transcript::default_completion;
-use courier_core::{Activity, Agent, Input, Output};
+use courier_core::{Activity, Agent, Input, Output, Stimulus};
 
 use crate::coverage::Coverage;
+use crate::faults::LogShape;
 use crate::hash::OutputHash;
 
 /// The liveness phase's stall budget: completions fed since the last claim
@@ -24,7 +26,7 @@ pub const LIVENESS_INPUTS_MAX: usize = 4096;
 /// nothing but coverage.
 #[derive(Default)]
 pub struct Record<'a> {
-    /// Keep every fed input (reports, replay and shrinking need the trace;
+    /// Keep every stimulus (reports, replay and shrinking need the trace;
     /// a sweep re-runs a failing seed to get it).
     pub trace: bool,
     /// Hash every printed output line (formats every output: slower).
@@ -36,9 +38,13 @@ pub struct Record<'a> {
 /// An agent under the shared checker, and what was fed to it.
 pub struct Session<'a> {
     harness: Harness,
-    /// Inputs fed, kept only when recording the trace.
-    fed: Vec<Input>,
+    /// Stimuli applied, kept only when recording the trace.
+    fed: Vec<Stimulus>,
     inputs: u64,
+    restarts: u64,
+    /// The durable log's length and transition boundaries, where a
+    /// restart may cut.
+    log: LogShape,
     /// The core accepted the last input fed.
     accepted: bool,
     keep_trace: bool,
@@ -58,6 +64,8 @@ impl<'a> Session<'a> {
             harness,
             fed: Vec::new(),
             inputs: 0,
+            restarts: 0,
+            log: LogShape::default(),
             accepted: false,
             keep_trace: record.trace,
             hash: record.hash.then(OutputHash::default),
@@ -75,14 +83,24 @@ impl<'a> Session<'a> {
         self.inputs
     }
 
+    /// How many restarts were applied, a violating one included.
+    pub fn restarts(&self) -> u64 {
+        self.restarts
+    }
+
+    /// The shape of the durable log so far.
+    pub(crate) fn log(&self) -> &LogShape {
+        &self.log
+    }
+
     /// Whether the core accepted the last input fed (a refused input
     /// changed nothing).
     pub fn accepted(&self) -> bool {
         self.accepted
     }
 
-    /// Gives up the fed inputs (empty unless the trace was recorded).
-    pub fn into_trace(self) -> Vec<Input> {
+    /// Gives up the applied stimuli (empty unless the trace was recorded).
+    pub fn into_trace(self) -> Vec<Stimulus> {
         self.fed
     }
 
@@ -112,12 +130,52 @@ impl<'a> Session<'a> {
         self.inputs += 1;
         self.accepted = transition.answer.is_ok();
         let progress = transition.outputs.iter().any(is_progress);
+        self.log
+            .wrote(transition.outputs.iter().filter(|o| o.is_durable()).count());
         if self.keep_trace {
-            self.fed.push(transition.input);
+            self.fed.push(Stimulus::Input(transition.input));
         }
         match violation {
             Some(violation) => Err(violation),
             None => Ok(progress),
+        }
+    }
+
+    /// Crashes the agent, keeping its durable log less the last `lose`
+    /// events, resumes it and checks the restart (SPEC §11). The closers it
+    /// printed go into the output hash like any input's outputs.
+    pub fn restart(&mut self, lose: usize) -> Result<(), Violation> {
+        let restarted = match &mut self.coverage {
+            Some(coverage) => self.harness.restart(lose, *coverage),
+            None => self.harness.restart(lose, &mut NoHooks),
+        };
+        let (closers, violation) = (restarted.closers, restarted.violation);
+        debug_assert_eq!(
+            restarted.lose,
+            lose.min(self.log.len()),
+            "the shape tracks the log"
+        );
+        if !cfg!(debug_assertions) {
+            self.harness.agent().check_invariants();
+        }
+        if let Some(hash) = &mut self.hash {
+            hash.add(&Ok(()), &closers);
+        }
+        self.restarts += 1;
+        self.accepted = true;
+        self.log
+            .restarted(lose, closers.iter().filter(|o| o.is_durable()).count());
+        if self.keep_trace {
+            self.fed.push(Stimulus::Restart { lose });
+        }
+        violation.map_or(Ok(()), Err)
+    }
+
+    /// Applies one stimulus; an input's liveness progress is dropped.
+    pub fn apply(&mut self, stimulus: Stimulus) -> Result<(), Violation> {
+        match stimulus {
+            Stimulus::Input(input) => self.feed(input).map(drop),
+            Stimulus::Restart { lose } => self.restart(lose),
         }
     }
 
@@ -207,6 +265,30 @@ mod tests {
             session.into_trace().is_empty(),
             "the trace was not recorded"
         );
+    }
+
+    /// A restart's closers are printed lines, so the hash covers them: the
+    /// same inputs then a restart that closes a turn, or one that lost the
+    /// turn's start and prints nothing, hash differently.
+    #[test]
+    fn the_output_hash_covers_a_restarts_closers() {
+        let hashed = |lose| {
+            let record = Record {
+                trace: true,
+                hash: true,
+                coverage: None,
+            };
+            let mut session = Session::new(&Agent::new(), record);
+            let followup = Input::followup(Message::text("A", Source::user()));
+            session.feed(followup).expect("holds");
+            session.restart(lose).expect("holds");
+            assert_eq!((session.inputs(), session.restarts()), (1, 1));
+            (session.output_hash(), session.into_trace())
+        };
+        let (closed, trace) = hashed(0);
+        assert_eq!(trace.last(), Some(&Stimulus::Restart { lose: 0 }));
+        let (lost_start, _) = hashed(2);
+        assert_ne!(closed, lost_start);
     }
 
     #[test]

@@ -91,6 +91,11 @@ pub struct Swarm {
     pub pre_step: PreStepWeights,
     /// Step outcome mix.
     pub step: StepWeights,
+    /// Percent of safety-phase draws that crash and resume the agent
+    /// instead of feeding an input (SPEC §11); 0 when the seed draws none
+    /// or restarts are off. A report of format 1 has no restarts.
+    #[serde(default)]
+    pub restart_percent: u32,
 }
 
 /// The largest id pool a seed may draw (ids `A` to `H`).
@@ -133,6 +138,9 @@ impl Swarm {
             tool_calls: weight(prng, (1, 3), 6),
             fail: weight(prng, (1, 2), 2),
         };
+        // Drawn last, so the knobs above (and every later draw) are the
+        // same whether restarts are on or off.
+        let restart_percent = weight(prng, (1, 2), 5);
         Swarm {
             inputs_max,
             pool_size,
@@ -141,6 +149,16 @@ impl Swarm {
             plugin_percent,
             pre_step,
             step,
+            restart_percent,
+        }
+    }
+
+    /// The same configuration with restarts off (`--no-restarts`, and
+    /// workloads kept inside a model checker bound, which has none).
+    pub fn without_restarts(self) -> Swarm {
+        Swarm {
+            restart_percent: 0,
+            ..self
         }
     }
 }
@@ -167,7 +185,8 @@ impl fmt::Display for Swarm {
              replace:{},remove:{},splice:{},cancel:{},dispose:{},when_idle:{},\
              completion:{},stray_completion:{} \
              pre_step=pass:{},enter:{},reject:{},fail:{} \
-             step=completed:{},max_tokens:{},tool_calls:{},fail:{}",
+             step=completed:{},max_tokens:{},tool_calls:{},fail:{} \
+             restarts={}%",
             self.inputs_max,
             self.pool_size,
             self.keep_inbox_percent,
@@ -194,6 +213,7 @@ impl fmt::Display for Swarm {
             s.max_tokens,
             s.tool_calls,
             s.fail,
+            self.restart_percent,
         )
     }
 }
@@ -206,6 +226,7 @@ mod tests {
     fn knobs_stay_in_their_ranges_and_features_switch_off() {
         let mut dispose_on = 0;
         let mut steer_off = 0;
+        let mut restarts_off = 0;
         for seed in 0..400 {
             let swarm = Swarm::draw(&mut Prng::new(seed));
             assert!((8..=512).contains(&swarm.inputs_max), "{swarm}");
@@ -215,6 +236,8 @@ mod tests {
             assert!(swarm.keep_inbox_percent <= 100);
             dispose_on += u32::from(swarm.inputs.dispose > 0);
             steer_off += u32::from(swarm.inputs.steer == 0);
+            assert!(swarm.restart_percent <= 5);
+            restarts_off += u32::from(swarm.restart_percent == 0);
         }
         assert!(
             (20..=90).contains(&dispose_on),
@@ -223,6 +246,10 @@ mod tests {
         assert!(
             (60..=150).contains(&steer_off),
             "steer off in {steer_off}/400"
+        );
+        assert!(
+            (140..=260).contains(&restarts_off),
+            "restarts off in {restarts_off}/400"
         );
     }
 

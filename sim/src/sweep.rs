@@ -13,7 +13,7 @@ use courier_core::Agent;
 use courier_model::Bounds;
 
 use crate::coverage::Coverage;
-use crate::run::{SeedRun, simulate, simulate_within};
+use crate::run::{Restarts, SeedRun, simulate, simulate_within};
 use crate::session::Record;
 
 /// What to sweep.
@@ -29,8 +29,11 @@ pub struct Plan {
     /// as generating and checking an input).
     pub coverage: bool,
     /// Draw only inputs the model checker explores within these bounds
-    /// ([`simulate_within`]) instead of the free generator's.
+    /// ([`simulate_within`]) instead of the free generator's (a bound
+    /// never restarts).
     pub bound: Option<Bounds>,
+    /// Whether the free generator's runs restart the agent.
+    pub restarts: Restarts,
 }
 
 /// Why a seed failed.
@@ -70,6 +73,8 @@ pub struct Swept {
     pub seeds: u64,
     /// Inputs fed over all seeds run, counting one run per seed.
     pub inputs: u64,
+    /// Restarts over all seeds run, counting one run per seed.
+    pub restarts: u64,
     /// Distinct abstract states reached (empty when coverage is off).
     pub coverage: Coverage,
     /// The lowest failing seed's failure.
@@ -97,7 +102,7 @@ pub fn sweep(plan: &Plan, prototype: &Agent, on_seed: &(dyn Fn(u64) + Sync)) -> 
         failures: Mutex::new(BTreeMap::new()),
         on_seed,
     };
-    let totals: Vec<(u64, u64, Coverage)> = if plan.jobs <= 1 {
+    let totals: Vec<Totals> = if plan.jobs <= 1 {
         vec![work(&shared)]
     } else {
         std::thread::scope(|scope| {
@@ -113,25 +118,35 @@ pub fn sweep(plan: &Plan, prototype: &Agent, on_seed: &(dyn Fn(u64) + Sync)) -> 
     let mut swept = Swept {
         seeds: 0,
         inputs: 0,
+        restarts: 0,
         coverage: Coverage::default(),
         failure: None,
     };
-    for (seeds, inputs, coverage) in totals {
-        swept.seeds += seeds;
-        swept.inputs += inputs;
-        swept.coverage.merge(coverage);
+    for totals in totals {
+        swept.seeds += totals.seeds;
+        swept.inputs += totals.inputs;
+        swept.restarts += totals.restarts;
+        swept.coverage.merge(totals.coverage);
     }
     let failures = shared.failures.into_inner().expect("no worker panicked");
     swept.failure = failures.into_values().next();
     swept
 }
 
+/// What one worker ran.
+#[derive(Default)]
+struct Totals {
+    seeds: u64,
+    inputs: u64,
+    restarts: u64,
+    coverage: Coverage,
+}
+
 /// One worker: takes seeds in order until they run out or a lower seed failed.
-fn work(shared: &Shared<'_>) -> (u64, u64, Coverage) {
+fn work(shared: &Shared<'_>) -> Totals {
     let range = &shared.plan.seeds;
     let length = range.end.saturating_sub(range.start);
-    let mut coverage = Coverage::default();
-    let (mut seeds, mut inputs) = (0, 0);
+    let mut totals = Totals::default();
     loop {
         let taken = shared
             .next_index
@@ -143,9 +158,10 @@ fn work(shared: &Shared<'_>) -> (u64, u64, Coverage) {
         if seed > shared.lowest_failure.load(Ordering::Relaxed) {
             break;
         }
-        let (run_inputs, failure) = run_seed(shared, seed, &mut coverage);
-        seeds += 1;
-        inputs += run_inputs;
+        let ((run_inputs, run_restarts), failure) = run_seed(shared, seed, &mut totals.coverage);
+        totals.seeds += 1;
+        totals.inputs += run_inputs;
+        totals.restarts += run_restarts;
         (shared.on_seed)(run_inputs);
         if let Some(failure) = failure {
             shared.lowest_failure.fetch_min(seed, Ordering::Relaxed);
@@ -153,7 +169,7 @@ fn work(shared: &Shared<'_>) -> (u64, u64, Coverage) {
             failures.insert(seed, failure);
         }
     }
-    (seeds, inputs, coverage)
+    totals
 }
 
 /// One seed; a panic inside it (a failed assertion in the core) becomes a
@@ -161,7 +177,11 @@ fn work(shared: &Shared<'_>) -> (u64, u64, Coverage) {
 /// Only determinism checks keep the trace and hash on the first run; a
 /// failing seed is run again with its trace recorded (runs are
 /// deterministic, which `--check-determinism` checks).
-fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Option<Failure>) {
+fn run_seed(
+    shared: &Shared<'_>,
+    seed: u64,
+    coverage: &mut Coverage,
+) -> ((u64, u64), Option<Failure>) {
     let check = shared.plan.check_determinism;
     let prototype = shared.prototype;
     let guarded = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -172,7 +192,7 @@ fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Op
         };
         let run_with = |record| match shared.plan.bound {
             Some(bounds) => simulate_within(seed, bounds, prototype, record),
-            None => simulate(seed, prototype, record),
+            None => simulate(seed, shared.plan.restarts, prototype, record),
         };
         let run = run_with(record);
         let again = (check || run.violation.is_some()).then(|| run_with(traced()));
@@ -186,10 +206,10 @@ fn run_seed(shared: &Shared<'_>, seed: u64, coverage: &mut Coverage) -> (u64, Op
                 .map(|text| (*text).to_owned())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a non-text panic".to_owned());
-            return (0, Some(Failure::Panic { seed, message }));
+            return ((0, 0), Some(Failure::Panic { seed, message }));
         }
     };
-    let inputs = run.inputs;
+    let inputs = (run.inputs, run.restarts);
     let Some(again) = again else {
         return (inputs, None);
     };
@@ -225,10 +245,16 @@ fn difference(first: &SeedRun, second: &SeedRun) -> Option<String> {
     if first.inputs != second.inputs {
         return Some(format!("{} inputs, then {}", first.inputs, second.inputs));
     }
+    if first.restarts != second.restarts {
+        return Some(format!(
+            "{} restarts, then {}",
+            first.restarts, second.restarts
+        ));
+    }
     if let Some(index) = (0..first.trace.len().max(second.trace.len()))
         .find(|&index| first.trace.get(index) != second.trace.get(index))
     {
-        return Some(format!("the traces differ at input {}", index + 1));
+        return Some(format!("the traces differ at stimulus {}", index + 1));
     }
     if first.output_hash != second.output_hash {
         return Some(format!(

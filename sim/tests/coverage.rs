@@ -4,9 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use courier_core::{Agent, Input};
+use courier_core::{Agent, Input, Stimulus};
 use courier_model::{Bounds, Space, reachable_fingerprints};
-use courier_sim::{Plan, Record, simulate, simulate_within, sweep};
+use courier_sim::{Plan, Record, Restarts, simulate, simulate_within, sweep};
 
 /// The CI bound: small enough for a debug build.
 const BOUNDS: Bounds = Bounds {
@@ -29,6 +29,7 @@ fn every_state_a_bounded_sweep_reaches_is_in_the_checkers_set() {
         check_determinism: true,
         coverage: true,
         bound: Some(BOUNDS),
+        restarts: Restarts::Drawn,
     };
     let swept = sweep(&plan, &Agent::new(), &|_| {});
     assert!(swept.failure.is_none(), "{:?}", swept.failure);
@@ -49,13 +50,15 @@ fn a_free_sweep_leaves_the_bound() {
         check_determinism: false,
         coverage: true,
         bound: None,
+        restarts: Restarts::Drawn,
     };
     let swept = sweep(&plan, &Agent::new(), &|_| {});
     assert!(swept.coverage.against(&checker_set()).outside > 0);
 }
 
 /// A bounded run mints the model's ids in order and no more than the bound
-/// allows; its swarm configuration is the seed's, as in a free run.
+/// allows; its swarm configuration is the seed's, as in a free run, less
+/// restarts (the checker explores none).
 #[test]
 fn a_bounded_run_inserts_the_models_ids_in_order() {
     let traced = || Record {
@@ -65,10 +68,16 @@ fn a_bounded_run_inserts_the_models_ids_in_order() {
     let mut both = 0;
     for seed in 0..40 {
         let run = simulate_within(seed, BOUNDS, &Agent::new(), traced());
-        assert_eq!(run.swarm, simulate(seed, &Agent::new(), traced()).swarm);
+        let free = simulate(seed, Restarts::Drawn, &Agent::new(), traced());
+        assert_eq!(run.swarm, free.swarm.without_restarts());
+        assert_eq!(run.restarts, 0);
         let inserted: Vec<&str> = run
             .trace
             .iter()
+            .filter_map(|stimulus| match stimulus {
+                Stimulus::Restart { .. } => None,
+                Stimulus::Input(input) => Some(input),
+            })
             .filter_map(|input| match input {
                 Input::Send { message, .. }
                 | Input::Prepend { message, .. }

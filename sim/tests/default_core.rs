@@ -1,9 +1,11 @@
 //! The simulator on the correct core: seeds pass, runs are deterministic,
-//! a trace evaluates to what the run saw, and seed 0's stream is pinned.
+//! a trace evaluates to what the run saw, restarts happen and are checked,
+//! and seed 0's stream is pinned.
 
-use courier_core::Agent;
-use courier_core::transcript::command_line;
-use courier_sim::{Plan, Record, evaluate, simulate, sweep};
+use courier_check::{Harness, NoHooks};
+use courier_core::transcript::stimulus_line;
+use courier_core::{Agent, Stimulus};
+use courier_sim::{Plan, Record, Restarts, evaluate, simulate, sweep};
 
 fn traced() -> Record<'static> {
     Record {
@@ -24,6 +26,7 @@ fn the_correct_core_passes_every_seed() {
         check_determinism: false,
         coverage: true,
         bound: None,
+        restarts: Restarts::Drawn,
     };
     let swept = sweep(&plan, &Agent::new(), &|_| {});
     assert!(
@@ -33,6 +36,7 @@ fn the_correct_core_passes_every_seed() {
     );
     assert_eq!(swept.seeds, SEEDS.end);
     assert!(swept.inputs > 10 * SEEDS.end, "{} inputs", swept.inputs);
+    assert!(swept.restarts > SEEDS.end, "{} restarts", swept.restarts);
     assert!(
         swept.coverage.states() > 1000,
         "{}",
@@ -49,19 +53,27 @@ fn jobs_do_not_change_the_result() {
             check_determinism: true,
             coverage: true,
             bound: None,
+            restarts: Restarts::Drawn,
         };
         let swept = sweep(&plan, &Agent::new(), &|_| {});
         assert!(swept.failure.is_none(), "{:?}", swept.failure);
-        (swept.seeds, swept.inputs, swept.coverage.states())
+        (
+            swept.seeds,
+            swept.inputs,
+            swept.restarts,
+            swept.coverage.states(),
+        )
     };
     assert_eq!(run(1), run(3));
 }
 
 #[test]
 fn a_trace_evaluates_to_what_its_run_saw() {
+    let mut restarted = 0;
     for seed in 0..40 {
-        let run = simulate(seed, &Agent::new(), traced());
+        let run = simulate(seed, Restarts::Drawn, &Agent::new(), traced());
         assert_eq!(run.violation, None, "seed {seed}");
+        restarted += usize::from(run.restarts > 0);
         let evaluation = evaluate(&Agent::new(), &run.trace);
         assert_eq!(evaluation.violation, None, "seed {seed}");
         assert_eq!(
@@ -70,6 +82,38 @@ fn a_trace_evaluates_to_what_its_run_saw() {
         );
         assert_eq!(Some(evaluation.output_hash), run.output_hash, "seed {seed}");
     }
+    assert!(restarted > 5, "{restarted} of 40 seeds restarted");
+}
+
+/// Restarts cut the log deep and shallow, at transition boundaries and
+/// inside one; turning them off leaves the seed's swarm otherwise as drawn.
+#[test]
+fn restarts_lose_many_events_or_few_and_can_be_turned_off() {
+    let (mut seeds_without, mut lost_many, mut lost_few) = (0, 0, 0);
+    for seed in 0..100 {
+        let run = simulate(seed, Restarts::Drawn, &Agent::new(), traced());
+        seeds_without += usize::from(run.swarm.restart_percent == 0);
+        for stimulus in &run.trace {
+            match stimulus {
+                Stimulus::Restart { lose } => {
+                    lost_many += usize::from(*lose >= 8);
+                    lost_few += usize::from((1..8).contains(lose));
+                }
+                Stimulus::Input(_) => {}
+            }
+        }
+        let off = simulate(seed, Restarts::Off, &Agent::new(), traced());
+        assert_eq!(off.restarts, 0, "seed {seed}");
+        assert_eq!(off.swarm, run.swarm.without_restarts(), "seed {seed}");
+        if run.restarts == 0 {
+            assert_eq!(off.trace, run.trace, "seed {seed}: the same stream");
+        }
+    }
+    assert!((20..=80).contains(&seeds_without), "{seeds_without} of 100");
+    assert!(
+        lost_many > 10 && lost_few > 10,
+        "{lost_many} deep, {lost_few} shallow"
+    );
 }
 
 /// Race reports name a seed: if the swarm draw or the generator changes,
@@ -77,38 +121,56 @@ fn a_trace_evaluates_to_what_its_run_saw() {
 /// deliberate (bump `REPORT_FORMAT` with it).
 #[test]
 fn seed_zero_is_pinned() {
-    let run = simulate(0, &Agent::new(), traced());
+    let run = simulate(0, Restarts::Drawn, &Agent::new(), traced());
     assert_eq!(
         run.swarm.to_string(),
         "inputs_max=24 pool_size=6 keep_inbox=98% plugin=26% \
          weights=followup:0,steer:3,inject:4,queue:0,append:0,prepend:0,replace:1,remove:0,\
          splice:0,cancel:3,dispose:0,when_idle:0,completion:4,stray_completion:1 \
-         pre_step=pass:4,enter:0,reject:0,fail:1 step=completed:3,max_tokens:0,tool_calls:0,fail:0"
+         pre_step=pass:4,enter:0,reject:0,fail:1 step=completed:3,max_tokens:0,tool_calls:0,fail:0 \
+         restarts=5%"
     );
-    let lines: Vec<String> = run.trace.iter().take(12).map(command_line).collect();
+    let lines: Vec<String> = run.trace.iter().take(12).map(stimulus_line).collect();
     assert_eq!(
         lines,
         [
-            "cancel hook:veto keep-inbox",
+            "replace A C",
+            "inject F",
             "steer F",
-            "pre-step pass",
+            "steer D source=plugin",
             "steer B",
             "step completed",
-            "steer C source=plugin",
+            "pre-step pass",
+            "replace B E",
+            "steer A",
             "pre-step pass",
             "cancel user keep-inbox",
-            "step completed",
-            "cancel hook:veto keep-inbox",
-            "cancel hook:veto keep-inbox",
-            "steer D source=plugin",
+            "inject A source=plugin",
         ]
     );
+    assert_eq!(run.restarts, 0, "no restart drawn in 24 draws at 5%");
     assert_eq!(
         run.trace.len(),
-        27,
-        "24 random inputs, 3 liveness completions"
+        25,
+        "24 random inputs, 1 liveness completion"
     );
-    assert_eq!(run.output_hash.as_deref(), Some("fnv1a64:7f0c40fd559e372d"));
+    let seed_one = simulate(1, Restarts::Drawn, &Agent::new(), traced());
+    let restarts: Vec<(usize, String)> = seed_one
+        .trace
+        .iter()
+        .enumerate()
+        .filter(|(_, stimulus)| matches!(stimulus, Stimulus::Restart { .. }))
+        .map(|(index, stimulus)| (index, stimulus_line(stimulus)))
+        .collect();
+    let pinned = [(7, "restart lose=2"), (75, "restart lose=78")];
+    let pinned = pinned.map(|(index, line)| (index, line.to_owned()));
+    assert_eq!(restarts, pinned, "seed 1: a shallow cut, then a deep one");
+    assert_eq!(run.output_hash.as_deref(), Some("fnv1a64:b59b22b40a4a4fe1"));
+    assert_eq!(
+        seed_one.output_hash.as_deref(),
+        Some("fnv1a64:8964efb8b030b73d"),
+        "closers hashed too"
+    );
 }
 
 /// The liveness phase ends with the agent idle: after a run's trace, no
@@ -116,30 +178,32 @@ fn seed_zero_is_pinned() {
 #[test]
 fn every_run_ends_idle() {
     for seed in 0..40 {
-        let run = simulate(seed, &Agent::new(), traced());
-        let mut agent = Agent::new();
-        for input in run.trace {
-            let _ = agent.handle(input);
-            while agent.poll_output().is_some() {}
+        let run = simulate(seed, Restarts::Drawn, &Agent::new(), traced());
+        let mut harness = Harness::new(Agent::new());
+        for stimulus in run.trace {
+            assert_eq!(harness.apply(stimulus, &mut NoHooks), None, "seed {seed}");
         }
+        let agent = harness.agent();
         assert_eq!(agent.status(), courier_core::Status::Idle, "seed {seed}");
         assert_eq!(agent.idle_waiters(), 0, "seed {seed}");
     }
 }
 
-/// Generated inputs print as transcript commands that parse back to the
-/// same input, so a recorded trace replays exactly under `courier run`.
+/// Generated inputs and restarts print as transcript commands that parse
+/// back to the same stimulus, so a recorded trace replays exactly under
+/// `courier run`.
 #[test]
-fn generated_inputs_survive_the_transcript_round_trip() {
+fn generated_stimuli_survive_the_transcript_round_trip() {
     use courier_core::transcript::{Command, parse_command};
     for seed in 0..60 {
-        for input in simulate(seed, &Agent::new(), traced()).trace {
-            let line = command_line(&input);
+        for stimulus in simulate(seed, Restarts::Drawn, &Agent::new(), traced()).trace {
+            let line = stimulus_line(&stimulus);
             let parsed = parse_command(&line).map(|command| match command {
-                Command::Input(parsed) => Some(parsed),
-                Command::Run | Command::Inbox | Command::Status | Command::Restart { .. } => None,
+                Command::Input(parsed) => Some(Stimulus::Input(parsed)),
+                Command::Restart { lose } => Some(Stimulus::Restart { lose }),
+                Command::Run | Command::Inbox | Command::Status => None,
             });
-            assert_eq!(parsed, Ok(Some(input)), "seed {seed}: `{line}`");
+            assert_eq!(parsed, Ok(Some(stimulus)), "seed {seed}: `{line}`");
         }
     }
 }

@@ -4,10 +4,10 @@
 //! answers differently (while breaking no property on it).
 #![cfg(feature = "mutants")]
 
-use courier_check::{Harness, caught_by};
-use courier_core::transcript::{Script, record};
+use courier_check::{Harness, NoHooks, caught_by};
+use courier_core::transcript::Script;
 use courier_core::{Agent, Mutant, Stimulus};
-use courier_sim::{Failure, Plan, SeedRun, evaluate, shrink, sweep};
+use courier_sim::{Failure, Plan, Restarts, SeedRun, evaluate, shrink, sweep, transcript};
 
 /// Each bug is found below this seed (the CLI's must-show uses `0..1000`).
 const SEEDS: std::ops::Range<u64> = 0..200;
@@ -22,6 +22,7 @@ fn first_failure(mutant: Mutant) -> SeedRun {
         check_determinism: false,
         coverage: true,
         bound: None,
+        restarts: Restarts::Drawn,
     };
     match sweep(&plan, &Agent::with_mutant(Some(mutant)), &|_| {}).failure {
         Some(Failure::Violation(run)) => run,
@@ -54,20 +55,19 @@ fn every_planted_bug_is_found_replayed_and_shrunk() {
         let shrunk = shrink(&prototype, &run.trace, violation.property).expect("reproduces");
         assert_eq!(shrunk.violation.property, violation.property, "{mutant}");
         assert!(
-            shrunk.inputs.len() <= COMMANDS_MAX,
-            "{mutant}: shrunk to {} inputs",
-            shrunk.inputs.len()
+            shrunk.trace.len() <= COMMANDS_MAX,
+            "{mutant}: shrunk to {} stimuli",
+            shrunk.trace.len()
         );
-        assert_correct_core_differs(mutant, &prototype, &shrunk.inputs);
+        assert_correct_core_differs(mutant, &prototype, &shrunk.trace);
     }
 }
 
 /// The shrunk transcript, recorded on the mutant, fails under the correct
 /// core (some block's output differs) and the correct core breaks no
 /// property on the same inputs.
-fn assert_correct_core_differs(mutant: Mutant, prototype: &Agent, inputs: &[courier_core::Input]) {
-    let trace: Vec<Stimulus> = inputs.iter().cloned().map(Stimulus::Input).collect();
-    let text = record(prototype, &trace);
+fn assert_correct_core_differs(mutant: Mutant, prototype: &Agent, trace: &[Stimulus]) {
+    let text = transcript(prototype, trace);
     let script = Script::parse(&text).expect("a recorded transcript parses");
     let on_mutant = script.run(prototype).expect("no `run` command");
     assert_eq!(
@@ -83,8 +83,8 @@ fn assert_correct_core_differs(mutant: Mutant, prototype: &Agent, inputs: &[cour
     );
 
     let mut harness = Harness::new(Agent::new());
-    for input in inputs {
-        if let Some(violation) = harness.feed(input.clone()).violation {
+    for stimulus in trace {
+        if let Some(violation) = harness.apply(stimulus.clone(), &mut NoHooks) {
             panic!("{mutant}: the correct core breaks {violation} on:\n{text}");
         }
     }
@@ -99,6 +99,7 @@ fn a_mutant_sweep_reports_the_lowest_failing_seed_whatever_the_jobs() {
             check_determinism: false,
             coverage: true,
             bound: None,
+            restarts: Restarts::Drawn,
         };
         let swept = sweep(&plan, &Agent::with_mutant(Some(Mutant::EarlyIdle)), &|_| {});
         swept.failure.map(|failure| failure.seed())

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use courier_core::Agent;
-use courier_sim::{Record, Report, evaluate, simulate};
+use courier_sim::{Record, Report, Restarts, evaluate, simulate};
 
 /// Arguments of `courier replay`.
 #[derive(clap::Args)]
@@ -29,7 +29,14 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         trace: true,
         ..Record::default()
     };
-    let regenerated = simulate(report.seed, &prototype, record);
+    // A rate of 0 is the seed's own draw or `--no-restarts`: either way
+    // the run had no restarts, and regenerating without them matches.
+    let restarts = if report.swarm.restart_percent == 0 {
+        Restarts::Off
+    } else {
+        Restarts::Drawn
+    };
+    let regenerated = simulate(report.seed, restarts, &prototype, record);
     if regenerated.trace != report.trace {
         println!(
             "note: seed {} now generates a different trace (the generator changed); \

@@ -1,15 +1,14 @@
 //! `courier shrink REPORT --out FILE.txn`: minimizes a race report's trace
 //! (delta debugging, keeping only traces that break the same property) and
-//! writes it as a transcript recorded on the report's variant, so
+//! writes it as a transcript recorded on the report's variant (restarts as
+//! `restart lose=N`, then an `inbox` query), so
 //! `courier run [--mutant NAME] FILE.txn` replays it. Exit 0 when written,
 //! 2 when the report cannot be read or does not reproduce.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use courier_core::Stimulus;
-use courier_core::transcript::record;
-use courier_sim::shrink;
+use courier_sim::{shrink, transcript};
 
 /// Arguments of `courier shrink`.
 #[derive(clap::Args)]
@@ -35,16 +34,15 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         }
     };
     let mut text = header(&report, &shrunk.violation.detail);
-    let trace: Vec<Stimulus> = shrunk.inputs.iter().cloned().map(Stimulus::Input).collect();
-    text.push_str(&record(&prototype, &trace));
+    text.push_str(&transcript(&prototype, &shrunk.trace));
     if let Err(error) = std::fs::write(&args.out, text) {
         eprintln!("error: {}: cannot write: {error}", args.out.display());
         return ExitCode::from(2);
     }
     println!(
-        "shrunk {} inputs to {} ({} evaluations)",
+        "shrunk {} stimuli to {} ({} evaluations)",
         report.trace.len(),
-        shrunk.inputs.len(),
+        shrunk.trace.len(),
         shrunk.evaluations
     );
     println!(

@@ -1,6 +1,7 @@
 //! `courier sim --seeds A..B [--mutant NAME] [--report FILE] [--jobs J]
-//! [--shard I/N] [--check-determinism] [--diagram] [--coverage-bound M]`:
-//! runs every seed of the range (see `courier-sim`). The first failing seed
+//! [--shard I/N] [--check-determinism] [--diagram] [--coverage-bound M]
+//! [--no-restarts]`: runs every seed of the range (see `courier-sim`), with
+//! restarts as faults unless `--no-restarts`. The first failing seed
 //! (the lowest, whatever `--jobs`) prints `violation: <property> seed=<n>`,
 //! writes a race report, the path of its diagram (written with `--diagram`)
 //! and the commands that replay it, and exits 1; otherwise a summary and
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use courier::diagram::Format;
 use courier::variant::MutantArg;
 use courier_core::Agent;
-use courier_sim::{Failure, Plan, REPORT_FORMAT, Report, SeedRun, draw, evaluate, sweep};
+use courier_sim::{Failure, Plan, REPORT_FORMAT, Report, Restarts, SeedRun, draw, evaluate, sweep};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod bound;
@@ -57,6 +58,20 @@ pub(crate) struct Args {
         conflicts_with_all = ["mutant", "no_coverage"],
     )]
     coverage_bound: Option<u8>,
+    /// Never crash and resume the agent (restarts are faults drawn at each
+    /// seed's rate otherwise; a coverage bound has none).
+    #[arg(long)]
+    no_restarts: bool,
+}
+
+impl Args {
+    fn restarts(&self) -> Restarts {
+        if self.no_restarts {
+            Restarts::Off
+        } else {
+            Restarts::Drawn
+        }
+    }
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
@@ -74,6 +89,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         check_determinism: args.check_determinism,
         coverage: !args.no_coverage,
         bound: args.coverage_bound.map(bound::bounds),
+        restarts: args.restarts(),
     };
     let started = Instant::now();
     let inputs = AtomicU64::new(0);
@@ -105,9 +121,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
                 format!("{} distinct abstract states", swept.coverage.states())
             };
             println!(
-                "passed: {} seeds, {} inputs in {:.2} s ({} inputs/s), {states}",
+                "passed: {} seeds, {} inputs, {} restarts in {:.2} s ({} inputs/s), {states}",
                 swept.seeds,
                 swept.inputs,
+                swept.restarts,
                 elapsed.as_secs_f64(),
                 rate(swept.inputs, elapsed),
             );
@@ -130,15 +147,25 @@ fn print_banner(args: &Args, seeds: &Range<u64>) {
         "off (invariants still checked; `--profile sim` turns them on)"
     };
     if seeds.end - seeds.start == 1 {
-        let (swarm, _) = draw(seeds.start);
+        let restarts = match args.coverage_bound {
+            Some(_) => Restarts::Off,
+            None => args.restarts(),
+        };
+        let (swarm, _) = draw(seeds.start, restarts);
         println!(
             "seed={} version={} mutant={mutant} {swarm}",
             seeds.start,
             env!("CARGO_PKG_VERSION")
         );
     } else {
+        let restarts = if args.no_restarts || args.coverage_bound.is_some() {
+            "off"
+        } else {
+            "on"
+        };
         println!(
-            "sim seeds={}..{} mutant={mutant} jobs={} report-format={REPORT_FORMAT}",
+            "sim seeds={}..{} mutant={mutant} jobs={} restarts={restarts} \
+             report-format={REPORT_FORMAT}",
             seeds.start, seeds.end, args.jobs
         );
     }
@@ -215,7 +242,10 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
         return ExitCode::from(2);
     }
     let shown = path.display();
-    println!("report: {shown} ({} inputs)", run.trace.len());
+    println!(
+        "report: {shown} ({} inputs, {} restarts)",
+        run.inputs, run.restarts
+    );
     print_diagram(args, &path, &report);
     println!("replay: courier replay {shown}");
     println!("shrink: courier shrink {shown} --out shrunk.txn");
@@ -231,7 +261,12 @@ fn rerun_command(args: &Args, seed: u64) -> String {
     let bound = args.coverage_bound.map_or_else(String::new, |messages| {
         format!(" --coverage-bound {messages}")
     });
-    format!("courier sim --seeds {seed}{mutant}{bound}")
+    let restarts = if args.no_restarts {
+        " --no-restarts"
+    } else {
+        ""
+    };
+    format!("courier sim --seeds {seed}{mutant}{bound}{restarts}")
 }
 
 /// Inputs per second as a short figure (`2.1M`, `830k`).

@@ -44,7 +44,7 @@ pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
 pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result<Diagram, String> {
     let variant = mutant.or(report.mutant.as_deref());
     let mut tracer = Tracer::new(crate::variant::fresh_agent(variant)?);
-    tracer.feed_all(report.trace.iter().cloned());
+    tracer.apply_all(report.trace.iter().cloned());
     let title = format!("{} seed {}", title(file, variant), report.seed);
     let mut diagram = tracer.finish(title);
     let last = diagram.rows.len().checked_sub(1);
