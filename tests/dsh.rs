@@ -8,7 +8,9 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{courier, files_with_extension, shared_scenarios, stdout, workspace};
+use common::{
+    courier, files_with_extension, shared_restart_scenarios, shared_scenarios, stdout, workspace,
+};
 
 /// The scenarios Decision 3 expects dsh to fail: a send after dispose.
 const DECISION_3: [&str; 3] = [
@@ -39,7 +41,9 @@ fn dsh_differs_from_the_contract_only_by_decision_3() {
         eprintln!("skipped: {reason}");
         return;
     }
-    let files = files_with_extension(&shared_scenarios(), "txn");
+    // The restart ones too: dsh's own persistence and resume path (SPEC §11).
+    let mut files = files_with_extension(&shared_scenarios(), "txn");
+    files.extend(files_with_extension(&shared_restart_scenarios(), "txn"));
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     let mut arguments = vec!["run", "--against", "dsh"];
     arguments.extend(names.iter().map(String::as_str));

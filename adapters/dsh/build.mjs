@@ -53,6 +53,27 @@ const dshSources = {
   },
 }
 
+// node 20's zlib has no zstd: dsh's JSONL persistence imports it, but with
+// compression `none` never calls it. The stubs fail loudly if it ever does.
+const ZSTD = ['createZstdDecompress', 'zstdDecompressSync', 'zstdCompress', 'zstdDecompress']
+const zlibWithoutZstd = {
+  name: 'zlib-without-zstd',
+  setup(b) {
+    b.onResolve({ filter: /^node:zlib$/ }, (args) =>
+      args.namespace === 'zlib-stub' ? { path: 'zlib', external: true } : { path: 'zlib', namespace: 'zlib-stub' })
+    b.onLoad({ filter: /.*/, namespace: 'zlib-stub' }, () => ({
+      contents: [
+        "import * as zlib from 'node:zlib'",
+        "export * from 'node:zlib'",
+        'const missing = (name) => () => { throw new Error(`zstd (${name}) is not available on this node`) }',
+        ...ZSTD.map(name => `export const ${name} = zlib.${name} ?? missing('${name}')`),
+        'export const constants = zlib.constants',
+      ].join('\n'),
+      loader: 'js',
+    }))
+  },
+}
+
 await build({
   entryPoints: [join(here, 'driver.mjs')],
   outfile: join(here, 'dist/driver.mjs'),
@@ -61,7 +82,7 @@ await build({
   format: 'esm',
   target: 'node20',
   external: ['koffi'],
-  plugins: [dshSources],
+  plugins: [dshSources, zlibWithoutZstd],
   logLevel: 'warning',
   // dsh needs Promise.withResolvers (node 22); node 20 lacks it. The banner
   // runs before any bundled module, and keeps microtask order.

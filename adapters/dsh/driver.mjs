@@ -4,6 +4,9 @@
 // loop (setImmediate rounds) so every effect is in the answer. The agent is
 // set up as dsh's own tests do (a cordis Context with its core plugins and a
 // model adapter). dsh is bundled in by build.mjs, never copied.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { Context } from '@deepseek-ai/cordis'
 import LlmRuntime, { LlmAdapter } from '@deepseek-ai/dsh-llm'
@@ -12,6 +15,7 @@ import SystemPrompt from '@deepseek-ai/dsh-system-prompt'
 import ToolRuntime from '@deepseek-ai/dsh-tools'
 import AgentRegistry from '@deepseek-ai/dsh-agent'
 import AgentLoop from '@deepseek-ai/dsh-agent-loop'
+import JsonlSessionPersistence from '@deepseek-ai/dsh-session-persistence-jsonl'
 
 /** The durable events that make up the delivery log (SPEC §6). */
 const DURABLE = new Set(['agent/inbox/spliced', 'turn/start', 'step/start', 'user/message', 'step/end', 'turn/end'])
@@ -27,7 +31,10 @@ const LIVE = {
 /** What the current line emitted, in emission order. */
 let emitted = []
 /** The completions dsh is waiting on: at most one of each. */
-const held = { preStep: undefined, step: undefined }
+let held = { preStep: undefined, step: undefined }
+/** Where dsh's own JSONL persistence keeps the session (a restart cuts it). */
+const root = mkdtempSync(join(tmpdir(), 'courier-dsh-'))
+const SESSION = 'courier'
 
 function deferred() {
   let resolve, reject
@@ -62,7 +69,8 @@ class HeldModel extends LlmAdapter {
   }
 }
 
-async function start() {
+/** A context as dsh's tests build one, plus dsh's JSONL persistence (uncompressed: node 20 has no zstd). */
+async function context(live) {
   const ctx = new Context()
   await ctx.plugin(LlmRuntime)
   await ctx.plugin(SessionStore)
@@ -70,30 +78,88 @@ async function start() {
   await ctx.plugin(ToolRuntime)
   await ctx.plugin(AgentRegistry)
   await ctx.plugin(AgentLoop, { agents: [] })
+  await ctx.plugin(JsonlSessionPersistence, { root, compression: 'none' })
   ctx.llm.registerAdapter(['courier'], new HeldModel())
-  ctx.on('agent/pre-step', ({ messages }, next) => {
+  ctx.on('agent/pre-step', ({ agent, messages }, next) => {
+    if (agent !== live.agent) return new Promise(() => {})
     const decision = deferred()
     held.preStep = { decision, messages, next }
     return decision.promise
   })
-  const handle = await ctx.agentLoop.createAgent(ctx, {
-    sessionId: SessionId('courier'),
-    agentOptions: { provider: 'courier', model: 'courier' },
-  })
-  const { agent } = handle
   for (const [type, data] of Object.entries(LIVE)) {
     ctx.on(type, (payload) => {
-      if (payload.agent === agent) emitted.push({ type, data: data(payload) })
+      if (payload.agent === live.agent) emitted.push({ type, data: data(payload) })
     })
   }
+  return ctx
+}
+
+/** Points `live` at a new agent: its events count, the abandoned one's never do. */
+function adopt(live, ctx, handle) {
+  const { agent } = handle
   // The session log's single write path: the exact durable order.
   const append = agent.session.append.bind(agent.session)
   agent.session.append = (type, data, ...rest) => {
     const event = append(type, data, ...rest)
-    if (DURABLE.has(type)) emitted.push({ type, data })
+    if (DURABLE.has(type) && live.agent === agent) emitted.push({ type, data })
     return event
   }
-  return { agent, handle }
+  Object.assign(live, { ctx, handle, agent })
+}
+
+async function start() {
+  const live = {}
+  const ctx = await context(live)
+  const handle = await ctx.agentLoop.createAgent(ctx, {
+    sessionId: SessionId(SESSION),
+    agentOptions: { provider: 'courier', model: 'courier' },
+  })
+  adopt(live, ctx, handle)
+  return live
+}
+
+/** The session file the persistence wrote (one session, so one file). */
+function sessionFile(folder = root) {
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    const path = join(folder, entry.name)
+    if (entry.isDirectory()) {
+      const found = sessionFile(path)
+      if (found) return found
+    } else if (entry.name === 'session.jsonl') return path
+  }
+  return undefined
+}
+
+/**
+ * SPEC §11 on dsh: flush, abandon the context undisposed (disposal would
+ * write more), cut the file right before the `lose`-th-from-last delivery
+ * event, and resume through dsh's own path in a fresh context. The closers
+ * are the delivery events the resume wrote past the cut.
+ */
+async function restart(live, lose) {
+  await live.ctx.sessions.flush(live.agent.session)
+  live.agent = undefined
+  held = { preStep: undefined, step: undefined }
+  const path = sessionFile()
+  const lines = readFileSync(path, 'utf8').split('\n').filter(line => line !== '')
+  const delivery = lines.flatMap((line, index) => index > 0 && DURABLE.has(JSON.parse(line).type) ? [index] : [])
+  const lost = Math.min(lose, delivery.length)
+  const cut = lost === 0 ? lines.length : delivery[delivery.length - lost]
+  const kept = lines.slice(0, cut)
+  writeFileSync(path, kept.map(line => `${line}\n`).join(''))
+  const lastSeq = kept.length > 1 ? JSON.parse(kept[kept.length - 1]).seq : -1
+  const ctx = await context(live)
+  const handle = await ctx.agents.resume({
+    resumeSessionId: SessionId(SESSION),
+    agentOptions: { provider: 'courier', model: 'courier' },
+  })
+  const closers = handle.agent.session.events
+    .filter(event => event.seq > lastSeq && DURABLE.has(event.type))
+    .map(({ type, data }) => ({ type, data }))
+  // The answer is the closers, then whatever the resumed agent does next.
+  emitted = closers
+  adopt(live, ctx, handle)
+  return null
 }
 
 /** Runs `action`, mapping dsh's thrown duplicate to SPEC §10's refusal. */
@@ -185,7 +251,7 @@ function status(agent) {
   return { turn: phase.turn, step: phase.step, awaiting }
 }
 
-function answer(live, line, number) {
+async function answer(live, line, number) {
   if (line.trim() === '') return undefined
   let value
   try {
@@ -198,7 +264,12 @@ function answer(live, line, number) {
     return [{ inbox: { 'next-turn': ids(live.agent.inbox.nextTurn), 'next-step': ids(live.agent.inbox.nextStep) } }]
   }
   if (value.query === 'status') return [{ status: status(live.agent) }]
-  if (value.restart) return [{ unsupported: 'restart' }]
+  if (value.restart !== undefined) {
+    if (!Number.isInteger(value.restart?.lose) || value.restart.lose < 0) {
+      return [{ error: `line ${number}: restart needs a non-negative lose` }]
+    }
+    return restart(live, value.restart.lose)
+  }
   if (typeof value.input !== 'string') return [{ error: `line ${number}: neither an input, a restart nor a query` }]
   const refused = feed(live, value)
   return refused === undefined ? null : [{ refused }]
@@ -222,7 +293,7 @@ async function main() {
     emitted = []
     let lines
     try {
-      lines = answer(live, line, number)
+      lines = await answer(live, line, number)
     } catch (error) {
       lines = [{ error: `line ${number}: ${error?.message ?? error}` }]
     }
@@ -231,6 +302,7 @@ async function main() {
     const out = lines ?? emitted
     process.stdout.write([...out, { settled: true }].map(value => `${JSON.stringify(value)}\n`).join(''))
   }
+  rmSync(root, { recursive: true, force: true })
   process.exit(0)
 }
 
