@@ -35,6 +35,7 @@ let held = { preStep: undefined, step: undefined }
 /** Where dsh's own JSONL persistence keeps the session (a restart cuts it). */
 const root = mkdtempSync(join(tmpdir(), 'courier-dsh-'))
 const SESSION = 'courier'
+process.on('exit', () => rmSync(root, { recursive: true, force: true }))
 
 function deferred() {
   let resolve, reject
@@ -302,7 +303,6 @@ async function main() {
     const out = lines ?? emitted
     process.stdout.write([...out, { settled: true }].map(value => `${JSON.stringify(value)}\n`).join(''))
   }
-  rmSync(root, { recursive: true, force: true })
   process.exit(0)
 }
 
