@@ -34,6 +34,8 @@ enum Command {
     Diagram(cli::diagram::Args),
     /// Serve stateright's Explorer for the Courier model on 127.0.0.1.
     Explore(cli::explore::Args),
+    /// Serve the core over the JSON-lines protocol of docs/PROTOCOL.md.
+    ServeProtocol(cli::serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,5 +49,6 @@ fn main() -> ExitCode {
         Command::Check(args) => cli::check::main(&args),
         Command::Diagram(args) => cli::diagram::main(&args),
         Command::Explore(args) => cli::explore::main(&args),
+        Command::ServeProtocol(args) => cli::serve::main(&args),
     }
 }

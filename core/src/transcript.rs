@@ -6,7 +6,7 @@ use std::fmt;
 use crate::agent::{Agent, Status};
 use crate::event::{AwaitPoint, Input, Output, PreStepDecision, StepOutcome};
 use crate::message::{CancelCause, Message, MessageId, Source, Target, Wakeup};
-use crate::resume::Stimulus;
+use crate::resume::{CorruptLog, Stimulus};
 use crate::transition::Transition;
 
 /// One parsed transcript command: a core input or a harness command.
@@ -414,10 +414,16 @@ impl Runner {
 
     /// Feeds one input, logs its durable outputs and returns what it printed.
     pub fn feed(&mut self, input: Input) -> Vec<String> {
+        printed(&self.transition(input))
+    }
+
+    /// Feeds one input and logs its durable outputs; the whole transition
+    /// comes back for engines that speak outputs, not lines (the protocol).
+    pub fn transition(&mut self, input: Input) -> Transition {
         let transition = self.agent.transition(input);
         let durable = transition.outputs.iter().filter(|o| o.is_durable());
         self.log.extend(durable.cloned());
-        printed(&transition)
+        transition
     }
 
     /// Applies one stimulus: an input, or a restart.
@@ -432,19 +438,23 @@ impl Runner {
     /// prints the closers. A log that does not replay (only a planted bug
     /// writes one) prints an error and changes nothing.
     pub fn restart(&mut self, lose: usize) -> Vec<String> {
-        let kept = self.log.len() - lose.min(self.log.len());
-        match self.agent.resume(&self.log[..kept]) {
+        match self.crash(lose) {
             Err(corrupt) => vec![format!("error: corrupt-log: {corrupt}")],
-            Ok(resumed) => {
-                self.agent = resumed;
-                self.log.truncate(kept);
-                let closers: Vec<Output> =
-                    std::iter::from_fn(|| self.agent.poll_output()).collect();
-                self.log
-                    .extend(closers.iter().filter(|o| o.is_durable()).cloned());
-                closers.iter().map(Output::to_string).collect()
-            }
+            Ok(closers) => closers.iter().map(Output::to_string).collect(),
         }
+    }
+
+    /// [`Runner::restart`] returning the closers as outputs (or why the kept
+    /// log does not replay, changing nothing).
+    pub fn crash(&mut self, lose: usize) -> Result<Vec<Output>, CorruptLog> {
+        let kept = self.log.len() - lose.min(self.log.len());
+        let resumed = self.agent.resume(&self.log[..kept])?;
+        self.agent = resumed;
+        self.log.truncate(kept);
+        let closers: Vec<Output> = std::iter::from_fn(|| self.agent.poll_output()).collect();
+        self.log
+            .extend(closers.iter().filter(|o| o.is_durable()).cloned());
+        Ok(closers)
     }
 
     /// Executes one command line and returns what it printed.

@@ -1,11 +1,13 @@
 //! One module per subcommand.
 
+pub(crate) mod against;
 pub(crate) mod check;
 pub(crate) mod demo;
 pub(crate) mod diagram;
 pub(crate) mod explore;
 pub(crate) mod replay;
 pub(crate) mod run;
+pub(crate) mod serve;
 pub(crate) mod shrink;
 pub(crate) mod sim;
 pub(crate) mod validate;

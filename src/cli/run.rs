@@ -1,7 +1,9 @@
-//! `courier run [--rewrite] [--mutant NAME] FILE...`: runs each transcript
-//! against a fresh agent and prints a diff for every block that differs.
-//! Exit 0 when all pass, 1 when any differs, 2 when a file cannot be read or
-//! parsed (naming the file and line).
+//! `courier run [--rewrite] [--mutant NAME | --against CMD] FILE...`: runs
+//! each transcript against a fresh agent (or a fresh process of another
+//! implementation speaking docs/PROTOCOL.md) and prints a diff for every
+//! block that differs. Exit 0 when all pass, 1 when any differs, 2 when a
+//! file cannot be read or parsed, or the implementation cannot be spawned or
+//! breaks the protocol (naming the file and line).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,8 +20,13 @@ pub(crate) struct Args {
     #[arg(long)]
     rewrite: bool,
     /// Run against a planted bug of SPEC §8 (needs `--features mutants`).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "against")]
     mutant: Option<MutantArg>,
+    /// Run on another implementation instead: a shell command speaking
+    /// docs/PROTOCOL.md on stdin/stdout (one process per file); `dsh` runs
+    /// the dsh adapter (adapters/dsh).
+    #[arg(long, value_name = "CMD")]
+    against: Option<String>,
     /// Transcript files.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -37,10 +44,18 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let Some(prototype) = super::agent(args.mutant) else {
         return ExitCode::from(2);
     };
+    let engine = match args.against.as_deref().map(super::against::resolve) {
+        None => Engine::Core(&prototype),
+        Some(Ok(command)) => Engine::External(command),
+        Some(Err(error)) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let verdicts: Vec<Verdict> = args
         .files
         .iter()
-        .map(|file| run_file(args, &prototype, file))
+        .map(|file| run_file(args, &engine, file))
         .collect();
     let count = |wanted: fn(&Verdict) -> bool| verdicts.iter().filter(|v| wanted(v)).count();
     let failed = count(|v| matches!(v, Verdict::Failed));
@@ -54,7 +69,25 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     }
 }
 
-fn run_file(args: &Args, prototype: &Agent, file: &PathBuf) -> Verdict {
+/// What runs the transcripts: the core, or a command speaking the protocol.
+enum Engine<'a> {
+    Core(&'a Agent),
+    External(String),
+}
+
+impl Engine<'_> {
+    /// What each block printed, or the line where the run broke off and why.
+    fn run(&self, script: &Script) -> Result<Vec<Vec<String>>, (usize, String)> {
+        match self {
+            Engine::Core(prototype) => script
+                .run(prototype)
+                .map_err(|(line, stalled)| (line, stalled.to_string())),
+            Engine::External(command) => super::against::run_script(script, command),
+        }
+    }
+}
+
+fn run_file(args: &Args, engine: &Engine<'_>, file: &PathBuf) -> Verdict {
     let name = file.display();
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
@@ -70,10 +103,10 @@ fn run_file(args: &Args, prototype: &Agent, file: &PathBuf) -> Verdict {
             return Verdict::Broken;
         }
     };
-    let actual = match script.run(prototype) {
+    let actual = match engine.run(&script) {
         Ok(actual) => actual,
-        Err((line, stalled)) => {
-            eprintln!("error: {name}:{line}: {stalled}");
+        Err((line, reason)) => {
+            eprintln!("error: {name}:{line}: {reason}");
             return Verdict::Broken;
         }
     };

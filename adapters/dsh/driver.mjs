@@ -1,0 +1,313 @@
+// dsh's own ReactLoopAgent behind Courier's wire protocol (docs/PROTOCOL.md).
+// The pre-step hook and the model are held on deferred promises until a
+// protocol line completes them; after each line the driver drains the event
+// loop (setImmediate rounds) so every effect is in the answer. The agent is
+// set up as dsh's own tests do (a cordis Context with its core plugins and a
+// model adapter). dsh is bundled in by build.mjs, never copied.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { Context } from '@deepseek-ai/cordis'
+import LlmRuntime, { LlmAdapter } from '@deepseek-ai/dsh-llm'
+import SessionStore, { SessionId } from '@deepseek-ai/dsh-session'
+import SystemPrompt from '@deepseek-ai/dsh-system-prompt'
+import ToolRuntime from '@deepseek-ai/dsh-tools'
+import AgentRegistry from '@deepseek-ai/dsh-agent'
+import AgentLoop from '@deepseek-ai/dsh-agent-loop'
+import JsonlSessionPersistence from '@deepseek-ai/dsh-session-persistence-jsonl'
+
+/** The durable events that make up the delivery log (SPEC §6). */
+const DURABLE = new Set(['agent/inbox/spliced', 'turn/start', 'step/start', 'user/message', 'step/end', 'turn/end'])
+/** The live notifications the contract names, with the fields it keeps. */
+const LIVE = {
+  'agent/inbox/inserted': ({ message }) => ({ message }),
+  'agent/inbox/claimed': ({ message, turn }) => ({ message, turn }),
+  'agent/inbox/discarded': ({ message }) => ({ message }),
+  'agent/status': ({ status }) => ({ status }),
+  'agent/error': ({ turn, step }) => ({ turn, step }),
+}
+
+/** What the current line emitted, in emission order. */
+let emitted = []
+/** The completions dsh is waiting on: at most one of each. */
+let held = { preStep: undefined, step: undefined }
+/** Where dsh's own JSONL persistence keeps the session (a restart cuts it). */
+const root = mkdtempSync(join(tmpdir(), 'courier-dsh-'))
+const SESSION = 'courier'
+process.on('exit', () => rmSync(root, { recursive: true, force: true }))
+
+function deferred() {
+  let resolve, reject
+  const promise = new Promise((a, b) => { resolve = a; reject = b })
+  return { promise, resolve, reject }
+}
+
+/** A model whose every call waits for the script's `step` outcome. */
+class HeldModel extends LlmAdapter {
+  resolveModel(provider, model) {
+    return Promise.resolve({ provider, id: model, name: model })
+  }
+
+  async * stream() {
+    const outcome = deferred()
+    held.step = outcome
+    const kind = await outcome.promise
+    if (kind === 'fail') throw new Error('step fail (scripted)')
+    if (kind === 'tool-calls') {
+      // A call to a tool nobody registered: dsh records an error result and goes on.
+      const call = { type: 'tool-call', id: 'call-1', name: 'courier-unknown-tool', arguments: '{}' }
+      yield { type: 'block-start', index: 0, blockType: 'tool-call' }
+      yield { type: 'tool-call-delta', index: 0, id: call.id, name: call.name, argumentsDelta: '{}' }
+      yield { type: 'block-end', index: 0, block: call }
+      yield { type: 'finish', reason: { kind: 'tool-calls' } }
+      return
+    }
+    yield { type: 'block-start', index: 0, blockType: 'text' }
+    yield { type: 'text-delta', index: 0, text: 'ok' }
+    yield { type: 'block-end', index: 0, block: { type: 'text', text: 'ok' } }
+    yield { type: 'finish', reason: { kind: kind === 'max-tokens' ? 'max-tokens' : 'stop' } }
+  }
+}
+
+/** A context as dsh's tests build one, plus dsh's JSONL persistence (uncompressed: node 20 has no zstd). */
+async function context(live) {
+  const ctx = new Context()
+  await ctx.plugin(LlmRuntime)
+  await ctx.plugin(SessionStore)
+  await ctx.plugin(SystemPrompt)
+  await ctx.plugin(ToolRuntime)
+  await ctx.plugin(AgentRegistry)
+  await ctx.plugin(AgentLoop, { agents: [] })
+  await ctx.plugin(JsonlSessionPersistence, { root, compression: 'none' })
+  ctx.llm.registerAdapter(['courier'], new HeldModel())
+  ctx.on('agent/pre-step', ({ agent, messages }, next) => {
+    if (agent !== live.agent) return new Promise(() => {})
+    const decision = deferred()
+    held.preStep = { decision, messages, next }
+    return decision.promise
+  })
+  for (const [type, data] of Object.entries(LIVE)) {
+    ctx.on(type, (payload) => {
+      if (payload.agent === live.agent) emitted.push({ type, data: data(payload) })
+    })
+  }
+  return ctx
+}
+
+/** Points `live` at a new agent: its events count, the abandoned one's never do. */
+function adopt(live, ctx, handle) {
+  const { agent } = handle
+  // The session log's single write path: the exact durable order.
+  const append = agent.session.append.bind(agent.session)
+  agent.session.append = (type, data, ...rest) => {
+    const event = append(type, data, ...rest)
+    if (DURABLE.has(type) && live.agent === agent) emitted.push({ type, data })
+    return event
+  }
+  Object.assign(live, { ctx, handle, agent })
+}
+
+async function start() {
+  const live = {}
+  const ctx = await context(live)
+  const handle = await ctx.agentLoop.createAgent(ctx, {
+    sessionId: SessionId(SESSION),
+    agentOptions: { provider: 'courier', model: 'courier' },
+  })
+  adopt(live, ctx, handle)
+  return live
+}
+
+/** The session file the persistence wrote (one session, so one file). */
+function sessionFile(folder = root) {
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    const path = join(folder, entry.name)
+    if (entry.isDirectory()) {
+      const found = sessionFile(path)
+      if (found) return found
+    } else if (entry.name === 'session.jsonl') return path
+  }
+  return undefined
+}
+
+/**
+ * SPEC §11 on dsh: flush, abandon the context undisposed (disposal would
+ * write more), cut the file right before the `lose`-th-from-last delivery
+ * event, and resume through dsh's own path in a fresh context. The closers
+ * are the delivery events the resume wrote past the cut.
+ */
+async function restart(live, lose) {
+  await live.ctx.sessions.flush(live.agent.session)
+  live.agent = undefined
+  held = { preStep: undefined, step: undefined }
+  const path = sessionFile()
+  const lines = readFileSync(path, 'utf8').split('\n').filter(line => line !== '')
+  const delivery = lines.flatMap((line, index) => index > 0 && DURABLE.has(JSON.parse(line).type) ? [index] : [])
+  const lost = Math.min(lose, delivery.length)
+  const cut = lost === 0 ? lines.length : delivery[delivery.length - lost]
+  const kept = lines.slice(0, cut)
+  writeFileSync(path, kept.map(line => `${line}\n`).join(''))
+  const lastSeq = kept.length > 1 ? JSON.parse(kept[kept.length - 1]).seq : -1
+  const ctx = await context(live)
+  const handle = await ctx.agents.resume({
+    resumeSessionId: SessionId(SESSION),
+    agentOptions: { provider: 'courier', model: 'courier' },
+  })
+  const closers = handle.agent.session.events
+    .filter(event => event.seq > lastSeq && DURABLE.has(event.type))
+    .map(({ type, data }) => ({ type, data }))
+  // The answer is the closers, then whatever the resumed agent does next.
+  emitted = closers
+  adopt(live, ctx, handle)
+  return null
+}
+
+/** Runs `action`, mapping dsh's thrown duplicate to SPEC §10's refusal. */
+function refusing(action) {
+  try {
+    action()
+    return undefined
+  } catch (error) {
+    const duplicate = /message "([^"]*)" is already pending/.exec(String(error?.message))
+    if (duplicate) return `duplicate-id: ${duplicate[1]}`
+    throw error
+  }
+}
+
+/** The pre-step decision a protocol input names. */
+function decide(input, pending) {
+  switch (input.decision) {
+    case 'pass': return pending.next()
+    case 'reject': return { kind: 'reject' }
+    case 'enter': {
+      const claimed = new Map(pending.messages.map(message => [message.id, message]))
+      return { kind: 'enter', messages: input.batch.map(message => claimed.get(message.id) ?? message) }
+    }
+    case 'fail': throw new Error('pre-step fail (scripted)')
+    default: throw new Error(`unknown decision ${input.decision}`)
+  }
+}
+
+/** Completions: one of the held promises, else `not-awaiting`. */
+function complete(input) {
+  if (input.input === 'pre-step') {
+    const pending = held.preStep
+    if (!pending) return 'not-awaiting: pre-step'
+    held.preStep = undefined
+    try {
+      pending.decision.resolve(decide(input, pending))
+    } catch (error) {
+      pending.decision.reject(error)
+    }
+    return undefined
+  }
+  const pending = held.step
+  if (!pending) return 'not-awaiting: step'
+  held.step = undefined
+  pending.resolve(Object.keys(input).find(key => key !== 'input'))
+  return undefined
+}
+
+/** Feeds one core input to dsh; returns a refusal text or undefined. */
+function feed({ agent, handle }, input) {
+  switch (input.input) {
+    case 'send':
+      return refusing(() => agent.send(input.message, input.target, input.wakeup === 'wake'))
+    case 'append':
+      return refusing(() => agent.inbox.append(input.target, input.message))
+    case 'prepend':
+      return refusing(() => agent.inbox.prepend(input.target, input.message))
+    case 'replace': {
+      let found = true
+      const refused = refusing(() => { found = agent.inbox.replace(input.id, input.message) })
+      return refused ?? (found ? undefined : `not-pending: ${input.id}`)
+    }
+    case 'remove':
+      return agent.inbox.remove(input.id) ? undefined : `not-pending: ${input.id}`
+    case 'splice':
+      return refusing(() => agent.inbox.splice(input.target, input.start, input.removed, input.inserted))
+    case 'cancel':
+      agent.cancel(input.cause, { keepInbox: input.keep_inbox })
+      return undefined
+    case 'dispose':
+      void handle.dispose()
+      return undefined
+    case 'when-idle':
+      void agent.whenIdle().then(() => { emitted.push({ type: 'idle' }) })
+      return undefined
+    case 'pre-step':
+    case 'step':
+      return complete(input)
+    default:
+      throw new Error(`unknown input ${input.input}`)
+  }
+}
+
+/** `status` needs dsh's private phase: its turn and last opened step. */
+function status(agent) {
+  const phase = agent.phase
+  if (agent.status === 'idle') return 'idle'
+  const awaiting = held.preStep ? 'pre-step' : held.step ? 'step' : 'nothing'
+  return { turn: phase.turn, step: phase.step, awaiting }
+}
+
+async function answer(live, line, number) {
+  if (line.trim() === '') return undefined
+  let value
+  try {
+    value = JSON.parse(line)
+  } catch (error) {
+    return [{ error: `line ${number}: not JSON: ${error.message}` }]
+  }
+  if (value.query === 'inbox') {
+    const ids = list => list.map(message => message.id)
+    return [{ inbox: { 'next-turn': ids(live.agent.inbox.nextTurn), 'next-step': ids(live.agent.inbox.nextStep) } }]
+  }
+  if (value.query === 'status') return [{ status: status(live.agent) }]
+  if (value.restart !== undefined) {
+    if (!Number.isInteger(value.restart?.lose) || value.restart.lose < 0) {
+      return [{ error: `line ${number}: restart needs a non-negative lose` }]
+    }
+    return restart(live, value.restart.lose)
+  }
+  if (typeof value.input !== 'string') return [{ error: `line ${number}: neither an input, a restart nor a query` }]
+  const refused = feed(live, value)
+  return refused === undefined ? null : [{ refused }]
+}
+
+/** setImmediate rounds until two in a row add nothing. */
+async function drain() {
+  let quiet = 0
+  while (quiet < 2) {
+    const before = emitted.length
+    await new Promise(resolve => setImmediate(resolve))
+    quiet = emitted.length === before ? quiet + 1 : 0
+  }
+}
+
+async function main() {
+  const live = await start()
+  let number = 0
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    number += 1
+    emitted = []
+    let lines
+    try {
+      lines = await answer(live, line, number)
+    } catch (error) {
+      lines = [{ error: `line ${number}: ${error?.message ?? error}` }]
+    }
+    if (lines === undefined) continue
+    await drain()
+    const out = lines ?? emitted
+    process.stdout.write([...out, { settled: true }].map(value => `${JSON.stringify(value)}\n`).join(''))
+  }
+  process.exit(0)
+}
+
+process.stdout.on('error', () => process.exit(0))
+main().catch((error) => {
+  console.error(error)
+  process.exit(2)
+})

@@ -1,0 +1,258 @@
+//! `courier run --against CMD`: the client side of docs/PROTOCOL.md. Each
+//! transcript runs on a fresh process of another implementation; its answers
+//! are printed in the transcript's line format, so `run` judges them by the
+//! same rule (`Script::mismatches`) as the core's own.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command as Process, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use courier_core::transcript::{Command, RUN_INPUTS_MAX, Script, parse_command};
+use courier_core::{AwaitPoint, Input, Output, PreStepDecision, Status, StepOutcome, Stimulus};
+use serde_json::Value;
+
+/// How long one answer may take: an implementation that hangs is a failure
+/// to report, not a reason for `courier run` to hang too.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The shell command `--against dsh` stands for: node on the dsh adapter's
+/// bundle, built first when its dependencies are installed.
+pub(crate) fn resolve(against: &str) -> Result<String, String> {
+    if against != "dsh" {
+        return Ok(against.to_owned());
+    }
+    let adapter = dsh_adapter();
+    let driver = adapter.join("dist/driver.mjs");
+    if !driver.is_file() && adapter.join("node_modules").is_dir() {
+        // Errors show through npm's own output; the check below names the fix.
+        let _ = Process::new("npm")
+            .args(["run", "--silent", "build"])
+            .current_dir(&adapter)
+            .stdout(Stdio::null())
+            .status();
+    }
+    if !driver.is_file() {
+        return Err(format!(
+            "the dsh adapter is not built: run `npm ci && npm run build` in {}",
+            adapter.display()
+        ));
+    }
+    Ok(format!("node {}", shell_quote(&driver)))
+}
+
+/// `adapters/dsh` of this checkout (`COURIER_DSH_ADAPTER` overrides it).
+fn dsh_adapter() -> PathBuf {
+    match std::env::var_os("COURIER_DSH_ADAPTER") {
+        Some(path) => PathBuf::from(path),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("adapters/dsh"),
+    }
+}
+
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+/// One running implementation: its stdin, and its stdout's lines as a
+/// reader thread hands them over (so an answer can time out).
+pub(crate) struct Peer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<std::io::Result<String>>,
+}
+
+impl Peer {
+    /// Spawns `command` with `sh -c`; its stderr passes through.
+    pub(crate) fn spawn(command: &str) -> Result<Peer, String> {
+        let mut child = Process::new("sh")
+            .args(["-c", command])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|error| format!("cannot spawn `{command}`: {error}"))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                if sender.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Peer {
+            child,
+            stdin,
+            lines,
+        })
+    }
+
+    /// Sends one line and returns the JSON values answering it, up to (not
+    /// including) the `{"settled":true}` marker.
+    fn ask(&mut self, line: &str) -> Result<Vec<Value>, String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin already closed")?;
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .map_err(|error| format!("cannot write to the implementation: {error}"))?;
+        let mut values = Vec::new();
+        loop {
+            let text = match self.lines.recv_timeout(ANSWER_TIMEOUT) {
+                Ok(Ok(text)) => text,
+                Ok(Err(error)) => return Err(format!("cannot read its answer: {error}")),
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!("no answer to `{line}` within {ANSWER_TIMEOUT:?}"));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(format!("it exited before settling `{line}`"));
+                }
+            };
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|error| format!("its line `{text}` is not JSON: {error}"))?;
+            if value == serde_json::json!({ "settled": true }) {
+                return Ok(values);
+            }
+            values.push(value);
+        }
+    }
+
+    /// Feeds a stimulus and prints the answer as transcript lines.
+    fn apply(&mut self, stimulus: &Stimulus) -> Result<Vec<String>, String> {
+        let line = serde_json::to_string(stimulus).map_err(|error| error.to_string())?;
+        self.ask(&line)?.iter().map(printed).collect()
+    }
+
+    /// The one value answering a query, found under `key`.
+    fn query(&mut self, key: &str) -> Result<Value, String> {
+        let answer = self.ask(&format!(r#"{{"query":"{key}"}}"#))?;
+        match answer.as_slice() {
+            [value] => value
+                .get(key)
+                .cloned()
+                .ok_or_else(|| format!("`{value}` does not answer the {key} query")),
+            _ => Err(format!("{} lines answer the {key} query", answer.len())),
+        }
+    }
+
+    fn status(&mut self) -> Result<Status, String> {
+        let value = self.query("status")?;
+        if value == "idle" {
+            return Ok(Status::Idle);
+        }
+        let number = |key: &str| value.get(key).and_then(Value::as_u64);
+        let awaiting = value.get("awaiting").cloned().map(serde_json::from_value);
+        match (number("turn"), number("step"), awaiting) {
+            (Some(turn), Some(step), Some(Ok(awaiting))) => Ok(Status::Running {
+                turn,
+                step,
+                awaiting,
+            }),
+            _ => Err(format!("`{value}` is not a status")),
+        }
+    }
+
+    fn inbox(&mut self) -> Result<Vec<String>, String> {
+        let value = self.query("inbox")?;
+        ["next-turn", "next-step"]
+            .into_iter()
+            .map(|target| {
+                let ids = value.get(target).and_then(Value::as_array);
+                let ids = ids.ok_or_else(|| format!("`{value}` lacks `{target}`"))?;
+                let mut line = format!("{target}:");
+                for id in ids {
+                    let id = id.as_str().ok_or_else(|| format!("`{id}` is not an id"))?;
+                    line.push(' ');
+                    line.push_str(id);
+                }
+                Ok(line)
+            })
+            .collect()
+    }
+
+    /// `run`: feed `pass` / `completed` while the queried status is running.
+    fn run(&mut self) -> Result<Vec<String>, String> {
+        let mut printed = Vec::new();
+        for _ in 0..RUN_INPUTS_MAX {
+            let input = match self.status()? {
+                Status::Idle => return Ok(printed),
+                Status::Running {
+                    awaiting: AwaitPoint::PreStep,
+                    ..
+                } => Input::PreStep(PreStepDecision::Pass),
+                Status::Running {
+                    awaiting: AwaitPoint::Step,
+                    ..
+                } => Input::Step(StepOutcome::Completed),
+            };
+            printed.extend(self.apply(&Stimulus::Input(input))?);
+        }
+        Err(format!(
+            "run did not reach idle within {RUN_INPUTS_MAX} completions"
+        ))
+    }
+
+    /// Executes one transcript command and returns what it printed.
+    fn execute(&mut self, line: &str) -> Result<Vec<String>, String> {
+        match parse_command(line) {
+            Err(bad) => Ok(vec![format!("error: {bad}")]),
+            Ok(Command::Input(input)) => self.apply(&Stimulus::Input(input)),
+            Ok(Command::Restart { lose }) => self.apply(&Stimulus::Restart { lose }),
+            Ok(Command::Inbox) => self.inbox(),
+            Ok(Command::Status) => Ok(vec![self.status()?.to_string()]),
+            Ok(Command::Run) => self.run(),
+        }
+    }
+}
+
+impl Drop for Peer {
+    /// Closing stdin ends a well-behaved implementation; one that lingers
+    /// past a second is killed, so no run leaves processes behind.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One answer line as the transcript prints it: an output's line, or
+/// `error: <text>` for a refusal or an unsupported stimulus. A protocol
+/// `error` (the implementation did not understand us) fails the file.
+fn printed(value: &Value) -> Result<String, String> {
+    if let Some(refused) = value.get("refused").and_then(Value::as_str) {
+        return Ok(format!("error: {refused}"));
+    }
+    if let Some(what) = value.get("unsupported").and_then(Value::as_str) {
+        return Ok(format!("error: unsupported: {what}"));
+    }
+    if let Some(error) = value.get("error") {
+        return Err(format!(
+            "the implementation reports a protocol error: {error}"
+        ));
+    }
+    serde_json::from_value::<Output>(value.clone())
+        .map(|output| output.to_string())
+        .map_err(|error| format!("`{value}` is not an output: {error}"))
+}
+
+/// Runs every block of `script` on a fresh process of `command`, returning
+/// what each printed, or the block's line and why the run broke off.
+pub(crate) fn run_script(
+    script: &Script,
+    command: &str,
+) -> Result<Vec<Vec<String>>, (usize, String)> {
+    let mut peer = Peer::spawn(command).map_err(|error| (0, error))?;
+    script
+        .blocks()
+        .map(|block| {
+            peer.execute(&block.command)
+                .map_err(|error| (block.line, error))
+        })
+        .collect()
+}

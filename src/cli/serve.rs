@@ -1,0 +1,170 @@
+//! `courier serve-protocol [--mutant NAME]`: the core behind the wire
+//! protocol of docs/PROTOCOL.md, on stdin and stdout, so `courier run
+//! --against` can test any implementation of the design, this one included.
+//! Exit 0 at the end of stdin or when stdout closes, 2 when stdin cannot be
+//! read or the mutant cannot be had.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use courier::variant::MutantArg;
+use courier_core::transcript::Runner;
+use courier_core::{Agent, Input, Output, Status, Stimulus, Target};
+use serde_json::{Value, json};
+
+/// Arguments of `courier serve-protocol`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Serve a planted bug of SPEC §8 (needs `--features mutants`).
+    #[arg(long, value_name = "NAME")]
+    mutant: Option<MutantArg>,
+}
+
+/// The marker that ends every answer: the client reads up to it.
+const SETTLED: &str = r#"{"settled":true}"#;
+
+pub(crate) fn main(args: &Args) -> ExitCode {
+    let Some(agent) = super::agent(args.mutant) else {
+        return ExitCode::from(2);
+    };
+    let mut runner = Runner::new(agent);
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::stdout().lock();
+    let mut bytes = Vec::new();
+    for number in 1.. {
+        bytes.clear();
+        match input.read_until(b'\n', &mut bytes) {
+            Ok(0) => return ExitCode::SUCCESS,
+            Ok(_) => {}
+            Err(error) => {
+                eprintln!("error: cannot read stdin: {error}");
+                return ExitCode::from(2);
+            }
+        }
+        let Some(lines) = answer(&mut runner, number, &bytes) else {
+            continue;
+        };
+        // A closed stdout means the client is gone: nothing left to say.
+        if write_answer(&mut output, &lines).is_err() {
+            return ExitCode::SUCCESS;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn write_answer(output: &mut impl Write, lines: &[String]) -> std::io::Result<()> {
+    for line in lines {
+        writeln!(output, "{line}")?;
+    }
+    writeln!(output, "{SETTLED}")?;
+    output.flush()
+}
+
+/// The lines answering one line in (without the marker); `None` for a blank
+/// line, which the protocol ignores.
+fn answer(runner: &mut Runner, number: usize, bytes: &[u8]) -> Option<Vec<String>> {
+    let error = |reason: String| {
+        Some(vec![
+            json!({ "error": format!("line {number}: {reason}") }).to_string(),
+        ])
+    };
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return error("not UTF-8".to_owned());
+    };
+    if text.trim().is_empty() {
+        return None;
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(reason) => return error(format!("not JSON: {reason}")),
+    };
+    if let Some(query) = value.get("query") {
+        return match query.as_str() {
+            Some("inbox") => Some(vec![inbox(runner.agent()).to_string()]),
+            Some("status") => Some(vec![status(runner.agent()).to_string()]),
+            _ => error(format!("unknown query: {query}")),
+        };
+    }
+    match serde_json::from_value::<Stimulus>(value) {
+        Ok(Stimulus::Input(input)) => Some(feed(runner, input)),
+        Ok(Stimulus::Restart { lose }) => Some(restart(runner, lose)),
+        Err(reason) => error(format!("neither an input, a restart nor a query: {reason}")),
+    }
+}
+
+fn feed(runner: &mut Runner, input: Input) -> Vec<String> {
+    let transition = runner.transition(input);
+    match transition.answer {
+        Err(refusal) => vec![json!({ "refused": refusal.to_string() }).to_string()],
+        Ok(()) => outputs(&transition.outputs),
+    }
+}
+
+fn restart(runner: &mut Runner, lose: usize) -> Vec<String> {
+    match runner.crash(lose) {
+        Err(corrupt) => vec![json!({ "refused": format!("corrupt-log: {corrupt}") }).to_string()],
+        Ok(closers) => outputs(&closers),
+    }
+}
+
+fn outputs(outputs: &[Output]) -> Vec<String> {
+    outputs
+        .iter()
+        .map(|output| json!(output).to_string())
+        .collect()
+}
+
+/// `{"inbox":{"next-turn":[ids],"next-step":[ids]}}`.
+fn inbox(agent: &Agent) -> Value {
+    let ids = |target| -> Vec<&str> {
+        let list = agent.inbox().list(target);
+        list.iter().map(|message| message.id().as_str()).collect()
+    };
+    json!({ "inbox": { "next-turn": ids(Target::NextTurn), "next-step": ids(Target::NextStep) } })
+}
+
+/// `{"status":"idle"}` or `{"status":{"turn":T,"step":S,"awaiting":A}}`.
+fn status(agent: &Agent) -> Value {
+    match agent.status() {
+        Status::Idle => json!({ "status": "idle" }),
+        Status::Running {
+            turn,
+            step,
+            awaiting,
+        } => json!({ "status": { "turn": turn, "step": step, "awaiting": awaiting } }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use courier_core::transcript::{Command, parse_command};
+
+    /// The shapes docs/PROTOCOL.md shows are the ones serde writes.
+    #[test]
+    fn the_documented_input_shapes_are_serdes() {
+        let shapes = [
+            (
+                "followup A",
+                r#"{"input":"send","message":{"id":"A","role":"user","content":[{"type":"text","text":"A"}],"source":{"kind":"user"}},"target":"next-turn","wakeup":"wake"}"#,
+            ),
+            ("step completed", r#"{"input":"step","completed":null}"#),
+            ("pre-step pass", r#"{"input":"pre-step","decision":"pass"}"#),
+            (
+                "cancel user keep-inbox",
+                r#"{"input":"cancel","cause":{"kind":"user"},"keep_inbox":true}"#,
+            ),
+            ("remove A", r#"{"input":"remove","id":"A"}"#),
+            ("dispose", r#"{"input":"dispose"}"#),
+        ];
+        for (line, json) in shapes {
+            let Ok(Command::Input(input)) = parse_command(line) else {
+                panic!("{line}");
+            };
+            let read: courier_core::Input = serde_json::from_str(json).unwrap();
+            assert_eq!(read, input, "{line}");
+            let written: serde_json::Value = serde_json::to_value(&input).unwrap();
+            let expected: serde_json::Value = serde_json::from_str(json).unwrap();
+            assert_eq!(written, expected, "{line}");
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The wire protocol (docs/PROTOCOL.md) from both ends: `courier run
+//! --against` driving `courier serve-protocol` must agree with `courier run`
+//! on every shared scenario, and must catch a planted bug served behind it.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{courier, files_with_extension, shared_restart_scenarios, shared_scenarios, stdout};
+
+/// The command that serves the core (with `extra` arguments) over the protocol.
+fn served(extra: &str) -> String {
+    let binary = env!("CARGO_BIN_EXE_courier");
+    format!("'{binary}' serve-protocol {extra}")
+}
+
+fn scenario_files() -> Vec<PathBuf> {
+    let mut files = files_with_extension(&shared_scenarios(), "txn");
+    files.extend(files_with_extension(&shared_restart_scenarios(), "txn"));
+    files
+}
+
+#[test]
+fn the_served_core_passes_every_shared_scenario() {
+    let files = scenario_files();
+    assert!(files.len() > 50, "only {} scenarios found", files.len());
+    let command = served("");
+    let mut arguments = vec!["run", "--against", command.as_str()];
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    arguments.extend(names.iter().map(String::as_str));
+    let output = courier(&arguments);
+    let text = stdout(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        text.ends_with(&format!("{} passed, 0 failed, 0 unreadable\n", files.len())),
+        "{text}"
+    );
+}
+
+#[cfg(feature = "mutants")]
+#[test]
+fn a_planted_bug_behind_the_protocol_fails_m01() {
+    let file = shared_scenarios().join("m01-no-latch.txn");
+    let command = served("--mutant no-latch");
+    let output = courier(&["run", "--against", &command, &file.display().to_string()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("FAIL") && text.contains("    - ~status running"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_implementation_that_cannot_start_exits_two_naming_the_file() {
+    let file = shared_scenarios().join("m01-no-latch.txn");
+    let output = courier(&["run", "--against", "exit 3", &file.display().to_string()]);
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{errors}");
+    assert!(errors.contains("m01-no-latch.txn:6: "), "{errors}");
+}
+
+/// Malformed lines answer an error naming the line, then the marker; the
+/// server keeps serving and ends with exit 0 at the end of input.
+#[test]
+fn the_server_names_bad_lines_and_goes_on() {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
+        .arg("serve-protocol")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the server starts");
+    let input = "garbage\n{\"query\":\"what\"}\n{\"input\":\"frob\"}\n{\"query\":\"status\"}\n{\"input\":\"step\",\"completed\":null}\n";
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let lines: Vec<String> = stdout(&output).lines().map(str::to_owned).collect();
+    let settled = r#"{"settled":true}"#;
+    assert_eq!(lines.len(), 10, "{lines:?}");
+    assert!(
+        lines[0].starts_with(r#"{"error":"line 1: not JSON"#),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].starts_with(r#"{"error":"line 2: unknown query"#),
+        "{lines:?}"
+    );
+    assert!(lines[4].starts_with(r#"{"error":"line 3: "#), "{lines:?}");
+    assert_eq!(lines[6], r#"{"status":"idle"}"#);
+    assert_eq!(lines[8], r#"{"refused":"not-awaiting: step"}"#);
+    for marker in [1, 3, 5, 7, 9] {
+        assert_eq!(lines[marker], settled);
+    }
+}
