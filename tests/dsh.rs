@@ -26,10 +26,22 @@ fn missing() -> Option<String> {
         return Some("node is not installed".to_owned());
     }
     let adapter = workspace().join("adapters/dsh");
-    let built = adapter.join("dist/driver.mjs").is_file();
-    let installed = adapter.join("node_modules").is_dir();
-    (!built && !installed).then(|| {
-        "the dsh adapter is not built (npm ci && npm run build in adapters/dsh)".to_owned()
+    if adapter.join("dist/driver.mjs").is_file() {
+        return None;
+    }
+    if !adapter.join("node_modules").is_dir() {
+        return Some(
+            "the dsh adapter is not built (npm ci && npm run build in adapters/dsh)".to_owned(),
+        );
+    }
+    // Building the bundle needs dsh's pinned sources beside the checkout.
+    let reference = std::env::var_os("COURIER_DSH_REFERENCE")
+        .map_or_else(|| workspace().join("../shared/reference/dsh"), Into::into);
+    (!reference.is_dir()).then(|| {
+        format!(
+            "the dsh reference sources are absent ({})",
+            reference.display()
+        )
     })
 }
 
