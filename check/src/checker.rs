@@ -617,21 +617,12 @@ impl Checker {
         for closer in printed {
             self.history.observe(closer)?;
         }
-        let Self {
-            history: _,
-            status,
-            owed,
-            parked,
-            aborted,
-            replay_owed,
-            disposed,
-        } = self;
-        *status = Activity::Idle;
-        owed.clear();
-        parked.clear();
-        *aborted = false;
-        *replay_owed = false;
-        *disposed = false;
+        // Only the durable history survives; the rest died with the process.
+        let history = std::mem::replace(&mut self.history, History::new(Mode::Core));
+        *self = Self {
+            history,
+            ..Self::new()
+        };
         Ok(())
     }
 

@@ -50,14 +50,7 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
     if let ["restart", rest @ ..] = words.as_slice() {
         return parse_restart(rest).ok_or_else(bad);
     }
-    let source = match words.last().and_then(|word| word.strip_prefix("source=")) {
-        Some(kind) if !kind.is_empty() && words.len() > 2 => {
-            words.pop();
-            Some(Source::of_kind(kind))
-        }
-        Some(_) => return Err(bad()),
-        None => None,
-    };
+    let source = take_source(&mut words).ok_or_else(bad)?;
     let message = |id: &str| {
         let source = source.clone().unwrap_or_else(Source::user);
         parse_id(id).map(|id| Message::text(id, source))
@@ -126,6 +119,20 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
         _ => return Err(bad()),
     };
     Ok(Command::Input(command))
+}
+
+/// Takes a trailing `source=<kind>` off a message command (`Some(None)`
+/// when there is none; `None` when it is malformed or has no command).
+fn take_source(words: &mut Vec<&str>) -> Option<Option<Source>> {
+    let Some(kind) = words.last().and_then(|word| word.strip_prefix("source=")) else {
+        return Some(None);
+    };
+    if kind.is_empty() || words.len() <= 2 {
+        return None;
+    }
+    let source = Source::of_kind(kind);
+    words.pop();
+    Some(Some(source))
 }
 
 /// `restart` | `restart lose=3`: one optional non-negative count.
