@@ -138,10 +138,15 @@ function sessionFile(folder = root) {
  * are the delivery events the resume wrote past the cut.
  */
 async function restart(live, lose) {
-  await live.ctx.sessions.flush(live.agent.session)
+  if (live.disposing) await live.disposing
+  else await live.ctx.sessions.flush(live.agent.session)
+  live.disposing = undefined
+  const path = sessionFile()
+  // dsh writes no file before its first flush, and a finished disposal
+  // removes the session: either way there is nothing to resume.
+  if (path === undefined) return [{ unsupported: 'restart: dsh left no session file to resume' }]
   live.agent = undefined
   held = { preStep: undefined, step: undefined }
-  const path = sessionFile()
   const lines = readFileSync(path, 'utf8').split('\n').filter(line => line !== '')
   const delivery = lines.flatMap((line, index) => index > 0 && DURABLE.has(JSON.parse(line).type) ? [index] : [])
   const lost = Math.min(lose, delivery.length)
@@ -210,7 +215,8 @@ function complete(input) {
 }
 
 /** Feeds one core input to dsh; returns a refusal text or undefined. */
-function feed({ agent, handle }, input) {
+function feed(live, input) {
+  const { agent, handle } = live
   switch (input.input) {
     case 'send':
       return refusing(() => agent.send(input.message, input.target, input.wakeup === 'wake'))
@@ -231,7 +237,9 @@ function feed({ agent, handle }, input) {
       agent.cancel(input.cause, { keepInbox: input.keep_inbox })
       return undefined
     case 'dispose':
-      void handle.dispose()
+      // Disposal closes the session in its store: a later restart resumes
+      // from what disposal wrote instead of flushing it again.
+      live.disposing = handle.dispose()
       return undefined
     case 'when-idle':
       void agent.whenIdle().then(() => { emitted.push({ type: 'idle' }) })

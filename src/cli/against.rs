@@ -117,7 +117,7 @@ impl Peer {
     }
 
     /// Feeds a stimulus and prints the answer as transcript lines.
-    fn apply(&mut self, stimulus: &Stimulus) -> Result<Vec<String>, String> {
+    pub(crate) fn apply(&mut self, stimulus: &Stimulus) -> Result<Vec<String>, String> {
         let line = serde_json::to_string(stimulus).map_err(|error| error.to_string())?;
         self.ask(&line)?.iter().map(printed).collect()
     }

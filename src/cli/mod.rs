@@ -6,6 +6,7 @@ pub(crate) mod demo;
 pub(crate) mod diagram;
 pub(crate) mod explore;
 pub(crate) mod replay;
+pub(crate) mod rules;
 pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod shrink;

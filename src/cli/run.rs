@@ -1,16 +1,22 @@
 //! `courier run [--rewrite] [--mutant NAME | --against CMD] FILE...`: runs
 //! each transcript against a fresh agent (or a fresh process of another
 //! implementation speaking docs/PROTOCOL.md) and prints a diff for every
-//! block that differs. Exit 0 when all pass, 1 when any differs, 2 when a
-//! file cannot be read or parsed, or the implementation cannot be spawned or
-//! breaks the protocol (naming the file and line).
+//! block that differs. With `--against`, each differing file's first
+//! differing block is a divergence, classified by a named rule (SPEC §6,
+//! see `rules.rs`) or `unexplained`, and a summary counts them per rule.
+//! Exit 0 when all pass (with `--against`: when every divergence is explained,
+//! unless `--strict`), 1 when any differs otherwise, 2 when a file cannot be
+//! read or parsed, or the implementation cannot be spawned or breaks the
+//! protocol (naming the file and line).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use courier::variant::MutantArg;
 use courier_core::Agent;
-use courier_core::transcript::{Mismatch, Script};
+use courier_core::transcript::{Mismatch, Script, parse_command};
+
+use super::rules::{Divergence, Earlier, Rule, classify};
 use similar::{ChangeTag, TextDiff};
 
 /// Arguments of `courier run`.
@@ -27,6 +33,9 @@ pub(crate) struct Args {
     /// the dsh adapter (adapters/dsh).
     #[arg(long, value_name = "CMD")]
     against: Option<String>,
+    /// With `--against`: fail (exit 1) on divergences a named rule explains too.
+    #[arg(long, requires = "against")]
+    strict: bool,
     /// Transcript files.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -35,7 +44,9 @@ pub(crate) struct Args {
 /// What happened to one file.
 enum Verdict {
     Passed,
-    Failed,
+    /// Differs; with `--against`, the rule explaining its first divergence
+    /// (`Some(None)`: unexplained).
+    Failed(Option<Option<Rule>>),
     Broken,
 }
 
@@ -58,15 +69,40 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         .map(|file| run_file(args, &engine, file))
         .collect();
     let count = |wanted: fn(&Verdict) -> bool| verdicts.iter().filter(|v| wanted(v)).count();
-    let failed = count(|v| matches!(v, Verdict::Failed));
+    let failed = count(|v| matches!(v, Verdict::Failed(_)));
     let broken = count(|v| matches!(v, Verdict::Broken));
     let passed = verdicts.len() - failed - broken;
     println!("{passed} passed, {failed} failed, {broken} unreadable");
-    match (broken, failed) {
+    let unexplained = match args.against {
+        Some(_) => summarise(&verdicts, args.strict),
+        None => failed,
+    };
+    match (broken, unexplained) {
         (0, 0) => ExitCode::SUCCESS,
         (0, _) => ExitCode::from(1),
         _ => ExitCode::from(2),
     }
+}
+
+/// Prints the divergences per rule; returns how many fail the run (the
+/// unexplained ones, or all with `strict`).
+fn summarise(verdicts: &[Verdict], strict: bool) -> usize {
+    let rules: Vec<Option<Rule>> = verdicts
+        .iter()
+        .filter_map(|verdict| match verdict {
+            Verdict::Failed(rule) => *rule,
+            Verdict::Passed | Verdict::Broken => None,
+        })
+        .collect();
+    let unexplained = rules.iter().filter(|rule| rule.is_none()).count();
+    let explained = rules.len() - unexplained;
+    println!("divergences: {explained} explained, {unexplained} unexplained");
+    for rule in Rule::ALL {
+        let count = rules.iter().filter(|r| **r == Some(rule)).count();
+        println!("  {}: {count}", rule.name());
+    }
+    println!("  unexplained: {unexplained}");
+    if strict { rules.len() } else { unexplained }
 }
 
 /// What runs the transcripts: the core, or a command speaking the protocol.
@@ -130,7 +166,37 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &PathBuf) -> Verdict {
     for mismatch in mismatches {
         print_mismatch(&name.to_string(), mismatch);
     }
-    Verdict::Failed
+    if args.against.is_none() {
+        return Verdict::Failed(None);
+    }
+    let (line, rule) = first_divergence(&script, &actual);
+    let verdict = rule.map_or("unexplained", Rule::name);
+    println!("  divergence at {name}:{line}: {verdict}");
+    Verdict::Failed(Some(rule))
+}
+
+/// The line of the first block that differs and the rule explaining it
+/// (the blocks after it run on diverged states, so they explain nothing).
+fn first_divergence(script: &Script, actual: &[Vec<String>]) -> (usize, Option<Rule>) {
+    let mut earlier = Vec::new();
+    for (block, printed) in script.blocks().zip(actual) {
+        let command = parse_command(&block.command).ok();
+        let Some(expected) = block.expected.as_ref().filter(|e| *e == printed) else {
+            let expected = block.expected.as_deref().unwrap_or_default();
+            let divergence = Divergence {
+                earlier: &earlier,
+                command: command.as_ref(),
+                expected,
+                actual: printed,
+            };
+            return (block.line, classify(&divergence));
+        };
+        earlier.push(Earlier {
+            command,
+            printed: expected.clone(),
+        });
+    }
+    (0, None)
 }
 
 fn print_mismatch(name: &str, Mismatch { block, actual }: Mismatch<'_>) {

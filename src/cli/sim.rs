@@ -6,7 +6,9 @@
 //! writes a race report, the path of its diagram (written with `--diagram`)
 //! and the commands that replay it, and exits 1; otherwise a summary and
 //! exit 0 (with `--coverage-bound`, the share of the checker's states; see
-//! `bound.rs`). Exit 2 on bad arguments.
+//! `bound.rs`). Exit 2 on bad arguments. With `--against CMD|dsh`, each
+//! seed's trace is compared with another implementation instead (see
+//! `sim/against.rs` for its output and exit codes).
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -20,6 +22,7 @@ use courier_core::Agent;
 use courier_sim::{Failure, Plan, REPORT_FORMAT, Report, Restarts, SeedRun, draw, evaluate, sweep};
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod against;
 mod bound;
 
 /// Arguments of `courier sim`.
@@ -62,6 +65,19 @@ pub(crate) struct Args {
     /// seed's rate otherwise; a coverage bound has none).
     #[arg(long)]
     no_restarts: bool,
+    /// Compare each seed's trace on another implementation speaking
+    /// docs/PROTOCOL.md (a shell command, or `dsh` for adapters/dsh) with
+    /// the core, stimulus by stimulus.
+    #[arg(
+        long,
+        value_name = "CMD",
+        conflicts_with_all = ["coverage_bound", "check_determinism", "report", "diagram"],
+    )]
+    against: Option<String>,
+    /// With `--against`: the directory the first unexplained divergence is
+    /// written to, as `divergence-<seed>.txn`.
+    #[arg(long, value_name = "DIR", default_value = ".", requires = "against")]
+    out: PathBuf,
 }
 
 impl Args {
@@ -82,6 +98,16 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         Some(shard) => shard_of(&args.seeds, shard),
         None => args.seeds.clone(),
     };
+    if let Some(against) = &args.against {
+        let command = match super::against::resolve(against) {
+            Ok(command) => command,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(2);
+            }
+        };
+        return against::main(seeds, args.restarts(), &prototype, &command, &args.out);
+    }
     print_banner(args, &seeds);
     let plan = Plan {
         seeds: seeds.clone(),

@@ -1,0 +1,189 @@
+//! `courier sim --against CMD|dsh --seeds A..B`: each seed's trace (drawn
+//! on the core, as `courier sim` draws it) is fed stimulus by stimulus to
+//! the core (`Runner`) and to a fresh process of the other implementation
+//! (docs/PROTOCOL.md); the first stimulus whose printed lines differ is the
+//! seed's divergence, classified by the named rules of `rules.rs`. Prints
+//! the counts per rule, writes the first unexplained divergence as a
+//! transcript `divergence-<seed>.txn` (the contract's outputs, the other
+//! side's in comments), and exits 1 on any unexplained divergence, 2 when
+//! the implementation cannot be spawned or breaks the protocol, else 0.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use courier_core::transcript::{Command, Runner, record, stimulus_line};
+use courier_core::{Agent, Stimulus};
+use courier_sim::{Record, Restarts, simulate};
+
+use crate::cli::against::Peer;
+use crate::cli::rules::{Divergence, Earlier, Rule, classify};
+
+/// What comparing one seed found.
+enum Verdict {
+    Agreed,
+    /// The first differing stimulus (0-based index in the trace), the rule
+    /// explaining it, and the other side's lines there.
+    Diverged {
+        index: usize,
+        rule: Option<Rule>,
+        actual: Vec<String>,
+    },
+}
+
+/// One seed's comparison: its trace and verdict, or why it broke off.
+struct Compared {
+    seed: u64,
+    trace: Vec<Stimulus>,
+    verdict: Result<Verdict, String>,
+}
+
+/// Runs the comparison over `seeds` and prints the summary.
+pub(crate) fn main(
+    seeds: Range<u64>,
+    restarts: Restarts,
+    prototype: &Agent,
+    command: &str,
+    out: &Path,
+) -> ExitCode {
+    let mut counts: BTreeMap<Option<Rule>, u64> = BTreeMap::new();
+    let mut first_unexplained = None;
+    let mut stimuli = 0;
+    for seed in seeds.clone() {
+        let compared = compare(seed, restarts, prototype, command);
+        stimuli += compared.trace.len();
+        match &compared.verdict {
+            Err(reason) => {
+                eprintln!("error: seed {seed}: {reason}");
+                return ExitCode::from(2);
+            }
+            Ok(Verdict::Agreed) => {}
+            Ok(Verdict::Diverged {
+                index,
+                rule,
+                actual,
+            }) => {
+                let name = rule.map_or("unexplained", Rule::name);
+                let line = stimulus_line(&compared.trace[*index]);
+                let shown = actual.first().map_or("(nothing)", String::as_str);
+                println!(
+                    "divergence: seed={seed} stimulus={index} `{line}`: {name} (it printed `{shown}`...)"
+                );
+                *counts.entry(*rule).or_default() += 1;
+                if rule.is_none() && first_unexplained.is_none() {
+                    first_unexplained = Some(compared);
+                }
+            }
+        }
+    }
+    let seeds_run = seeds.end - seeds.start;
+    let diverged: u64 = counts.values().sum();
+    println!(
+        "sim --against: {seeds_run} seeds, {stimuli} stimuli, {} agreed, {diverged} diverged",
+        seeds_run - diverged
+    );
+    for rule in Rule::ALL {
+        let count = counts.get(&Some(rule)).copied().unwrap_or(0);
+        println!("  {}: {count}", rule.name());
+    }
+    let unexplained = counts.get(&None).copied().unwrap_or(0);
+    println!("  unexplained: {unexplained}");
+    let Some(compared) = first_unexplained else {
+        return ExitCode::SUCCESS;
+    };
+    match write_divergence(prototype, &compared, out) {
+        Ok(path) => println!("first unexplained: {}", path.display()),
+        Err(error) => eprintln!("error: {error}"),
+    }
+    ExitCode::from(1)
+}
+
+/// Draws `seed`'s trace on the core and feeds it to both sides.
+fn compare(seed: u64, restarts: Restarts, prototype: &Agent, command: &str) -> Compared {
+    let record = Record {
+        trace: true,
+        hash: false,
+        coverage: None,
+    };
+    let trace = simulate(seed, restarts, prototype, record).trace;
+    let verdict = feed_both(&trace, prototype, command);
+    Compared {
+        seed,
+        trace,
+        verdict,
+    }
+}
+
+/// Feeds `trace` to the core and to `command` until their lines differ.
+fn feed_both(trace: &[Stimulus], prototype: &Agent, command: &str) -> Result<Verdict, String> {
+    let mut core = Runner::new(prototype.clone());
+    let mut peer = Peer::spawn(command)?;
+    let mut earlier = Vec::with_capacity(trace.len());
+    for (index, stimulus) in trace.iter().enumerate() {
+        let expected = core.apply(stimulus.clone());
+        let actual = peer
+            .apply(stimulus)
+            .map_err(|error| format!("stimulus {index} `{}`: {error}", stimulus_line(stimulus)))?;
+        let command = as_command(stimulus);
+        if expected != actual {
+            let rule = classify(&Divergence {
+                earlier: &earlier,
+                command: Some(&command),
+                expected: &expected,
+                actual: &actual,
+            });
+            return Ok(Verdict::Diverged {
+                index,
+                rule,
+                actual,
+            });
+        }
+        earlier.push(Earlier {
+            command: Some(command),
+            printed: expected,
+        });
+    }
+    Ok(Verdict::Agreed)
+}
+
+/// A stimulus as the transcript command that applies it.
+fn as_command(stimulus: &Stimulus) -> Command {
+    match stimulus {
+        Stimulus::Input(input) => Command::Input(input.clone()),
+        Stimulus::Restart { lose } => Command::Restart { lose: *lose },
+    }
+}
+
+/// Writes the trace up to the divergence as a transcript of the contract's
+/// outputs, with the other side's lines in a comment, to
+/// `out/divergence-<seed>.txn` through a temporary file and a rename (so a
+/// reader never sees half a file). Refuses to replace anything but an
+/// earlier divergence transcript.
+fn write_divergence(prototype: &Agent, compared: &Compared, out: &Path) -> Result<PathBuf, String> {
+    let Ok(Verdict::Diverged { index, actual, .. }) = &compared.verdict else {
+        return Err("no divergence to write".to_owned());
+    };
+    let seed = compared.seed;
+    let path = out.join(format!("divergence-{seed}.txn"));
+    let temporary = out.join(format!(".divergence-{seed}.txn.tmp"));
+    let mut text = format!(
+        "# divergence: seed={seed}, stimulus {index} (the last block), unexplained by any rule\n\
+         # the other implementation printed there:\n"
+    );
+    for line in actual {
+        text.push_str(&format!("#   {line}\n"));
+    }
+    text.push('\n');
+    text.push_str(&record(prototype, &compared.trace[..=*index]));
+    if std::fs::read_to_string(&path).is_ok_and(|old| !old.starts_with("# divergence: ")) {
+        return Err(format!(
+            "{}: exists and is not a divergence transcript; not replaced",
+            path.display()
+        ));
+    }
+    std::fs::write(&temporary, text)
+        .and_then(|()| std::fs::rename(&temporary, &path))
+        .map_err(|error| format!("{}: cannot write: {error}", path.display()))?;
+    Ok(path)
+}

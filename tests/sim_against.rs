@@ -1,0 +1,91 @@
+//! `courier sim --against`: the served core agrees with the core on every
+//! seed, and a planted bug served behind the protocol shows up as an
+//! unexplained divergence, written as a transcript that `courier run` replays.
+
+mod common;
+
+use common::{courier, stdout};
+
+/// The command that serves the core (with `extra` arguments) over the protocol.
+fn served(extra: &str) -> String {
+    let binary = env!("CARGO_BIN_EXE_courier");
+    format!("'{binary}' serve-protocol {extra}")
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let directory =
+        std::env::temp_dir().join(format!("courier-sim-against-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).expect("a scratch directory");
+    directory
+}
+
+#[test]
+fn the_served_core_never_diverges() {
+    let out = scratch("core");
+    let command = served("");
+    let arguments = ["sim", "--against", &command, "--seeds", "0..20", "--out"];
+    let mut arguments: Vec<&str> = arguments.to_vec();
+    let shown = out.display().to_string();
+    arguments.push(&shown);
+    let output = courier(&arguments);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("20 agreed, 0 diverged"), "{text}");
+    assert!(text.contains("  unexplained: 0\n"), "{text}");
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[cfg(feature = "mutants")]
+#[test]
+fn a_planted_bug_served_behind_the_protocol_is_an_unexplained_divergence() {
+    let out = scratch("mutant");
+    let command = served("--mutant no-latch");
+    let shown = out.display().to_string();
+    let arguments = [
+        "sim",
+        "--against",
+        &command,
+        "--seeds",
+        "0..30",
+        "--out",
+        &shown,
+    ];
+    let output = courier(&arguments);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let unexplained = text
+        .lines()
+        .find_map(|line| line.strip_prefix("  unexplained: "))
+        .and_then(|count| count.parse::<u64>().ok());
+    assert!(unexplained.is_some_and(|count| count > 0), "{text}");
+    let written = text
+        .lines()
+        .find_map(|line| line.strip_prefix("first unexplained: "))
+        .expect("the divergence is written");
+    // The transcript holds the contract's outputs: the core passes it, the
+    // planted bug fails it.
+    let passes = courier(&["run", written]);
+    assert_eq!(passes.status.code(), Some(0), "{}", stdout(&passes));
+    let fails = courier(&["run", "--mutant", "no-latch", written]);
+    assert_eq!(fails.status.code(), Some(1), "{}", stdout(&fails));
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn an_implementation_that_cannot_start_exits_two() {
+    let out = scratch("broken");
+    let shown = out.display().to_string();
+    let output = courier(&[
+        "sim",
+        "--against",
+        "exit 3",
+        "--seeds",
+        "0..2",
+        "--out",
+        &shown,
+    ]);
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{errors}");
+    assert!(errors.contains("seed 0: stimulus 0 "), "{errors}");
+    let _ = std::fs::remove_dir_all(out);
+}
