@@ -25,7 +25,7 @@ pub(crate) fn resolve(against: &str) -> Result<String, String> {
     }
     let adapter = dsh_adapter();
     let driver = adapter.join("dist/driver.mjs");
-    if !driver.is_file() && adapter.join("node_modules").is_dir() {
+    if stale(&adapter, &driver) && adapter.join("node_modules").is_dir() {
         // Errors show through npm's own output; the check below names the fix.
         let _ = Process::new("npm")
             .args(["run", "--silent", "build"])
@@ -40,6 +40,19 @@ pub(crate) fn resolve(against: &str) -> Result<String, String> {
         ));
     }
     Ok(format!("node {}", shell_quote(&driver)))
+}
+
+/// Whether the bundle is missing or older than the driver or build script
+/// it is made from (a checkout that moved on must not run an old driver).
+fn stale(adapter: &Path, bundle: &Path) -> bool {
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let Some(built) = modified(bundle) else {
+        return true;
+    };
+    ["driver.mjs", "build.mjs"]
+        .iter()
+        .filter_map(|source| modified(&adapter.join(source)))
+        .any(|source| source > built)
 }
 
 /// `adapters/dsh` of this checkout (`COURIER_DSH_ADAPTER` overrides it).

@@ -182,7 +182,9 @@ fn write_divergence(prototype: &Agent, compared: &Compared, out: &Path) -> Resul
             path.display()
         ));
     }
-    std::fs::write(&temporary, text)
+    // A named directory that does not exist yet is the user's to create.
+    std::fs::create_dir_all(out)
+        .and_then(|()| std::fs::write(&temporary, text))
         .and_then(|()| std::fs::rename(&temporary, &path))
         .map_err(|error| format!("{}: cannot write: {error}", path.display()))?;
     Ok(path)
