@@ -167,7 +167,9 @@ impl Replay {
             return Ok(());
         }
         let length = self.inbox.list(splice.target).len();
-        if splice.start + splice.removed_count > length {
+        // A hostile log may carry any numbers: no overflow, no panic.
+        let end = splice.start.checked_add(splice.removed_count);
+        if end.is_none_or(|end| end > length) {
             return Err(format!(
                 "`{}` does not apply to a {} list of {length}",
                 Output::Spliced(splice.clone()),
