@@ -38,7 +38,9 @@ mod driver;
 mod fanout;
 mod handle;
 mod hooks;
+pub mod kept;
 mod observer;
+mod resume;
 mod shared;
 mod sink;
 mod sync;
@@ -50,4 +52,5 @@ pub use hooks::{
     step_hook_fn,
 };
 pub use observer::{Observer, Transition};
+pub use resume::ResumeError;
 pub use sink::{JsonlFile, MemoryLog, Sink};
