@@ -79,8 +79,9 @@ impl std::error::Error for Unresumable {}
 /// A kept log, read: what a resume rebuilds from it.
 #[derive(Clone, Debug)]
 pub struct KeptLog {
-    /// The `session` header.
-    pub header: SessionHeader,
+    /// The `session` header; `None` only when nothing was kept (an empty
+    /// file, or a crash inside the header's own write): an empty log.
+    pub header: Option<SessionHeader>,
     /// The replay of every kept event: its closers, and the agent it resumes.
     pub replay: Replay,
     /// The final line dropped, if one was torn.
@@ -168,7 +169,7 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
         state.lines = line;
         state.kept_bytes += buffer.len() as u64;
     }
-    state.finish(line)
+    Ok(state.finish())
 }
 
 /// A line's event; `None` for a blank line.
@@ -305,13 +306,7 @@ impl Reading {
         Ok(())
     }
 
-    fn finish(self, line: u64) -> Result<KeptLog, Unresumable> {
-        let Some(header) = self.header else {
-            return Err(Unresumable {
-                line: line.max(1),
-                reason: "not a session log: no `session` header".into(),
-            });
-        };
+    fn finish(self) -> KeptLog {
         let pending: BTreeSet<&MessageId> = [Target::NextTurn, Target::NextStep]
             .into_iter()
             .flat_map(|target| self.inbox.list(target).iter().map(|m| m.id()))
@@ -323,8 +318,8 @@ impl Reading {
             .filter(|id| open && !pending.contains(id))
             .cloned()
             .collect();
-        Ok(KeptLog {
-            header,
+        KeptLog {
+            header: self.header,
             replay: self.replay,
             torn: self.torn,
             lines: self.lines,
@@ -332,6 +327,6 @@ impl Reading {
             inbox: self.inbox,
             lost,
             seeding: self.seeding,
-        })
+        }
     }
 }

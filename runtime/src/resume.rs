@@ -41,8 +41,17 @@ impl From<io::Error> for ResumeError {
 /// marker (as dsh does at a resume) and fsyncs. A balanced log, such as one
 /// already repaired, gets nothing appended, so resuming twice appends
 /// nothing the second time; unlike dsh, no marker is written then either.
+/// A log that kept no line at all (the crash cut its header) is refused
+/// untouched: without its session id there is nothing to go on with.
 pub(crate) fn repair_in_place(path: &Path) -> Result<KeptLog, ResumeError> {
     let kept = kept::read_file(path).map_err(ResumeError::Unresumable)?;
+    if kept.header.is_none() {
+        // Nothing was kept, not even the session id: nothing to resume.
+        return Err(ResumeError::Unresumable(Unresumable {
+            line: 1,
+            reason: "no `session` header kept: nothing to resume".into(),
+        }));
+    }
     let lines = kept.appended_lines();
     if kept.torn.is_none() && lines.is_empty() {
         return Ok(kept);
