@@ -141,3 +141,33 @@ fn repair_refuses_a_corrupt_log_naming_the_line() {
         run.stderr
     );
 }
+
+/// Every dsh log cut at every line end and inside every line (a few
+/// seconds in debug); prints the figures of the README.
+#[test]
+fn every_prefix_of_every_dsh_log_repairs() {
+    let (mut prefixes, mut closed, mut torn, mut inside) = (0, 0, 0, 0);
+    for log in dsh_logs() {
+        let text = fs::read(&log).expect("readable");
+        let mut start = 0;
+        for end in (0..text.len()).filter(|&index| text[index] == b'\n') {
+            for cut in [end + 1, (start + end) / 2] {
+                let kept = kept::read(&text[..cut]).unwrap_or_else(|error| {
+                    panic!("{log:?} cut at byte {cut}: {error}");
+                });
+                let bytes = repaired(&text[..cut]).expect("read above");
+                // A cut inside the header keeps an empty log: nothing to check.
+                if kept.header.is_some() {
+                    assert_valid(&bytes, &format!("{log:?} cut at byte {cut}"));
+                }
+                prefixes += 1;
+                closed += usize::from(!kept.closers().is_empty());
+                torn += usize::from(kept.torn.is_some());
+                inside += usize::from(cut > start && cut <= end);
+            }
+            start = end + 1;
+        }
+    }
+    assert_eq!(torn, inside, "a line is dropped only when cut inside it");
+    println!("{prefixes} prefixes repaired, {closed} needed closers, {torn} dropped a torn line");
+}
