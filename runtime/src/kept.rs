@@ -330,3 +330,68 @@ impl Reading {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":0,"id":"s"}"#;
+    const FORK: &str = r#"{"type":"session","version":0,"id":"s","seedLength":2}"#;
+    const SEND_A: &str = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"A","role":"user","content":"A","source":{"kind":"user"}}]}}"#;
+    const TURN: &str = r#"{"type":"turn/start","data":{"turn":1}}"#;
+
+    fn read_lines(lines: &[&str], tail: &str) -> Result<KeptLog, Unresumable> {
+        let text = lines.join("\n") + "\n" + tail;
+        read(text.as_bytes())
+    }
+
+    fn pending(kept: &KeptLog) -> usize {
+        kept.inbox.list(Target::NextTurn).len()
+    }
+
+    #[test]
+    fn a_final_line_that_is_not_json_is_torn_even_with_its_newline() {
+        let kept = read_lines(&[HEADER, SEND_A, "{\"type\":\"turn/st"], "").unwrap();
+        assert!(matches!(kept.torn, Some(Torn::NotJson { line: 3, .. })));
+        assert_eq!(kept.lines, 2);
+        assert_eq!(pending(&kept), 1);
+    }
+
+    #[test]
+    fn corruption_before_the_last_line_is_refused_naming_it() {
+        let error = read_lines(&[HEADER, "{oops", SEND_A], "").unwrap_err();
+        assert_eq!(error.line, 2, "{error}");
+        let error = read_lines(&[HEADER, TURN, TURN], "").unwrap_err();
+        assert_eq!(error.line, 3, "{error}");
+        let error = read_lines(&[HEADER, HEADER], "").unwrap_err();
+        assert_eq!(error.line, 2, "{error}");
+        let error = read_lines(&[SEND_A], "").unwrap_err();
+        assert_eq!(error.line, 1, "{error}");
+    }
+
+    #[test]
+    fn only_a_forks_first_end_seed_empties_the_inbox() {
+        let end_seed = END_SEED_LINE;
+        let fork = read_lines(&[FORK, SEND_A, end_seed], "").unwrap();
+        assert_eq!(pending(&fork), 0);
+        assert!(!fork.seeding);
+        let resumed = read_lines(&[FORK, end_seed, SEND_A, end_seed], "").unwrap();
+        assert_eq!(pending(&resumed), 1);
+        let plain = read_lines(&[HEADER, SEND_A, end_seed], "").unwrap();
+        assert_eq!(pending(&plain), 1);
+    }
+
+    #[test]
+    fn an_open_turn_gets_closers_and_a_marker() {
+        let kept = read_lines(&[HEADER, SEND_A, TURN], r#"{"type":"agent"#).unwrap();
+        assert_eq!(kept.torn, Some(Torn::NoNewline { line: 4 }));
+        assert_eq!(
+            kept.appended_lines(),
+            format!(
+                "{}\n{END_SEED_LINE}\n",
+                r#"{"type":"turn/end","data":{"turn":1,"reason":{"kind":"interrupted"}}}"#
+            )
+        );
+        assert_eq!(kept.next_turn(), 2);
+    }
+}
