@@ -121,7 +121,12 @@ fn repair_writes_a_new_file_and_never_its_input() {
 
     let run = courier_repair(&[&input, Path::new("--out"), &input]);
     assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("is the input"), "{}", run.stderr);
     assert!(run.stderr.contains("cut.jsonl"), "{}", run.stderr);
+    let run = courier_repair(&[&input, Path::new("--out"), &out]);
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("exists"), "{}", run.stderr);
+    assert_eq!(fs::read(&out).expect("kept"), repaired);
     assert_eq!(fs::read_to_string(&input).expect("kept"), &text[..cut + 5]);
 }
 

@@ -10,7 +10,8 @@
 //! rename. The input is only ever read.
 //!
 //! Exit 0 on success; 2 when the log cannot be read or is corrupt (naming
-//! the line), or `--out` names the input; 1 when the output cannot be written.
+//! the line), or `--out` names the input or any file that exists (it is
+//! never overwritten); 1 when the output cannot be written.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -33,13 +34,12 @@ pub(crate) struct Args {
 
 pub(crate) fn main(args: &Args) -> ExitCode {
     let name = args.log.display();
-    if let Some(out) = &args.out
-        && same_file(&args.log, out)
+    if let Some(refused) = args
+        .out
+        .as_deref()
+        .and_then(|out| refused_out(&args.log, out))
     {
-        eprintln!(
-            "error: --out {} is the input {name}: refused",
-            out.display()
-        );
+        eprintln!("error: {refused}");
         return ExitCode::from(2);
     }
     let kept = match kept::read_file(&args.log) {
@@ -100,6 +100,20 @@ fn listed(ids: &[String]) -> String {
         [] => "none".into(),
         ids => ids.join(" "),
     }
+}
+
+/// Why `out` may not be written: it is the input, or any file that exists
+/// (user data is never overwritten).
+fn refused_out(log: &Path, out: &Path) -> Option<String> {
+    let named = out.display();
+    if same_file(log, out) {
+        return Some(format!(
+            "--out {named} is the input {}: refused",
+            log.display()
+        ));
+    }
+    out.exists()
+        .then(|| format!("--out {named} exists: refused (write a new file)"))
 }
 
 /// Whether `out` is `log` itself (the same path, or a link to it).
