@@ -1,7 +1,8 @@
 //! Resuming from a log file the runtime wrote itself (SPEC §11): the file is
 //! cut mid-session, resumed, and what was appended, the inbox, the next turn
 //! and the whole file's validity are checked; a second resume appends
-//! nothing; a corrupt middle line is refused naming it, the file untouched.
+//! nothing; a crash at any byte of the resume's own writes resumes again;
+//! a corrupt middle line is refused naming it, the file untouched.
 #![cfg(not(loom))]
 
 use std::fs;
@@ -166,5 +167,25 @@ fn a_corrupt_middle_line_is_refused_naming_it_and_the_file_untouched() {
         assert_eq!(error.line, line as u64, "{error}");
         assert_eq!(fs::read_to_string(&path).expect("readable"), written);
         lines[line - 1] = original;
+    }
+}
+
+#[test]
+fn a_crash_while_the_closers_are_written_resumes_cleanly_again() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    write_session(&path);
+    cut_after(&path, r#""user/message""#, 1, 0);
+    let cut = fs::read_to_string(&path).expect("readable");
+    drop(resume(&path).expect("resumable"));
+    let whole = fs::read_to_string(&path).expect("readable");
+    let appended = &whole[cut.len()..];
+    // Every crash point inside the resume's own writes.
+    for length in 0..appended.len() {
+        fs::write(&path, format!("{cut}{}", &appended[..length])).expect("writable");
+        drop(resume(&path).expect("resumable again"));
+        let again = fs::read_to_string(&path).expect("readable");
+        assert!(again.starts_with(&cut), "the kept lines are untouched");
+        assert_valid(&path);
     }
 }
