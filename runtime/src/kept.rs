@@ -152,18 +152,18 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
         let corrupt = |reason: String| Unresumable { line, reason };
         let last = !complete || at_end(&mut reader, line)?;
         let parsed = std::str::from_utf8(trim_end(&buffer))
-            .map_err(|error| format!("not UTF-8: {error}"))
-            .and_then(|text| parse(text).map_err(|error| format!("not JSON: {error}")));
+            .map_err(|error| Bad::NotJson(format!("not UTF-8: {error}")))
+            .and_then(parse);
         match (complete, parsed) {
             (false, _) => {
                 state.torn = Some(Torn::NoNewline { line });
                 break;
             }
-            (true, Err(reason)) if last => {
+            (true, Err(Bad::NotJson(reason))) if last => {
                 state.torn = Some(Torn::NotJson { line, reason });
                 break;
             }
-            (true, Err(reason)) => return Err(corrupt(reason)),
+            (true, Err(Bad::NotJson(reason) | Bad::Shape(reason))) => return Err(corrupt(reason)),
             (true, Ok(parsed)) => state.observe(parsed).map_err(corrupt)?,
         }
         state.lines = line;
@@ -172,14 +172,26 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
     Ok(state.finish())
 }
 
+/// Why a line did not parse: a torn write is never valid JSON, so only a
+/// line that is not JSON may be a torn tail; JSON of the wrong shape (a
+/// delivery event missing a field) is corruption wherever it is.
+enum Bad {
+    NotJson(String),
+    Shape(String),
+}
+
 /// A line's event; `None` for a blank line.
-fn parse(text: &str) -> Result<Option<LogLine>, String> {
+fn parse(text: &str) -> Result<Option<LogLine>, Bad> {
     if text.trim().is_empty() {
         return Ok(None);
     }
-    parse_line(text)
-        .map(Some)
-        .map_err(|error| error.to_string())
+    parse_line(text).map(Some).map_err(|error| {
+        if error.is_data() {
+            Bad::Shape(format!("not a valid event: {error}"))
+        } else {
+            Bad::NotJson(format!("not JSON: {error}"))
+        }
+    })
 }
 
 /// The line without its line ending.
@@ -355,6 +367,13 @@ mod tests {
         assert!(matches!(kept.torn, Some(Torn::NotJson { line: 3, .. })));
         assert_eq!(kept.lines, 2);
         assert_eq!(pending(&kept), 1);
+    }
+
+    #[test]
+    fn a_last_line_of_json_with_the_wrong_shape_is_corrupt_not_torn() {
+        let bad = r#"{"type":"turn/start","data":{}}"#;
+        let error = read_lines(&[HEADER, SEND_A, bad], "").unwrap_err();
+        assert_eq!(error.line, 3, "{error}");
     }
 
     #[test]
