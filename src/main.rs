@@ -22,6 +22,8 @@ enum Command {
     Validate(cli::validate::Args),
     /// Run seeded random workloads under every property (swarm, then liveness).
     Sim(cli::sim::Args),
+    /// What a resume would do to a kept session log; `--out` writes it repaired.
+    Repair(cli::repair::Args),
     /// Re-run a race report written by `courier sim`.
     Replay(cli::replay::Args),
     /// Minimize a race report's trace into a transcript.
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cli::run::main(&args),
         Command::Validate(args) => cli::validate::main(&args),
         Command::Sim(args) => cli::sim::main(&args),
+        Command::Repair(args) => cli::repair::main(&args),
         Command::Replay(args) => cli::replay::main(&args),
         Command::Shrink(args) => cli::shrink::main(&args),
         Command::Demo(args) => cli::demo::main(&args),

@@ -55,6 +55,11 @@ pub fn durable_line(output: &Output) -> Option<String> {
         .then(|| serde_json::to_string(output).expect("an output always serializes"))
 }
 
+/// The `session/end-seed` line a resume appends after its closers, as dsh
+/// does: a marker that a reader replays across (only a fork's first one is
+/// a boundary).
+pub const END_SEED_LINE: &str = r#"{"type":"session/end-seed","data":{}}"#;
+
 /// One parsed log line.
 #[derive(Clone, PartialEq, Debug)]
 pub enum LogLine {

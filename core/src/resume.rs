@@ -160,6 +160,16 @@ impl Replay {
         }
     }
 
+    /// A fork's boundary (SPEC §11: its first `session/end-seed`): the fork
+    /// starts empty, so the copied lists and any open turn are forgotten; the
+    /// turn numbers go on, since `last_turn` is that of the last kept
+    /// `turn/start`. Only the reader knows a boundary from a resume's marker.
+    pub fn end_seed(&mut self) {
+        self.inbox = Inbox::default();
+        self.open = None;
+        self.last_turn_end = self.last_turn;
+    }
+
     /// A kept splice must apply as written: inside its list, inserting no
     /// id that is pending.
     fn splice(&mut self, splice: &Splice) -> Result<(), String> {

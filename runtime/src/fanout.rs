@@ -31,6 +31,15 @@ impl Fanout {
         fanout
     }
 
+    /// Goes on with a log that already has its header (a resume).
+    pub(crate) fn resumed(sink: Box<dyn Sink>) -> Self {
+        Self {
+            sink,
+            failure: None,
+            subscribers: Vec::new(),
+        }
+    }
+
     pub(crate) fn subscribe(&mut self) -> UnboundedReceiver<Output> {
         let (sender, receiver) = unbounded_channel();
         self.subscribers.push(sender);

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::io;
+use std::path::Path;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -15,8 +16,9 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::driver::DriverTask;
 use crate::hooks::{PreStepHook, StepHook};
 use crate::observer::Observer;
+use crate::resume::{ResumeError, repair_in_place};
 use crate::shared::Shared;
-use crate::sink::Sink;
+use crate::sink::{JsonlFile, Sink};
 use crate::sync::Arc;
 
 /// A handle to one agent the runtime runs (`Clone + Send + Sync`); the agent
@@ -57,6 +59,27 @@ impl Handle {
             Box::new(sink),
             Some(observer),
         )
+    }
+
+    /// Resumes the agent whose log is the file at `path` (SPEC §11), written
+    /// by Courier or by dsh: the file is repaired in place (a torn final line
+    /// cut off; an open turn's closers and a `session/end-seed` marker, as dsh
+    /// writes at a resume, appended and fsync'd), then the agent starts idle
+    /// with the replayed inbox and the next turn number, and goes on
+    /// appending to the same file. A balanced log gets nothing appended, not
+    /// even the marker, so resuming twice appends nothing the second time. A
+    /// corrupt log is refused naming its line, and the file is not touched.
+    pub fn resume<P: PreStepHook, S: StepHook>(
+        path: impl AsRef<Path>,
+        pre_step_hook: P,
+        step_hook: S,
+    ) -> Result<(Self, DriverTask<P, S>), ResumeError> {
+        let path = path.as_ref();
+        let kept = repair_in_place(path)?;
+        let sink = JsonlFile::append(path)?;
+        let shared = Arc::new(Shared::resumed(kept.replay.resume(), Box::new(sink)));
+        let driver = DriverTask::new(Arc::clone(&shared), pre_step_hook, step_hook);
+        Ok((Self { shared }, driver))
     }
 
     fn build<P: PreStepHook, S: StepHook>(

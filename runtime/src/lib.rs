@@ -11,6 +11,9 @@
 //! waiters. An optional [`Observer`] sees each [`Transition`] whole, for
 //! external checkers such as `courier_check::Monitor`.
 //!
+//! [`Handle::resume`] starts from a log file after a crash (SPEC §11), read
+//! by [`kept`], the one reader of kept logs (`courier repair` uses it too).
+//!
 //! Executor-agnostic: nothing here spawns, sleeps or reads a clock, so the
 //! embedder spawns [`DriverTask::run`] where it likes (the `courier demo` CLI
 //! and `examples/embed.rs` use tokio), and the loom suite (`tests/loom.rs`,
@@ -38,7 +41,9 @@ mod driver;
 mod fanout;
 mod handle;
 mod hooks;
+pub mod kept;
 mod observer;
+mod resume;
 mod shared;
 mod sink;
 mod sync;
@@ -50,4 +55,5 @@ pub use hooks::{
     step_hook_fn,
 };
 pub use observer::{Observer, Transition};
+pub use resume::ResumeError;
 pub use sink::{JsonlFile, MemoryLog, Sink};

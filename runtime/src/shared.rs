@@ -82,6 +82,26 @@ impl Shared {
         }
     }
 
+    /// Goes on with `core`, resumed from a log the sink appends to. Its
+    /// queued first outputs are the closers, which the resume already wrote
+    /// durably: they are dropped here, not written twice.
+    pub(crate) fn resumed(mut core: Core, sink: Box<dyn Sink>) -> Self {
+        while core.poll_output().is_some() {}
+        let locked = Locked {
+            core,
+            driver_task: None,
+            entered: Vec::new(),
+            idle: Tickets::default(),
+            fanout: Fanout::resumed(sink),
+            handles: 1,
+            wake: Vec::new(),
+            observer: None,
+        };
+        Self {
+            locked: Mutex::new(locked),
+        }
+    }
+
     /// One critical section; wakes whoever it chose after unlocking.
     fn with<R>(&self, body: impl FnOnce(&mut Locked) -> R) -> R {
         let mut locked = lock(&self.locked);

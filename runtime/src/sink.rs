@@ -3,7 +3,7 @@
 //! agent's lock, so the log keeps the core's emission order, and flushes at
 //! every turn end and on dispose, so a reader never waits on a whole session.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
@@ -66,6 +66,14 @@ impl JsonlFile {
     /// Creates (or truncates) the file at `path`.
     pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
         let file = File::create(path)?;
+        Ok(Self {
+            writer: BufWriter::new(file),
+        })
+    }
+
+    /// Opens the file at `path` to append to what is there (a resumed log).
+    pub fn append(path: impl AsRef<Path>) -> io::Result<Self> {
+        let file = OpenOptions::new().append(true).open(path)?;
         Ok(Self {
             writer: BufWriter::new(file),
         })

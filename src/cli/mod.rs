@@ -5,6 +5,7 @@ pub(crate) mod check;
 pub(crate) mod demo;
 pub(crate) mod diagram;
 pub(crate) mod explore;
+pub(crate) mod repair;
 pub(crate) mod replay;
 pub(crate) mod rules;
 pub(crate) mod run;

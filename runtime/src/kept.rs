@@ -1,0 +1,416 @@
+//! The one reader of a kept session log (SPEC §11), for a resume and for
+//! `courier repair`: it streams a JSONL log written by Courier or by dsh,
+//! drops a torn final line, refuses corruption anywhere else naming its
+//! 1-based line, and replays the rest through the core's [`Replay`], so
+//! what it reports is exactly what a resume would rebuild.
+//!
+//! Linear in the log's size, with one reused line buffer: a log may have
+//! millions of lines. Beside the replay it mirrors the pending lists, only
+//! to name the messages a crashed turn claimed and so lost.
+//!
+//! Choices:
+//! - Only a fork's (header with `seedLength`) first `session/end-seed` is a
+//!   boundary: the fork starts empty there. Every other end-seed is the
+//!   marker a resume appends, and the replay goes on across it.
+//! - Whitespace-only lines are skipped; a second `session` header is
+//!   corruption (a resume continues one session).
+//! - A final line is torn when it has no terminating newline (even if it
+//!   happens to parse: the writer never finished it) or is not JSON.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use courier_core::log::{END_SEED_LINE, LogLine, SessionHeader, durable_line, parse_line};
+use courier_core::{Agent, Inbox, MessageId, Output, Replay, Target};
+
+/// The longest line read; a longer one is refused rather than buffered.
+const LINE_BYTES_MAX: u64 = 1 << 28;
+
+/// Why the final line was dropped.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Torn {
+    /// It has no terminating newline.
+    NoNewline {
+        /// Its 1-based line.
+        line: u64,
+    },
+    /// It ends with a newline but is not JSON (or not UTF-8).
+    NotJson {
+        /// Its 1-based line.
+        line: u64,
+        /// What the parser said.
+        reason: String,
+    },
+}
+
+impl fmt::Display for Torn {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Torn::NoNewline { line } => write!(formatter, "line {line}: no terminating newline"),
+            Torn::NotJson { line, reason } => write!(formatter, "line {line}: {reason}"),
+        }
+    }
+}
+
+/// A log that cannot be resumed: the 1-based line and what is wrong with it
+/// (line 0 when the file itself cannot be opened). Never repaired.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Unresumable {
+    /// The offending line (1-based), or 0 for the file as a whole.
+    pub line: u64,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for Unresumable {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            0 => write!(formatter, "{}", self.reason),
+            line => write!(formatter, "line {line}: {}", self.reason),
+        }
+    }
+}
+
+impl std::error::Error for Unresumable {}
+
+/// A kept log, read: what a resume rebuilds from it.
+#[derive(Clone, Debug)]
+pub struct KeptLog {
+    /// The `session` header; `None` only when nothing was kept (an empty
+    /// file, or a crash inside the header's own write): an empty log.
+    pub header: Option<SessionHeader>,
+    /// The replay of every kept event: its closers, and the agent it resumes.
+    pub replay: Replay,
+    /// The final line dropped, if one was torn.
+    pub torn: Option<Torn>,
+    /// Lines kept (a dropped torn line not counted).
+    pub lines: u64,
+    /// Bytes kept: a torn tail starts here, and a resume cuts the file here.
+    pub kept_bytes: u64,
+    /// The pending lists after the replay.
+    pub inbox: Inbox,
+    /// Ids the open turn claimed that never got a `user/message` and are
+    /// not pending: a crash took them for good (claimed is at most once).
+    pub lost: Vec<MessageId>,
+    /// The log is a fork still inside its copied history (no boundary yet):
+    /// a resume's marker there would read as the boundary, so none is written.
+    pub seeding: bool,
+}
+
+impl KeptLog {
+    /// The closers a resume appends (empty for a balanced log).
+    pub fn closers(&self) -> Vec<Output> {
+        self.replay.closers()
+    }
+
+    /// What a resume appends after the kept lines, as JSONL: the closers,
+    /// then, when there are any, the `session/end-seed` marker dsh writes at
+    /// a resume (none inside a fork's copied history, where it would read as
+    /// the boundary). Empty for a balanced log.
+    pub fn appended_lines(&self) -> String {
+        let closers = self.closers();
+        let mut lines = String::new();
+        for closer in &closers {
+            lines.push_str(&durable_line(closer).expect("a closer is durable"));
+            lines.push('\n');
+        }
+        if !closers.is_empty() && !self.seeding {
+            lines.push_str(END_SEED_LINE);
+            lines.push('\n');
+        }
+        lines
+    }
+
+    /// The turn number the resumed agent opens next.
+    pub fn next_turn(&self) -> u64 {
+        self.replay.clone().resume().last_turn() + 1
+    }
+}
+
+/// Reads the kept log at `path`; see [`read`].
+pub fn read_file(path: &Path) -> Result<KeptLog, Unresumable> {
+    let file = File::open(path).map_err(|error| Unresumable {
+        line: 0,
+        reason: format!("cannot open {}: {error}", path.display()),
+    })?;
+    read(BufReader::new(file))
+}
+
+/// Reads a kept log (SPEC §11) as a resume by the correct design would.
+pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
+    let mut buffer = Vec::new();
+    let mut state = Reading::new();
+    let mut line = 0;
+    loop {
+        line += 1;
+        let Some(complete) = next_line(&mut reader, &mut buffer, line)? else {
+            break;
+        };
+        let corrupt = |reason: String| Unresumable { line, reason };
+        let last = !complete || at_end(&mut reader, line)?;
+        let parsed = std::str::from_utf8(trim_end(&buffer))
+            .map_err(|error| Bad::NotJson(format!("not UTF-8: {error}")))
+            .and_then(parse);
+        match (complete, parsed) {
+            (false, _) => {
+                state.torn = Some(Torn::NoNewline { line });
+                break;
+            }
+            (true, Err(Bad::NotJson(reason))) if last => {
+                state.torn = Some(Torn::NotJson { line, reason });
+                break;
+            }
+            (true, Err(Bad::NotJson(reason) | Bad::Shape(reason))) => return Err(corrupt(reason)),
+            (true, Ok(parsed)) => state.observe(parsed).map_err(corrupt)?,
+        }
+        state.lines = line;
+        state.kept_bytes += buffer.len() as u64;
+    }
+    Ok(state.finish())
+}
+
+/// Why a line did not parse: a torn write is never valid JSON, so only a
+/// line that is not JSON may be a torn tail; JSON of the wrong shape (a
+/// delivery event missing a field) is corruption wherever it is.
+enum Bad {
+    NotJson(String),
+    Shape(String),
+}
+
+/// A line's event; `None` for a blank line.
+fn parse(text: &str) -> Result<Option<LogLine>, Bad> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    parse_line(text).map(Some).map_err(|error| {
+        if error.is_data() {
+            Bad::Shape(format!("not a valid event: {error}"))
+        } else {
+            Bad::NotJson(format!("not JSON: {error}"))
+        }
+    })
+}
+
+/// The line without its line ending.
+fn trim_end(buffer: &[u8]) -> &[u8] {
+    let buffer = buffer.strip_suffix(b"\n").unwrap_or(buffer);
+    buffer.strip_suffix(b"\r").unwrap_or(buffer)
+}
+
+/// Reads the next line, ending included, into `buffer`: `None` at the end,
+/// else whether it ended with a newline.
+fn next_line(
+    reader: &mut impl BufRead,
+    buffer: &mut Vec<u8>,
+    line: u64,
+) -> Result<Option<bool>, Unresumable> {
+    buffer.clear();
+    let read = reader
+        .by_ref()
+        .take(LINE_BYTES_MAX + 1)
+        .read_until(b'\n', buffer)
+        .map_err(|error| cannot_read(line, &error))?;
+    let complete = buffer.last() == Some(&b'\n');
+    if !complete && buffer.len() as u64 > LINE_BYTES_MAX {
+        return Err(Unresumable {
+            line,
+            reason: format!("longer than {LINE_BYTES_MAX} bytes"),
+        });
+    }
+    Ok((read > 0).then_some(complete))
+}
+
+/// Whether nothing follows the line just read.
+fn at_end(reader: &mut impl BufRead, line: u64) -> Result<bool, Unresumable> {
+    let rest = reader
+        .fill_buf()
+        .map_err(|error| cannot_read(line, &error))?;
+    Ok(rest.is_empty())
+}
+
+fn cannot_read(line: u64, error: &io::Error) -> Unresumable {
+    Unresumable {
+        line,
+        reason: format!("cannot read: {error}"),
+    }
+}
+
+/// The reader's state between lines.
+struct Reading {
+    header: Option<SessionHeader>,
+    replay: Replay,
+    /// The pending lists, mirrored to know what each claim removed.
+    inbox: Inbox,
+    /// What the open turn claimed and has not entered yet.
+    claimed: BTreeSet<MessageId>,
+    seeding: bool,
+    torn: Option<Torn>,
+    lines: u64,
+    kept_bytes: u64,
+}
+
+impl Reading {
+    fn new() -> Self {
+        Self {
+            header: None,
+            replay: Replay::new(&Agent::new()),
+            inbox: Inbox::default(),
+            claimed: BTreeSet::new(),
+            seeding: false,
+            torn: None,
+            lines: 0,
+            kept_bytes: 0,
+        }
+    }
+
+    /// One kept line's event, in log order.
+    fn observe(&mut self, event: Option<LogLine>) -> Result<(), String> {
+        let first = self.header.is_none();
+        match event {
+            None => Ok(()),
+            Some(LogLine::Header(header)) if first => {
+                self.seeding = header.extra.contains_key("seedLength");
+                self.header = Some(header);
+                Ok(())
+            }
+            Some(LogLine::Header(_)) => Err("a second `session` header".into()),
+            Some(_) if first => Err("not a session log: no `session` header first".into()),
+            Some(LogLine::EndSeed) => {
+                if std::mem::take(&mut self.seeding) {
+                    self.replay.end_seed();
+                    self.inbox = Inbox::default();
+                    self.claimed.clear();
+                }
+                Ok(())
+            }
+            Some(LogLine::Other(_)) => Ok(()),
+            Some(LogLine::Delivery(output)) => self.deliver(&output),
+        }
+    }
+
+    /// A delivery event: the replay decides whether it may follow the rest.
+    fn deliver(&mut self, output: &Output) -> Result<(), String> {
+        self.replay.apply(output).map_err(|error| error.reason)?;
+        match output {
+            Output::Spliced(splice) => {
+                let removed = self.inbox.apply(splice);
+                if splice.outcome.is_none() {
+                    self.claimed
+                        .extend(removed.iter().map(|message| message.id().clone()));
+                }
+            }
+            Output::UserMessage(message) => {
+                self.claimed.remove(message.id());
+            }
+            Output::TurnStart { .. } | Output::TurnEnd { .. } => self.claimed.clear(),
+            Output::StepStart { .. }
+            | Output::StepEnd { .. }
+            | Output::Inserted { .. }
+            | Output::Claimed { .. }
+            | Output::Discarded { .. }
+            | Output::Status { .. }
+            | Output::Error { .. }
+            | Output::Idle => {}
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> KeptLog {
+        let pending: BTreeSet<&MessageId> = [Target::NextTurn, Target::NextStep]
+            .into_iter()
+            .flat_map(|target| self.inbox.list(target).iter().map(|m| m.id()))
+            .collect();
+        let open = !self.replay.closers().is_empty();
+        let lost = self
+            .claimed
+            .iter()
+            .filter(|id| open && !pending.contains(id))
+            .cloned()
+            .collect();
+        KeptLog {
+            header: self.header,
+            replay: self.replay,
+            torn: self.torn,
+            lines: self.lines,
+            kept_bytes: self.kept_bytes,
+            inbox: self.inbox,
+            lost,
+            seeding: self.seeding,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":0,"id":"s"}"#;
+    const FORK: &str = r#"{"type":"session","version":0,"id":"s","seedLength":2}"#;
+    const SEND_A: &str = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"A","role":"user","content":"A","source":{"kind":"user"}}]}}"#;
+    const TURN: &str = r#"{"type":"turn/start","data":{"turn":1}}"#;
+
+    fn read_lines(lines: &[&str], tail: &str) -> Result<KeptLog, Unresumable> {
+        let text = lines.join("\n") + "\n" + tail;
+        read(text.as_bytes())
+    }
+
+    fn pending(kept: &KeptLog) -> usize {
+        kept.inbox.list(Target::NextTurn).len()
+    }
+
+    #[test]
+    fn a_final_line_that_is_not_json_is_torn_even_with_its_newline() {
+        let kept = read_lines(&[HEADER, SEND_A, "{\"type\":\"turn/st"], "").unwrap();
+        assert!(matches!(kept.torn, Some(Torn::NotJson { line: 3, .. })));
+        assert_eq!(kept.lines, 2);
+        assert_eq!(pending(&kept), 1);
+    }
+
+    #[test]
+    fn a_last_line_of_json_with_the_wrong_shape_is_corrupt_not_torn() {
+        let bad = r#"{"type":"turn/start","data":{}}"#;
+        let error = read_lines(&[HEADER, SEND_A, bad], "").unwrap_err();
+        assert_eq!(error.line, 3, "{error}");
+    }
+
+    #[test]
+    fn corruption_before_the_last_line_is_refused_naming_it() {
+        let error = read_lines(&[HEADER, "{oops", SEND_A], "").unwrap_err();
+        assert_eq!(error.line, 2, "{error}");
+        let error = read_lines(&[HEADER, TURN, TURN], "").unwrap_err();
+        assert_eq!(error.line, 3, "{error}");
+        let error = read_lines(&[HEADER, HEADER], "").unwrap_err();
+        assert_eq!(error.line, 2, "{error}");
+        let error = read_lines(&[SEND_A], "").unwrap_err();
+        assert_eq!(error.line, 1, "{error}");
+    }
+
+    #[test]
+    fn only_a_forks_first_end_seed_empties_the_inbox() {
+        let end_seed = END_SEED_LINE;
+        let fork = read_lines(&[FORK, SEND_A, end_seed], "").unwrap();
+        assert_eq!(pending(&fork), 0);
+        assert!(!fork.seeding);
+        let resumed = read_lines(&[FORK, end_seed, SEND_A, end_seed], "").unwrap();
+        assert_eq!(pending(&resumed), 1);
+        let plain = read_lines(&[HEADER, SEND_A, end_seed], "").unwrap();
+        assert_eq!(pending(&plain), 1);
+    }
+
+    #[test]
+    fn an_open_turn_gets_closers_and_a_marker() {
+        let kept = read_lines(&[HEADER, SEND_A, TURN], r#"{"type":"agent"#).unwrap();
+        assert_eq!(kept.torn, Some(Torn::NoNewline { line: 4 }));
+        assert_eq!(
+            kept.appended_lines(),
+            format!(
+                "{}\n{END_SEED_LINE}\n",
+                r#"{"type":"turn/end","data":{"turn":1,"reason":{"kind":"interrupted"}}}"#
+            )
+        );
+        assert_eq!(kept.next_turn(), 2);
+    }
+}

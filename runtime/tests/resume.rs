@@ -1,0 +1,191 @@
+//! Resuming from a log file the runtime wrote itself (SPEC §11): the file is
+//! cut mid-session, resumed, and what was appended, the inbox, the next turn
+//! and the whole file's validity are checked; a second resume appends
+//! nothing; a crash at any byte of the resume's own writes resumes again;
+//! a corrupt middle line is refused naming it, the file untouched.
+#![cfg(not(loom))]
+
+use std::fs;
+use std::future::ready;
+use std::io::BufReader;
+use std::path::Path;
+
+use courier_check::validate::validate;
+use courier_core::{MessageId, PreStepDecision, Status, StepOutcome, Target};
+use courier_runtime::{Handle, JsonlFile, ResumeError, pre_step_hook_fn, step_hook_fn};
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(future)
+}
+
+/// Two turns, A then B, logged to `path` by the runtime.
+fn write_session(path: &Path) {
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let sink = JsonlFile::create(path).expect("a temporary file");
+    let (handle, driver) = Handle::new("resume", pre_step_hook, step_hook, sink);
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        handle.followup("A").expect("fresh");
+        handle.when_idle().await;
+        handle.followup("B").expect("fresh");
+        handle.when_idle().await;
+        handle.dispose().await.expect("written");
+        driver.await.expect("the driver task ends");
+    });
+}
+
+/// Keeps the lines of `path` up to and including the first that contains
+/// `marker` (after `skip` earlier ones), plus `torn` bytes of the next.
+fn cut_after(path: &Path, marker: &str, skip: usize, torn: usize) {
+    let text = fs::read_to_string(path).expect("readable");
+    let mut kept = String::new();
+    let mut seen = 0;
+    let mut lines = text.split_inclusive('\n');
+    for line in lines.by_ref() {
+        kept.push_str(line);
+        if line.contains(marker) {
+            seen += 1;
+            if seen > skip {
+                break;
+            }
+        }
+    }
+    let next = lines.next().unwrap_or("");
+    kept.push_str(&next[..torn.min(next.len())]);
+    fs::write(path, kept).expect("writable");
+}
+
+fn resume(path: &Path) -> Result<Handle, ResumeError> {
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    Handle::resume(path, pre_step_hook, step_hook).map(|(handle, _driver)| handle)
+}
+
+fn ids(handle: &Handle, target: Target) -> Vec<MessageId> {
+    let inbox = handle.inbox();
+    inbox.list(target).iter().map(|m| m.id().clone()).collect()
+}
+
+fn assert_valid(path: &Path) {
+    let file = fs::File::open(path).expect("readable");
+    let mut findings = Vec::new();
+    let summary = validate(BufReader::new(file), |finding| findings.push(finding));
+    let summary = summary.expect("a readable log");
+    assert!(summary.is_valid(), "{findings:?}");
+}
+
+#[test]
+fn a_crashed_turn_is_closed_and_its_pending_send_kept() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    write_session(&path);
+    // Turn 2 opened, B not yet claimed; 10 bytes of the claim are torn.
+    cut_after(&path, r#""turn/start""#, 1, 10);
+    let before = fs::read_to_string(&path).expect("readable");
+    let handle = resume(&path).expect("a resumable log");
+    let after = fs::read_to_string(&path).expect("readable");
+    let kept = &before[..before.rfind('\n').expect("lines") + 1];
+    let appended = after
+        .strip_prefix(kept)
+        .expect("the kept lines are untouched");
+    assert_eq!(
+        appended,
+        concat!(
+            r#"{"type":"turn/end","data":{"turn":2,"reason":{"kind":"interrupted"}}}"#,
+            "\n",
+            r#"{"type":"session/end-seed","data":{}}"#,
+            "\n"
+        )
+    );
+    assert_eq!(ids(&handle, Target::NextTurn), [MessageId::from("B")]);
+    assert_eq!(handle.status(), Status::Idle);
+    drop(handle);
+    assert_valid(&path);
+}
+
+#[test]
+fn the_resumed_agent_opens_the_next_turn_and_appends_to_the_file() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    write_session(&path);
+    cut_after(&path, r#""user/message""#, 1, 0);
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (handle, driver) = Handle::resume(&path, pre_step_hook, step_hook).expect("resumable");
+    let text = fs::read_to_string(&path).expect("readable");
+    assert!(text.contains(r#"{"type":"step/end","data":{"turn":2,"step":1}}"#));
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        handle.followup("C").expect("fresh");
+        handle.when_idle().await;
+        handle.dispose().await.expect("written");
+        driver.await.expect("the driver task ends");
+    });
+    let text = fs::read_to_string(&path).expect("readable");
+    assert!(
+        text.contains(r#"{"type":"turn/start","data":{"turn":3}}"#),
+        "{text}"
+    );
+    assert_valid(&path);
+}
+
+#[test]
+fn resuming_twice_appends_nothing_the_second_time() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    write_session(&path);
+    cut_after(&path, r#""user/message""#, 1, 0);
+    drop(resume(&path).expect("resumable"));
+    let once = fs::read(&path).expect("readable");
+    drop(resume(&path).expect("resumable"));
+    assert_eq!(fs::read(&path).expect("readable"), once);
+    assert_valid(&path);
+}
+
+#[test]
+fn a_corrupt_middle_line_is_refused_naming_it_and_the_file_untouched() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    write_session(&path);
+    let text = fs::read_to_string(&path).expect("readable");
+    let mut lines: Vec<&str> = text.lines().collect();
+    for (line, corrupt) in [
+        (3, "{not json"),
+        (4, r#"{"type":"turn/start","data":{"turn":1}}"#),
+    ] {
+        let original = lines[line - 1];
+        lines[line - 1] = corrupt;
+        let written = lines.join("\n") + "\n";
+        fs::write(&path, &written).expect("writable");
+        let Err(ResumeError::Unresumable(error)) = resume(&path) else {
+            panic!("line {line} corrupt yet resumed");
+        };
+        assert_eq!(error.line, line as u64, "{error}");
+        assert_eq!(fs::read_to_string(&path).expect("readable"), written);
+        lines[line - 1] = original;
+    }
+}
+
+#[test]
+fn a_crash_while_the_closers_are_written_resumes_cleanly_again() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    write_session(&path);
+    cut_after(&path, r#""user/message""#, 1, 0);
+    let cut = fs::read_to_string(&path).expect("readable");
+    drop(resume(&path).expect("resumable"));
+    let whole = fs::read_to_string(&path).expect("readable");
+    let appended = &whole[cut.len()..];
+    // Every crash point inside the resume's own writes.
+    for length in 0..appended.len() {
+        fs::write(&path, format!("{cut}{}", &appended[..length])).expect("writable");
+        drop(resume(&path).expect("resumable again"));
+        let again = fs::read_to_string(&path).expect("readable");
+        assert!(again.starts_with(&cut), "the kept lines are untouched");
+        assert_valid(&path);
+    }
+}

@@ -1,0 +1,163 @@
+//! `courier repair LOG.jsonl [--out FILE]`: what a resume would do to a kept
+//! session log (Courier's or dsh's), read by the runtime's one reader
+//! (`courier_runtime::kept`), so the two never disagree.
+//!
+//! Prints whether a torn final line is dropped, the closers to append (as
+//! transcript lines), the pending lists, the next turn number, and the ids
+//! the crashed turn had claimed and so lost. With `--out`, writes the
+//! repaired log (the kept lines verbatim, then what a resume appends) to a
+//! new file, through a temporary file in the same folder and an atomic
+//! rename. The input is only ever read.
+//!
+//! Exit 0 on success; 2 when the log cannot be read or is corrupt (naming
+//! the line), or `--out` names the input or any file that exists (it is
+//! never overwritten); 1 when the output cannot be written.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use courier_core::Target;
+use courier_runtime::kept::{self, KeptLog};
+
+/// Arguments of `courier repair`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The session log (JSONL) to read; never modified.
+    #[arg(value_name = "LOG")]
+    log: PathBuf,
+    /// Where to write the repaired log (a new file; not the input).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+pub(crate) fn main(args: &Args) -> ExitCode {
+    let name = args.log.display();
+    if let Some(refused) = args
+        .out
+        .as_deref()
+        .and_then(|out| refused_out(&args.log, out))
+    {
+        eprintln!("error: {refused}");
+        return ExitCode::from(2);
+    }
+    let kept = match kept::read_file(&args.log) {
+        Ok(kept) => kept,
+        Err(error) => {
+            eprintln!("error: {name}: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    print!("{}", report(&kept));
+    let Some(out) = &args.out else {
+        return ExitCode::SUCCESS;
+    };
+    match write_repaired(&args.log, &kept, out) {
+        Ok(()) => {
+            println!("wrote {}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: cannot write {}: {error}", out.display());
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// What a resume would do, one fact a line.
+fn report(kept: &KeptLog) -> String {
+    let mut text = format!("lines kept: {}\n", kept.lines);
+    if kept.header.is_none() {
+        text.push_str("session header: none kept (an empty log)\n");
+    }
+    match &kept.torn {
+        None => text.push_str("torn tail: none\n"),
+        Some(torn) => text.push_str(&format!("torn tail: dropped ({torn})\n")),
+    }
+    let closers = kept.closers();
+    text.push_str(&format!("closers to append: {}\n", closers.len()));
+    for closer in &closers {
+        text.push_str(&format!("  {closer}\n"));
+    }
+    for target in [Target::NextTurn, Target::NextStep] {
+        let ids: Vec<String> = kept
+            .inbox
+            .list(target)
+            .iter()
+            .map(|message| message.id().to_string())
+            .collect();
+        text.push_str(&format!("pending {target}: {}\n", listed(&ids)));
+    }
+    text.push_str(&format!("next turn: {}\n", kept.next_turn()));
+    let lost: Vec<String> = kept.lost.iter().map(ToString::to_string).collect();
+    text.push_str(&format!("claimed and lost: {}\n", listed(&lost)));
+    text
+}
+
+fn listed(ids: &[String]) -> String {
+    match ids {
+        [] => "none".into(),
+        ids => ids.join(" "),
+    }
+}
+
+/// Why `out` may not be written: it is the input, or any file that exists
+/// (user data is never overwritten).
+fn refused_out(log: &Path, out: &Path) -> Option<String> {
+    let named = out.display();
+    if same_file(log, out) {
+        return Some(format!(
+            "--out {named} is the input {}: refused",
+            log.display()
+        ));
+    }
+    out.exists()
+        .then(|| format!("--out {named} exists: refused (write a new file)"))
+}
+
+/// Whether `out` is `log` itself (the same path, or a link to it).
+fn same_file(log: &Path, out: &Path) -> bool {
+    match (fs::canonicalize(log), fs::canonicalize(out)) {
+        (Ok(log), Ok(out)) => log == out,
+        _ => log == out,
+    }
+}
+
+/// Writes the kept bytes of `log` and what a resume appends to `out`,
+/// through a temporary file beside it, so `out` is whole or absent.
+fn write_repaired(log: &Path, kept: &KeptLog, out: &Path) -> io::Result<()> {
+    let folder = match out.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    let file_name = out
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "--out names no file"))?;
+    let temporary = folder.join(format!(
+        ".{}.{}.tmp",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
+    let written = write_new(log, kept, &temporary).and_then(|()| fs::rename(&temporary, out));
+    if written.is_err() {
+        // Best effort: the temporary file is ours, never the input.
+        let _removed = fs::remove_file(&temporary);
+    }
+    written?;
+    // The rename is durable once the folder is.
+    File::open(folder).and_then(|folder| folder.sync_all())
+}
+
+fn write_new(log: &Path, kept: &KeptLog, path: &Path) -> io::Result<()> {
+    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    let copied = io::copy(&mut File::open(log)?.take(kept.kept_bytes), &mut file)?;
+    if copied != kept.kept_bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the input shrank while it was read",
+        ));
+    }
+    file.write_all(kept.appended_lines().as_bytes())?;
+    file.sync_all()
+}

@@ -1,0 +1,178 @@
+//! `courier repair` and the kept-log reader behind it, on real dsh logs:
+//! every recorded log reads; every prefix of two of them (cut at each line
+//! end, and in the middle of each line) reads, dropping a line only when it
+//! is torn, and repairs to a log the validator accepts; the command never
+//! writes its input and refuses `--out` naming it.
+
+mod common;
+
+use std::fs;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use courier_check::validate::validate;
+use courier_runtime::kept::{self, Torn};
+
+fn fixture(name: &str) -> PathBuf {
+    common::dsh_logs().join(name)
+}
+
+fn dsh_logs() -> Vec<PathBuf> {
+    common::files_with_extension(&common::dsh_logs(), "jsonl")
+}
+
+/// The repaired log: the kept bytes, then what a resume appends.
+fn repaired(text: &[u8]) -> Result<Vec<u8>, String> {
+    let kept = kept::read(text).map_err(|error| error.to_string())?;
+    let length = usize::try_from(kept.kept_bytes).expect("small");
+    let mut bytes = text[..length].to_vec();
+    bytes.extend_from_slice(kept.appended_lines().as_bytes());
+    Ok(bytes)
+}
+
+fn assert_valid(bytes: &[u8], what: &str) {
+    let mut findings = Vec::new();
+    let summary = validate(BufReader::new(bytes), |finding| findings.push(finding));
+    let summary = summary.unwrap_or_else(|error| panic!("{what}: unreadable: {error}"));
+    assert!(summary.is_valid(), "{what}: {findings:?}");
+}
+
+#[test]
+fn every_recorded_dsh_log_reads() {
+    let logs = dsh_logs();
+    assert!(logs.len() >= 100, "the dsh fixtures are missing");
+    for log in &logs {
+        let kept = kept::read_file(log).unwrap_or_else(|error| panic!("{log:?}: {error}"));
+        assert_eq!(kept.torn, None, "{log:?}");
+    }
+}
+
+#[test]
+fn every_prefix_of_a_dsh_log_repairs() {
+    for name in [
+        "max-tokens-continue__session.jsonl",
+        "parallel-tool-calls__session.jsonl",
+    ] {
+        let text = fs::read(fixture(name)).expect("a vendored fixture");
+        let ends = text.iter().enumerate().filter(|(_, byte)| **byte == b'\n');
+        let mut start = 0;
+        for (line, (end, _)) in ends.enumerate() {
+            let whole = &text[..=end];
+            let bytes = repaired(whole).unwrap_or_else(|error| panic!("{name}:{error}"));
+            assert_valid(&bytes, &format!("{name} cut after line {}", line + 1));
+            let middle = &text[..(start + end) / 2];
+            let kept = kept::read(middle).unwrap_or_else(|error| panic!("{name}:{error}"));
+            let torn = Some(Torn::NoNewline {
+                line: line as u64 + 1,
+            });
+            assert_eq!(kept.torn, torn, "{name} cut inside line {}", line + 1);
+            assert_eq!(kept.kept_bytes as usize, start);
+            start = end + 1;
+        }
+    }
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn courier_repair(arguments: &[&Path]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_courier"))
+        .arg("repair")
+        .args(arguments)
+        .output()
+        .expect("the courier binary runs");
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8(output.stdout).expect("utf-8"),
+        stderr: String::from_utf8(output.stderr).expect("utf-8"),
+    }
+}
+
+#[test]
+fn repair_writes_a_new_file_and_never_its_input() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let input = folder.path().join("cut.jsonl");
+    let text = fs::read_to_string(fixture("max-tokens-continue__session.jsonl")).expect("fixture");
+    let cut = text.find(r#""type":"step/end""#).expect("a step ends") - 1;
+    fs::write(&input, &text[..cut + 5]).expect("writable");
+    let out = folder.path().join("repaired.jsonl");
+    let run = courier_repair(&[&input, Path::new("--out"), &out]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("torn tail: dropped"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("turn/end 1 interrupted"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(fs::read_to_string(&input).expect("kept"), &text[..cut + 5]);
+    let repaired = fs::read(&out).expect("written");
+    assert!(repaired.starts_with(&text.as_bytes()[..cut]));
+    assert_valid(&repaired, "the repaired file");
+    let again = courier_repair(&[&out]);
+    assert!(
+        again.stdout.contains("closers to append: 0"),
+        "{}",
+        again.stdout
+    );
+
+    let run = courier_repair(&[&input, Path::new("--out"), &input]);
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("is the input"), "{}", run.stderr);
+    assert!(run.stderr.contains("cut.jsonl"), "{}", run.stderr);
+    let run = courier_repair(&[&input, Path::new("--out"), &out]);
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("exists"), "{}", run.stderr);
+    assert_eq!(fs::read(&out).expect("kept"), repaired);
+    assert_eq!(fs::read_to_string(&input).expect("kept"), &text[..cut + 5]);
+}
+
+#[test]
+fn repair_refuses_a_corrupt_log_naming_the_line() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let input = folder.path().join("corrupt.jsonl");
+    let text = fs::read_to_string(fixture("max-tokens-continue__session.jsonl")).expect("fixture");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{not json";
+    fs::write(&input, lines.join("\n") + "\n").expect("writable");
+    let run = courier_repair(&[&input]);
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.stderr.contains("corrupt.jsonl: line 3:"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Every dsh log cut at every line end and inside every line (a few
+/// seconds in debug); prints the figures of the README.
+#[test]
+fn every_prefix_of_every_dsh_log_repairs() {
+    let (mut prefixes, mut closed, mut torn, mut inside) = (0, 0, 0, 0);
+    for log in dsh_logs() {
+        let text = fs::read(&log).expect("readable");
+        let mut start = 0;
+        for end in (0..text.len()).filter(|&index| text[index] == b'\n') {
+            for cut in [end + 1, (start + end) / 2] {
+                let kept = kept::read(&text[..cut]).unwrap_or_else(|error| {
+                    panic!("{log:?} cut at byte {cut}: {error}");
+                });
+                let bytes = repaired(&text[..cut]).expect("read above");
+                // A cut inside the header keeps an empty log: nothing to check.
+                if kept.header.is_some() {
+                    assert_valid(&bytes, &format!("{log:?} cut at byte {cut}"));
+                }
+                prefixes += 1;
+                closed += usize::from(!kept.closers().is_empty());
+                torn += usize::from(kept.torn.is_some());
+                inside += usize::from(cut > start && cut <= end);
+            }
+            start = end + 1;
+        }
+    }
+    assert_eq!(torn, inside, "a line is dropped only when cut inside it");
+    println!("{prefixes} prefixes repaired, {closed} needed closers, {torn} dropped a torn line");
+}
