@@ -160,6 +160,11 @@ impl Replay {
         }
     }
 
+    /// The pending lists the kept events replay to.
+    pub fn inbox(&self) -> &Inbox {
+        &self.inbox
+    }
+
     /// A fork's boundary (SPEC §11: its first `session/end-seed`): the fork
     /// starts empty, so the copied lists and any open turn are forgotten; the
     /// turn numbers go on, since `last_turn` is that of the last kept

@@ -24,7 +24,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use courier_core::log::{END_SEED_LINE, LogLine, SessionHeader, durable_line, parse_line};
-use courier_core::{Agent, Inbox, MessageId, Output, Replay, Target};
+use courier_core::{Agent, MessageId, Output, Replay, Target};
 
 /// The longest line read; a longer one is refused rather than buffered.
 const LINE_BYTES_MAX: u64 = 1 << 28;
@@ -90,8 +90,6 @@ pub struct KeptLog {
     pub lines: u64,
     /// Bytes kept: a torn tail starts here, and a resume cuts the file here.
     pub kept_bytes: u64,
-    /// The pending lists after the replay.
-    pub inbox: Inbox,
     /// Ids the open turn claimed that never got a `user/message` and are
     /// not pending: a crash took them for good (claimed is at most once).
     pub lost: Vec<MessageId>,
@@ -242,8 +240,6 @@ fn cannot_read(line: u64, error: &io::Error) -> Unresumable {
 struct Reading {
     header: Option<SessionHeader>,
     replay: Replay,
-    /// The pending lists, mirrored to know what each claim removed.
-    inbox: Inbox,
     /// What the open turn claimed and has not entered yet.
     claimed: BTreeSet<MessageId>,
     seeding: bool,
@@ -257,7 +253,6 @@ impl Reading {
         Self {
             header: None,
             replay: Replay::new(&Agent::new()),
-            inbox: Inbox::default(),
             claimed: BTreeSet::new(),
             seeding: false,
             torn: None,
@@ -281,7 +276,6 @@ impl Reading {
             Some(LogLine::EndSeed) => {
                 if std::mem::take(&mut self.seeding) {
                     self.replay.end_seed();
-                    self.inbox = Inbox::default();
                     self.claimed.clear();
                 }
                 Ok(())
@@ -293,15 +287,19 @@ impl Reading {
 
     /// A delivery event: the replay decides whether it may follow the rest.
     fn deliver(&mut self, output: &Output) -> Result<(), String> {
+        // What a claim splice takes, read off the replayed list before it applies.
+        let taken: Vec<MessageId> = if let Output::Spliced(splice) = output
+            && splice.outcome.is_none()
+        {
+            let list = self.replay.inbox().list(splice.target).iter();
+            let taken = list.skip(splice.start).take(splice.removed_count);
+            taken.map(|message| message.id().clone()).collect()
+        } else {
+            Vec::new()
+        };
         self.replay.apply(output).map_err(|error| error.reason)?;
         match output {
-            Output::Spliced(splice) => {
-                let removed = self.inbox.apply(splice);
-                if splice.outcome.is_none() {
-                    self.claimed
-                        .extend(removed.iter().map(|message| message.id().clone()));
-                }
-            }
+            Output::Spliced(_) => self.claimed.extend(taken),
             Output::UserMessage(message) => {
                 self.claimed.remove(message.id());
             }
@@ -321,7 +319,7 @@ impl Reading {
     fn finish(self) -> KeptLog {
         let pending: BTreeSet<&MessageId> = [Target::NextTurn, Target::NextStep]
             .into_iter()
-            .flat_map(|target| self.inbox.list(target).iter().map(|m| m.id()))
+            .flat_map(|target| self.replay.inbox().list(target).iter().map(|m| m.id()))
             .collect();
         let open = !self.replay.closers().is_empty();
         let lost = self
@@ -336,7 +334,6 @@ impl Reading {
             torn: self.torn,
             lines: self.lines,
             kept_bytes: self.kept_bytes,
-            inbox: self.inbox,
             lost,
             seeding: self.seeding,
         }
@@ -358,7 +355,7 @@ mod tests {
     }
 
     fn pending(kept: &KeptLog) -> usize {
-        kept.inbox.list(Target::NextTurn).len()
+        kept.replay.inbox().list(Target::NextTurn).len()
     }
 
     #[test]

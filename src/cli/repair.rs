@@ -82,7 +82,8 @@ fn report(kept: &KeptLog) -> String {
     }
     for target in [Target::NextTurn, Target::NextStep] {
         let ids: Vec<String> = kept
-            .inbox
+            .replay
+            .inbox()
             .list(target)
             .iter()
             .map(|message| message.id().to_string())
