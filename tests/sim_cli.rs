@@ -42,7 +42,7 @@ fn a_single_seed_prints_its_swarm_banner() {
     );
     assert!(text.contains(" restarts=5%\n"), "{text}");
     assert!(
-        text.contains("passed: 1 seeds, 25 inputs, 0 restarts"),
+        text.contains("passed: 1 seeds, 27 inputs, 0 restarts"),
         "{text}"
     );
 }

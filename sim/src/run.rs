@@ -61,12 +61,14 @@ pub fn draw(seed: u64, restarts: Restarts) -> (Swarm, Generator) {
 /// and its fault stream (separate, so restarts draw nothing from inputs).
 fn root(seed: u64, restarts: Restarts) -> (Swarm, Prng, Faults) {
     let mut root = Prng::new(seed);
-    let swarm = match restarts {
-        Restarts::Drawn => Swarm::draw(&mut root),
-        Restarts::Off => Swarm::draw(&mut root).without_restarts(),
-    };
+    let swarm = Swarm::draw(&mut root);
     let stream = root.child();
-    let faults = Faults::new(root.child(), swarm.restart_percent);
+    let mut fault_stream = root.child();
+    let swarm = match restarts {
+        Restarts::Drawn => swarm.with_restart_rate(&mut fault_stream),
+        Restarts::Off => swarm,
+    };
+    let faults = Faults::new(fault_stream, swarm.restart_percent);
     (swarm, stream, faults)
 }
 

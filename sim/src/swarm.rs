@@ -138,9 +138,6 @@ impl Swarm {
             tool_calls: weight(prng, (1, 3), 6),
             fail: weight(prng, (1, 2), 2),
         };
-        // Drawn last, so the knobs above (and every later draw) are the
-        // same whether restarts are on or off.
-        let restart_percent = weight(prng, (1, 2), 5);
         Swarm {
             inputs_max,
             pool_size,
@@ -149,7 +146,18 @@ impl Swarm {
             plugin_percent,
             pre_step,
             step,
-            restart_percent,
+            restart_percent: 0,
+        }
+    }
+
+    /// The configuration with its restart rate drawn from `faults`, the
+    /// seed's fault stream: the knobs above and the input stream are the
+    /// seed's own whether restarts are on or off (and as they were before
+    /// restarts existed).
+    pub fn with_restart_rate(self, faults: &mut Prng) -> Swarm {
+        Swarm {
+            restart_percent: weight(faults, (1, 2), 5),
+            ..self
         }
     }
 
@@ -228,7 +236,7 @@ mod tests {
         let mut steer_off = 0;
         let mut restarts_off = 0;
         for seed in 0..400 {
-            let swarm = Swarm::draw(&mut Prng::new(seed));
+            let swarm = Swarm::draw(&mut Prng::new(seed)).with_restart_rate(&mut Prng::new(!seed));
             assert!((8..=512).contains(&swarm.inputs_max), "{swarm}");
             assert!((1..=POOL_SIZE_MAX).contains(&swarm.pool_size));
             assert!(swarm.inputs.completion >= 4);
