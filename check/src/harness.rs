@@ -233,8 +233,15 @@ impl Harness {
         };
         let lost = log.split_off(log.len() - lose.min(log.len()));
         let resumed = self.agent.resume(&log);
+        let replayed = resumed.is_ok();
         let restarted = self.resumed(resumed, Kept::Log(&log), lost);
-        log.extend(restarted.closers.iter().filter(|o| o.is_durable()).cloned());
+        // A log that did not replay left the agent as it was: so is its log.
+        let written = if replayed {
+            &restarted.closers
+        } else {
+            &restarted.lost
+        };
+        log.extend(written.iter().filter(|o| o.is_durable()).cloned());
         self.log = Some(log);
         hooks.restarted(self, &restarted);
         restarted
@@ -247,8 +254,9 @@ impl Harness {
         let mut replay = Replay::of(&self.agent);
         let replayed = in_flight.iter().try_for_each(|event| replay.apply(event));
         let resumed = replayed.map(|()| replay.resume());
+        let replayed = resumed.is_ok();
         let restarted = self.resumed(resumed, Kept::Tail(in_flight), Vec::new());
-        if let Some(log) = &mut self.log {
+        if let Some(log) = self.log.as_mut().filter(|_| replayed) {
             log.extend(in_flight.iter().cloned());
             log.extend(restarted.closers.iter().filter(|o| o.is_durable()).cloned());
         }
