@@ -9,7 +9,6 @@
 //! instead of accepting work nothing will serve.
 
 use std::any::Any;
-use std::cell::Cell;
 use std::future::{Future, poll_fn};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
@@ -20,7 +19,7 @@ use courier_core::{Input, PreStepDecision, StepOutcome};
 use crate::handle::WeakHandle;
 use crate::hooks::{Boundary, Hook, HookPanic, PreStepHook, StepCall, StepHook};
 use crate::shared::{Job, Shared};
-use crate::sync::{Arc, thread_local};
+use crate::sync::{Arc, INSIDE_HOOK};
 
 /// Serves one agent: spawn [`DriverTask::run`] on any executor. Named apart
 /// from the core's driver (the state of a running turn) because it outlives
@@ -176,12 +175,6 @@ async fn settle<F: Future>(
         }
     })
     .await
-}
-
-thread_local! {
-    /// The agent whose hook this thread is calling or polling (its address),
-    /// 0 for none.
-    static INSIDE_HOOK: Cell<usize> = const { Cell::new(0) };
 }
 
 fn address(shared: &Shared) -> usize {

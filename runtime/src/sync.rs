@@ -5,12 +5,19 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
-#[cfg(loom)]
-pub(crate) use loom::thread_local;
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
+
 #[cfg(not(loom))]
-pub(crate) use std::thread_local;
+std::thread_local! {
+    /// The agent whose hook this thread is calling or polling (its
+    /// address), 0 for none; see `driver::inside_hook`.
+    pub(crate) static INSIDE_HOOK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    pub(crate) static INSIDE_HOOK: std::cell::Cell<usize> = std::cell::Cell::new(0);
+}
 
 /// Locks `mutex`. Nothing user-supplied runs under the runtime's locks
 /// unguarded and the core never panics, so a poisoned lock holds a state as
