@@ -512,7 +512,12 @@ mod tests {
         let mut before = earlier(&CLAIMED);
         before.extend(earlier(&[("followup A", "")]));
         assert_eq!(
-            gap(&before, "pre-step pass", failed, "~error 1.0\nturn/end 1 blocked"),
+            gap(
+                &before,
+                "pre-step pass",
+                failed,
+                "~error 1.0\nturn/end 1 blocked"
+            ),
             None
         );
     }
@@ -522,16 +527,31 @@ mod tests {
         let before = earlier(&[("append next-turn F", ""), ("append next-turn D", "")]);
         let line = "splice next-turn 0 0 A D A";
         assert_eq!(
-            gap(&before, line, "error: duplicate-id: A", "error: duplicate-id: D"),
+            gap(
+                &before,
+                line,
+                "error: duplicate-id: A",
+                "error: duplicate-id: D"
+            ),
             Some(Gap::RefusedSpliceNamesAnotherId)
         );
         assert_eq!(
-            gap(&before, line, "error: duplicate-id: A", "error: duplicate-id: F"),
+            gap(
+                &before,
+                line,
+                "error: duplicate-id: A",
+                "error: duplicate-id: F"
+            ),
             None,
             "F is not inserted by the splice"
         );
         assert_eq!(
-            gap(&before, line, "error: duplicate-id: A", "spliced next-turn@0 +A +D +A"),
+            gap(
+                &before,
+                line,
+                "error: duplicate-id: A",
+                "spliced next-turn@0 +A +D +A"
+            ),
             None,
             "the other side accepted it"
         );
