@@ -91,7 +91,7 @@ impl HandleBench {
                 agent.inject(message).expect("ids are fresh");
             }
             agent.steer(last).expect("ids are fresh");
-            agent.when_idle().await;
+            agent.when_idle().await.expect("the driver task runs");
         });
     }
 }

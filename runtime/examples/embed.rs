@@ -111,7 +111,7 @@ async fn main() {
     let second = steps.next().await;
     assert_eq!(second, (1, 2, vec!["steer".into()]));
     steps.answer();
-    handle.when_idle().await;
+    handle.when_idle().await.expect("the driver task runs");
     assert_eq!(handle.status(), Status::Idle);
     assert!(handle.inbox().is_empty(), "everything was claimed");
 

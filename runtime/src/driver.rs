@@ -2,22 +2,31 @@
 //! core's state names, runs the matching hook against the turn's abort, and
 //! feeds the result back as the completion; then it looks again. It owns no
 //! delivery logic: every decision stays in the core.
+//!
+//! It is also where the user's code can fail: a hook that panics (when
+//! called or polled) fails its point, and a driver task that is dropped
+//! before the agent's end tells the agent so, which then refuses every call
+//! instead of accepting work nothing will serve.
 
+use std::any::Any;
 use std::future::{Future, poll_fn};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
 use std::task::Poll;
 
 use courier_core::{Input, PreStepDecision, StepOutcome};
 
-use crate::hooks::{PreStepHook, StepHook};
+use crate::handle::WeakHandle;
+use crate::hooks::{Boundary, Hook, HookPanic, PreStepHook, StepCall, StepHook};
 use crate::shared::{Job, Shared};
-use crate::sync::Arc;
+use crate::sync::{Arc, INSIDE_HOOK};
 
-/// The task that drives one agent: spawn [`DriverTask::run`] on any
-/// executor. Named apart from the core's driver (the state of a running turn)
-/// because it outlives every turn. Until it runs, no hook is called, no turn
-/// gets past its first claim, and `when_idle` after a waking send never
-/// resolves.
+/// Serves one agent: spawn [`DriverTask::run`] on any executor. Named apart
+/// from the core's driver (the state of a running turn) because it outlives
+/// every turn. Until it runs, no hook is called, no turn gets past its first
+/// claim, and `when_idle` after a waking send never resolves. Once it is
+/// dropped (its future or task included) before the agent is disposed and
+/// idle, every later call on the agent returns [`crate::Error::DriverGone`].
 #[must_use = "the agent makes no progress until its driver task runs: spawn `driver.run()`"]
 pub struct DriverTask<P, S> {
     shared: Arc<Shared>,
@@ -25,6 +34,15 @@ pub struct DriverTask<P, S> {
     step_hook: S,
     #[cfg(feature = "mutants")]
     racy_wake: bool,
+}
+
+/// How a hook's call ended.
+enum Settled<T> {
+    Done(T),
+    /// The turn was aborted; the hook's future was dropped.
+    Aborted,
+    /// The hook panicked; the message.
+    Panicked(String),
 }
 
 impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
@@ -48,24 +66,66 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
 
     /// Serves the agent until it is disposed and idle. A cancel that aborts
     /// the turn drops the hook in flight and completes its point with `fail`;
-    /// the core, which knows the turn is aborted, ends it `aborted`.
+    /// the core, which knows the turn is aborted, ends it `aborted`. A hook
+    /// that panics is that point's `fail` too, kept as a [`HookPanic`].
     pub async fn run(mut self) {
         while let Some(job) = self.next_job().await {
+            let agent = WeakHandle::new(Arc::clone(&self.shared));
             let completion = match job {
-                Job::PreStep(boundary) => {
-                    let turn = boundary.turn;
-                    let hook = self.pre_step_hook.decide(boundary);
-                    let decision = unless_aborted(&self.shared, turn, hook).await;
+                Job::PreStep { turn, step, batch } => {
+                    let boundary = Boundary {
+                        turn,
+                        step,
+                        batch,
+                        agent,
+                    };
+                    let hook = &mut self.pre_step_hook;
+                    let settled = settle(&self.shared, turn, || hook.decide(boundary)).await;
+                    let decision = self.failed_unless_done(settled, turn, step, Hook::PreStep);
                     Input::PreStep(decision.unwrap_or(PreStepDecision::Fail))
                 }
-                Job::Step(call) => {
-                    let turn = call.turn;
-                    let hook = self.step_hook.step(call);
-                    let outcome = unless_aborted(&self.shared, turn, hook).await;
+                Job::Step {
+                    turn,
+                    step,
+                    entered,
+                } => {
+                    let call = StepCall {
+                        turn,
+                        step,
+                        entered,
+                        agent,
+                    };
+                    let hook = &mut self.step_hook;
+                    let settled = settle(&self.shared, turn, || hook.step(call)).await;
+                    let outcome = self.failed_unless_done(settled, turn, step, Hook::Step);
                     Input::Step(outcome.unwrap_or(StepOutcome::Fail))
                 }
             };
             self.shared.complete(completion);
+        }
+    }
+
+    /// The hook's answer; `None` (the point fails) when it was aborted or
+    /// panicked, and a panic is kept for [`crate::Handle::hook_panics`].
+    fn failed_unless_done<T>(
+        &self,
+        settled: Settled<T>,
+        turn: u64,
+        step: u64,
+        hook: Hook,
+    ) -> Option<T> {
+        match settled {
+            Settled::Done(answer) => Some(answer),
+            Settled::Aborted => None,
+            Settled::Panicked(message) => {
+                self.shared.hook_panicked(HookPanic {
+                    turn,
+                    step,
+                    hook,
+                    message,
+                });
+                None
+            }
         }
     }
 
@@ -81,16 +141,72 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
     }
 }
 
-/// Runs `hook` until it finishes (`Some`) or `turn` is aborted (`None`, and
-/// the hook's future is dropped). The abort is checked first, so a hook is
-/// not even polled for a turn that is already aborted.
-async fn unless_aborted<F: Future>(shared: &Shared, turn: u64, hook: F) -> Option<F::Output> {
+impl<P, S> Drop for DriverTask<P, S> {
+    fn drop(&mut self) {
+        self.shared.driver_gone();
+    }
+}
+
+/// Calls the hook with `start` and runs its future until it finishes, `turn`
+/// is aborted (its future is dropped), or it panics. The abort is checked
+/// before each poll, so a hook is not even polled for a turn that is
+/// already aborted. Both the call and each poll run marked as inside this
+/// agent's hook, for [`inside_hook_of`].
+async fn settle<F: Future>(
+    shared: &Shared,
+    turn: u64,
+    start: impl FnOnce() -> F,
+) -> Settled<F::Output> {
+    let hook = match catch_unwind(AssertUnwindSafe(|| inside_hook(shared, start))) {
+        Ok(hook) => hook,
+        Err(payload) => return Settled::Panicked(panic_message(payload.as_ref())),
+    };
     let mut hook = pin!(hook);
     poll_fn(|context| {
         if shared.poll_aborted(turn, context).is_ready() {
-            return Poll::Ready(None);
+            return Poll::Ready(Settled::Aborted);
         }
-        hook.as_mut().poll(context).map(Some)
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            inside_hook(shared, || hook.as_mut().poll(context))
+        }));
+        match polled {
+            Ok(poll) => poll.map(Settled::Done),
+            Err(payload) => Poll::Ready(Settled::Panicked(panic_message(payload.as_ref()))),
+        }
     })
     .await
+}
+
+fn address(shared: &Shared) -> usize {
+    std::ptr::from_ref(shared) as usize
+}
+
+/// Runs `body` marked as inside `shared`'s hook; the previous mark comes
+/// back after, so one agent's hook may drive another agent's calls.
+fn inside_hook<R>(shared: &Shared, body: impl FnOnce() -> R) -> R {
+    struct Restore(usize);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            INSIDE_HOOK.with(|inside| inside.set(self.0));
+        }
+    }
+    let _restore = Restore(INSIDE_HOOK.with(|inside| inside.replace(address(shared))));
+    body()
+}
+
+/// Whether this thread is inside one of `shared`'s hooks right now: a wait
+/// for that agent from here would wait for itself.
+pub(crate) fn inside_hook_of(shared: &Shared) -> bool {
+    INSIDE_HOOK.with(|inside| inside.get() == address(shared))
+}
+
+/// A panic payload's message: its `&str` or `String`.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
 }

@@ -1,20 +1,25 @@
 //! The agent handle: cheap to clone, shareable across threads, and the only
 //! way clients reach the core. Each call is one atomic transition; a refused
-//! input returns the core's [`Refusal`] and changed nothing.
+//! input returns the core's [`Refusal`] (as [`Error::Refused`]) and changed
+//! nothing.
 
+use std::fmt;
 use std::future::Future;
-use std::io;
+use std::num::NonZeroUsize;
 use std::path::Path;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use courier_core::{
-    CancelCause, Inbox, Input, Message, MessageId, Output, Refusal, Status, Target, Wakeup,
-};
-use tokio::sync::mpsc::UnboundedReceiver;
+#[cfg(doc)]
+use courier_core::Refusal;
+use courier_core::{CancelCause, Inbox, Input, Message, MessageId, Output, Status, Target, Wakeup};
+use tokio::sync::broadcast;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::driver::DriverTask;
-use crate::hooks::{PreStepHook, StepHook};
+use crate::error::Error;
+use crate::fanout::Subscriber;
+use crate::hooks::{HookPanic, PreStepHook, StepHook};
 use crate::observer::Observer;
 use crate::resume::{ResumeError, repair_in_place};
 use crate::shared::Shared;
@@ -101,34 +106,34 @@ impl Handle {
         message: impl Into<Message>,
         target: Target,
         wakeup: Wakeup,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), Error> {
         self.shared
             .input(Input::send(message.into(), target, wakeup))
     }
 
     /// `followup = (next-turn, wake)`.
-    pub fn followup(&self, message: impl Into<Message>) -> Result<(), Refusal> {
+    pub fn followup(&self, message: impl Into<Message>) -> Result<(), Error> {
         self.send(message, Target::NextTurn, Wakeup::Wake)
     }
 
     /// `steer = (next-step, wake)`.
-    pub fn steer(&self, message: impl Into<Message>) -> Result<(), Refusal> {
+    pub fn steer(&self, message: impl Into<Message>) -> Result<(), Error> {
         self.send(message, Target::NextStep, Wakeup::Wake)
     }
 
     /// `inject = (next-step, no-wake)`.
-    pub fn inject(&self, message: impl Into<Message>) -> Result<(), Refusal> {
+    pub fn inject(&self, message: impl Into<Message>) -> Result<(), Error> {
         self.send(message, Target::NextStep, Wakeup::NoWake)
     }
 
     /// Edit: add at the end of a list (never wakes).
-    pub fn append(&self, target: Target, message: impl Into<Message>) -> Result<(), Refusal> {
+    pub fn append(&self, target: Target, message: impl Into<Message>) -> Result<(), Error> {
         let message = message.into();
         self.shared.input(Input::Append { target, message })
     }
 
     /// Edit: add at the front of a list (never wakes).
-    pub fn prepend(&self, target: Target, message: impl Into<Message>) -> Result<(), Refusal> {
+    pub fn prepend(&self, target: Target, message: impl Into<Message>) -> Result<(), Error> {
         let message = message.into();
         self.shared.input(Input::Prepend { target, message })
     }
@@ -138,13 +143,13 @@ impl Handle {
         &self,
         id: impl Into<MessageId>,
         message: impl Into<Message>,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), Error> {
         let (id, message) = (id.into(), message.into());
         self.shared.input(Input::Replace { id, message })
     }
 
     /// Edit: drop the pending `id`.
-    pub fn remove(&self, id: impl Into<MessageId>) -> Result<(), Refusal> {
+    pub fn remove(&self, id: impl Into<MessageId>) -> Result<(), Error> {
         self.shared.input(Input::Remove { id: id.into() })
     }
 
@@ -155,7 +160,7 @@ impl Handle {
         start: usize,
         removed: usize,
         inserted: Vec<Message>,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), Error> {
         self.shared.input(Input::Splice {
             target,
             start,
@@ -165,15 +170,18 @@ impl Handle {
     }
 
     /// Aborts the running turn (its hook in flight is dropped); without
-    /// `keep_inbox`, discards everything pending. Never refused.
-    pub fn cancel(&self, cause: CancelCause, keep_inbox: bool) {
-        let cancelled = self.shared.input(Input::Cancel { cause, keep_inbox });
-        cancelled.expect("cancel is never refused");
+    /// `keep_inbox`, discards everything pending. The core never refuses
+    /// it; it fails only with [`Error::DriverGone`].
+    pub fn cancel(&self, cause: CancelCause, keep_inbox: bool) -> Result<(), Error> {
+        self.shared.input(Input::Cancel { cause, keep_inbox })
     }
 
     /// Resolves at the next quiescence: at once when idle, else at the next
     /// retirement that starts no other driver. The waiter is registered by
     /// this call, not by the first poll, so it sees the state as of the call.
+    /// Resolves with [`Error::DriverGone`] if the driver task goes first, and
+    /// with [`Error::InsideHook`] when awaited inside one of this agent's own
+    /// hooks (the quiescence it waits for needs that hook to finish).
     pub fn when_idle(&self) -> WhenIdle {
         WhenIdle {
             ticket: self.shared.when_idle(),
@@ -183,21 +191,49 @@ impl Handle {
 
     /// Disposes the agent (discards everything pending, aborts the turn, and
     /// refuses every later insertion), waits until it is idle, and flushes
-    /// the log. Returns the first error the sink ever reported.
-    pub async fn dispose(&self) -> io::Result<()> {
-        let disposed = self.shared.input(Input::Dispose);
-        disposed.expect("dispose is never refused");
-        self.when_idle().await;
-        self.shared.flush()
+    /// the log. Fails with the first error the sink ever reported
+    /// ([`Error::Log`]), with [`Error::DriverGone`] (nothing disposed: the log
+    /// stays as a crash leaves it), or, inside one of this agent's own hooks,
+    /// with [`Error::InsideHook`] once the disposal started: the turn that
+    /// hook belongs to is aborted, so its future is dropped at its next
+    /// suspension.
+    pub async fn dispose(&self) -> Result<(), Error> {
+        self.shared.input(Input::Dispose)?;
+        self.when_idle().await?;
+        self.shared.flush().map_err(Error::Log)
     }
 
     /// Every output from now on, in emission order: the durable events and
     /// the live notifications alike (filter with [`Output::is_durable`]).
-    /// Lossless: a reader that falls behind only uses more memory.
+    /// Lossless: a reader that falls behind only uses more memory (for tests
+    /// and readers that keep up; see [`Handle::subscribe_bounded`]). The
+    /// stream ends when the driver task does.
     pub fn subscribe(&self) -> Notifications {
-        Notifications {
-            receiver: self.shared.subscribe(),
-        }
+        let (sender, receiver) = unbounded_channel();
+        self.shared.subscribe(Subscriber::Lossless(sender));
+        Notifications { receiver }
+    }
+
+    /// Every output from now on, keeping at most about `capacity` unread
+    /// (rounded up to a power of two, at most `usize::MAX / 2`): a reader
+    /// that falls further behind loses the oldest and is told how many
+    /// ([`Lagged`]), like tokio's `broadcast`. Memory stays bounded whatever
+    /// the reader does. The stream ends when the driver task does.
+    pub fn subscribe_bounded(&self, capacity: NonZeroUsize) -> BoundedNotifications {
+        let (sender, receiver) = broadcast::channel(capacity.get().min(usize::MAX / 2));
+        self.shared.subscribe(Subscriber::Bounded(sender));
+        BoundedNotifications { receiver }
+    }
+
+    /// The latest hook panics (up to 64), oldest first. Each failed its
+    /// point, so its turn ended `error`; the agent went on serving.
+    pub fn hook_panics(&self) -> Vec<HookPanic> {
+        self.shared.hook_panics()
+    }
+
+    /// A handle that does not keep the agent (see [`WeakHandle`]).
+    pub fn downgrade(&self) -> WeakHandle {
+        WeakHandle::new(Arc::clone(&self.shared))
     }
 
     /// Idle, or the open turn, its last opened step and the awaited point.
@@ -226,6 +262,37 @@ impl Drop for Handle {
     }
 }
 
+/// A handle that does not keep its agent alive: it does not count among the
+/// handles whose last drop disposes the agent. Every hook call carries one
+/// ([`crate::Boundary::agent`], [`crate::StepCall::agent`]), so a hook can
+/// call its agent mid-step, e.g. inject a tool's result:
+/// `if let Some(agent) = call.agent.upgrade() { agent.inject(result)?; }`
+/// (see `examples/tool_result.rs`).
+#[derive(Clone)]
+pub struct WeakHandle {
+    shared: Arc<Shared>,
+}
+
+impl WeakHandle {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
+    /// A handle, while the agent has one; `None` once the last handle was
+    /// dropped (the agent is then disposed for good).
+    pub fn upgrade(&self) -> Option<Handle> {
+        self.shared.upgrade().then(|| Handle {
+            shared: Arc::clone(&self.shared),
+        })
+    }
+}
+
+impl fmt::Debug for WeakHandle {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("WeakHandle")
+    }
+}
+
 /// The future of [`Handle::when_idle`].
 #[must_use = "a when-idle waiter does nothing unless awaited"]
 pub struct WhenIdle {
@@ -234,9 +301,9 @@ pub struct WhenIdle {
 }
 
 impl Future for WhenIdle {
-    type Output = ();
+    type Output = Result<(), Error>;
 
-    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
         self.shared.poll_idle(self.ticket, context)
     }
 }
@@ -256,5 +323,41 @@ impl Notifications {
     /// The next output already delivered, without waiting.
     pub fn try_recv(&mut self) -> Option<Output> {
         self.receiver.try_recv().ok()
+    }
+}
+
+/// Outputs a [`BoundedNotifications`] reader skipped because it fell behind.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Lagged {
+    /// How many outputs were dropped, oldest first, since the last read.
+    pub skipped: u64,
+}
+
+/// A bounded subscription; see [`Handle::subscribe_bounded`].
+pub struct BoundedNotifications {
+    receiver: broadcast::Receiver<Output>,
+}
+
+impl BoundedNotifications {
+    /// The next output, or how many were skipped before it; `None` once the
+    /// driver task is gone and everything kept was read.
+    pub async fn recv(&mut self) -> Option<Result<Output, Lagged>> {
+        match self.receiver.recv().await {
+            Ok(output) => Some(Ok(output)),
+            Err(broadcast::error::RecvError::Lagged(skipped)) => Some(Err(Lagged { skipped })),
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    }
+
+    /// [`BoundedNotifications::recv`] without waiting: `None` when nothing
+    /// is ready.
+    pub fn try_recv(&mut self) -> Option<Result<Output, Lagged>> {
+        match self.receiver.try_recv() {
+            Ok(output) => Some(Ok(output)),
+            Err(broadcast::error::TryRecvError::Lagged(skipped)) => Some(Err(Lagged { skipped })),
+            Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed) => {
+                None
+            }
+        }
     }
 }

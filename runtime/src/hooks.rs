@@ -4,11 +4,19 @@
 //! across calls, plus a closure adapter for the common case. The driver task
 //! runs one hook at a time; a cancel that aborts the turn drops the hook's
 //! future (that is how cancellation reaches it), and the core still decides
-//! how the turn ends.
+//! how the turn ends. A hook that panics fails its point instead (SPEC §5
+//! `fail`), and the panic is kept as a [`HookPanic`].
+//!
+//! Each call carries a [`WeakHandle`] to its agent, so a hook can call the
+//! agent mid-step (a tool's result injected into the next step) without
+//! keeping it alive: a strong handle held by a hook would keep the agent
+//! and its driver task from ever ending.
 
 use std::future::Future;
 
 use courier_core::{Message, PreStepDecision, StepOutcome};
+
+use crate::handle::WeakHandle;
 
 /// A boundary of a running turn: what the core claimed for the next step.
 #[derive(Clone, Debug)]
@@ -19,6 +27,8 @@ pub struct Boundary {
     pub step: u64,
     /// The claimed batch, `next-step` items first; possibly empty.
     pub batch: Vec<Message>,
+    /// The agent, without keeping it alive.
+    pub agent: WeakHandle,
 }
 
 /// One step: the messages that entered it.
@@ -30,6 +40,32 @@ pub struct StepCall {
     pub step: u64,
     /// The entering batch the pre-step decision admitted, in order.
     pub entered: Vec<Message>,
+    /// The agent, without keeping it alive.
+    pub agent: WeakHandle,
+}
+
+/// Which hook a [`HookPanic`] came from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Hook {
+    /// The [`PreStepHook`]: its point was completed with `fail`.
+    PreStep,
+    /// The [`StepHook`]: its point was completed with `fail`.
+    Step,
+}
+
+/// A user hook that panicked (while called or polled). The driver task
+/// completed the awaited point with `fail`, so the core ended the turn
+/// `error` (after `agent/error`) and the agent went on serving.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct HookPanic {
+    /// The turn whose point failed.
+    pub turn: u64,
+    /// The step: the boundary's steps opened so far, or the step run.
+    pub step: u64,
+    /// The hook that panicked.
+    pub hook: Hook,
+    /// The panic's message (its `&str` or `String` payload).
+    pub message: String,
 }
 
 /// Decides what enters the next step (SPEC §3 `pre-step`).

@@ -32,12 +32,13 @@
 //! let (handle, driver) = Handle::new("session", pre_step_hook, step_hook, MemoryLog::new());
 //! tokio::spawn(driver.run());
 //! handle.followup("hello").expect("a fresh id");
-//! handle.when_idle().await;
+//! handle.when_idle().await.expect("the driver task runs");
 //! handle.dispose().await.expect("a memory log never fails");
 //! # }
 //! ```
 
 mod driver;
+mod error;
 mod fanout;
 mod handle;
 mod hooks;
@@ -49,10 +50,11 @@ mod sink;
 mod sync;
 
 pub use driver::DriverTask;
-pub use handle::{Handle, Notifications, WhenIdle};
+pub use error::Error;
+pub use handle::{BoundedNotifications, Handle, Lagged, Notifications, WeakHandle, WhenIdle};
 pub use hooks::{
-    Boundary, PreStepHook, PreStepHookFn, StepCall, StepHook, StepHookFn, pre_step_hook_fn,
-    step_hook_fn,
+    Boundary, Hook, HookPanic, PreStepHook, PreStepHookFn, StepCall, StepHook, StepHookFn,
+    pre_step_hook_fn, step_hook_fn,
 };
 pub use observer::{Observer, Transition};
 pub use resume::ResumeError;

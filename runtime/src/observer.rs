@@ -11,7 +11,9 @@ pub use courier_core::Transition;
 ///
 /// Called inside the agent's critical section (that is what makes the order
 /// the core's), so it must be quick and must not call the agent: a call back
-/// in deadlocks, and a panic poisons the agent's lock.
+/// in deadlocks. A panic is caught: the observer is dropped (it missed a
+/// transition, so what it checks no longer holds) and the call whose
+/// transition it observed returns [`crate::Error::ObserverPanicked`].
 pub trait Observer: Send + 'static {
     /// One transition, just after the core ran it.
     fn observe(&mut self, transition: Transition);

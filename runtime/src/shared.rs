@@ -9,16 +9,23 @@
 //! driver, aborts the turn, disposes) takes that waker in the critical
 //! section that gave the work. Splitting the look and the park across two critical sections loses a
 //! wake sent between them; the `racy` loom test plants exactly that.
+//!
+//! Why nothing hangs once the driver task is gone: its drop marks the agent
+//! [`Driver::Gone`] under the lock, wakes every `when_idle` waiter and ends
+//! every subscription; from then on a call that needs the driver task is
+//! refused with [`Error::DriverGone`] before it reaches the core.
 
 use std::collections::BTreeMap;
 use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::task::{Context, Poll, Waker};
 
-use courier_core::{Agent as Core, AwaitPoint, Inbox, Input, Message, Output, Refusal, Status};
-use tokio::sync::mpsc::UnboundedReceiver;
+use courier_core::{Agent as Core, AwaitPoint, Inbox, Input, Message, Output, Status};
 
-use crate::fanout::Fanout;
-use crate::hooks::{Boundary, StepCall};
+use crate::driver::{inside_hook_of, panic_message};
+use crate::error::Error;
+use crate::fanout::{Fanout, Subscriber};
+use crate::hooks::HookPanic;
 use crate::observer::{Observer, Transition};
 use crate::sink::Sink;
 use crate::sync::{Mutex, lock};
@@ -26,10 +33,28 @@ use crate::sync::{Mutex, lock};
 /// What the driver task must do next for the core.
 pub(crate) enum Job {
     /// Ask the pre-step hook about a claimed batch.
-    PreStep(Boundary),
-    /// Run the step hook.
-    Step(StepCall),
+    PreStep {
+        turn: u64,
+        step: u64,
+        batch: Vec<Message>,
+    },
+    /// Run the step hook on what entered the step.
+    Step {
+        turn: u64,
+        step: u64,
+        entered: Vec<Message>,
+    },
 }
+
+/// Whether a driver task still serves the agent.
+enum Driver {
+    Serving,
+    /// Dropped: no completion will ever come.
+    Gone,
+}
+
+/// The most recent hook panics kept for [`crate::Handle::hook_panics`].
+const HOOK_PANICS_KEPT: usize = 64;
 
 pub(crate) struct Shared {
     locked: Mutex<Locked>,
@@ -49,6 +74,11 @@ struct Locked {
     wake: Vec<Waker>,
     /// Sees every transition; without one, `run` copies nothing.
     observer: Option<Box<dyn Observer>>,
+    driver: Driver,
+    /// The observer's panic, until the call it happened in reports it.
+    observer_panic: Option<String>,
+    /// The latest hook panics, oldest first.
+    hook_panics: Vec<HookPanic>,
 }
 
 /// `when_idle` waiters. The core resolves waiters in the order they
@@ -76,6 +106,9 @@ impl Shared {
             handles: 1,
             wake: Vec::new(),
             observer,
+            driver: Driver::Serving,
+            observer_panic: None,
+            hook_panics: Vec::new(),
         };
         Self {
             locked: Mutex::new(locked),
@@ -96,6 +129,9 @@ impl Shared {
             handles: 1,
             wake: Vec::new(),
             observer: None,
+            driver: Driver::Serving,
+            observer_panic: None,
+            hook_panics: Vec::new(),
         };
         Self {
             locked: Mutex::new(locked),
@@ -114,14 +150,20 @@ impl Shared {
         result
     }
 
-    /// A client input: one transition of the core.
-    pub(crate) fn input(&self, input: Input) -> Result<(), Refusal> {
+    /// A client input: one transition of the core, unless nothing would
+    /// serve what it starts.
+    pub(crate) fn input(&self, input: Input) -> Result<(), Error> {
         debug_assert!(
             !input.is_completion(),
             "completions belong to the driver task"
         );
         debug_assert!(input != Input::WhenIdle, "a waiter needs its ticket");
-        self.with(|locked| locked.run(input))
+        self.with(|locked| {
+            locked.served(&input)?;
+            locked.run(input)?;
+            locked.fanout.failure().map_err(Error::Log)?;
+            locked.observer_failure()
+        })
     }
 
     /// The driver task's completion of the point it was awaiting.
@@ -145,8 +187,28 @@ impl Shared {
         })
     }
 
-    pub(crate) fn poll_idle(&self, ticket: u64, context: &mut Context<'_>) -> Poll<()> {
-        self.with(|locked| locked.idle.poll(ticket, context.waker()))
+    /// Ready when the ticket's `idle` came; an error when it never can (the
+    /// driver task is gone, or this is polled inside one of the agent's own
+    /// hooks, which the driver task is waiting for).
+    pub(crate) fn poll_idle(
+        &self,
+        ticket: u64,
+        context: &mut Context<'_>,
+    ) -> Poll<Result<(), Error>> {
+        let inside_hook = inside_hook_of(self);
+        self.with(|locked| {
+            if locked.idle.resolved(ticket) {
+                return Poll::Ready(Ok(()));
+            }
+            if let Err(error) = locked.served(&Input::WhenIdle) {
+                return Poll::Ready(Err(error));
+            }
+            if inside_hook {
+                return Poll::Ready(Err(Error::InsideHook));
+            }
+            locked.idle.wait(ticket, context.waker());
+            Poll::Pending
+        })
     }
 
     /// The next job, `None` once the agent is disposed and idle (the driver
@@ -187,8 +249,34 @@ impl Shared {
         })
     }
 
-    pub(crate) fn subscribe(&self) -> UnboundedReceiver<Output> {
-        self.with(|locked| locked.fanout.subscribe())
+    pub(crate) fn subscribe(&self, subscriber: Subscriber) {
+        self.with(|locked| locked.fanout.subscribe(subscriber));
+    }
+
+    /// The driver task dropped a hook's panic into the record.
+    pub(crate) fn hook_panicked(&self, panic: HookPanic) {
+        self.with(|locked| {
+            if locked.hook_panics.len() == HOOK_PANICS_KEPT {
+                locked.hook_panics.remove(0);
+            }
+            locked.hook_panics.push(panic);
+        });
+    }
+
+    pub(crate) fn hook_panics(&self) -> Vec<HookPanic> {
+        self.with(|locked| locked.hook_panics.clone())
+    }
+
+    /// The driver task is being dropped: whatever it was serving stays
+    /// unserved. Waiters wake (to their error, or to an `idle` that came),
+    /// subscriptions end, and the log is flushed as far as it got.
+    pub(crate) fn driver_gone(&self) {
+        self.with(|locked| {
+            locked.driver = Driver::Gone;
+            let waiting = std::mem::take(&mut locked.idle.waiting);
+            locked.wake.extend(waiting.into_values());
+            locked.fanout.close();
+        });
     }
 
     pub(crate) fn status(&self) -> Status {
@@ -207,36 +295,87 @@ impl Shared {
         self.with(|locked| locked.handles += 1);
     }
 
+    /// A [`crate::WeakHandle`] becomes a handle while the agent still has
+    /// one; after the last one went, the agent is disposed and stays gone.
+    pub(crate) fn upgrade(&self) -> bool {
+        self.with(|locked| {
+            let alive = locked.handles > 0;
+            if alive {
+                locked.handles += 1;
+            }
+            alive
+        })
+    }
+
     /// The last handle disposes, so the driver task ends instead of waiting
-    /// for inputs that can no longer come.
+    /// for inputs that can no longer come; without a driver task it only
+    /// flushes the log. Never panics: it runs in `Drop`.
     pub(crate) fn handle_dropped(&self) {
         self.with(|locked| {
-            assert!(locked.handles > 0, "more handles dropped than made");
-            locked.handles -= 1;
-            if locked.handles == 0 && !locked.core.is_disposed() {
-                let disposed = locked.run(Input::Dispose);
-                disposed.expect("dispose is never refused");
+            locked.handles = locked.handles.saturating_sub(1);
+            if locked.handles > 0 || locked.core.is_disposed() {
+                return;
+            }
+            match locked.driver {
+                // Dispose is never refused.
+                Driver::Serving => drop(locked.run(Input::Dispose)),
+                Driver::Gone => drop(locked.fanout.flush()),
             }
         });
     }
 }
 
 impl Locked {
+    /// Whether `input` can be served: a driver task runs, or the agent is
+    /// disposed (then the core answers for itself, refusing insertions);
+    /// and the log still takes lines, unless the input only winds the agent
+    /// down (a cancel, a dispose, a waiter), which must stay possible.
+    fn served(&self, input: &Input) -> Result<(), Error> {
+        if let Driver::Gone = self.driver
+            && !self.core.is_disposed()
+        {
+            return Err(Error::DriverGone);
+        }
+        let winds_down = matches!(
+            input,
+            Input::Cancel { .. } | Input::Dispose | Input::WhenIdle
+        );
+        if winds_down {
+            return Ok(());
+        }
+        self.fanout.failure().map_err(Error::Log)
+    }
+
+    /// The observer's panic, once: the observer is dropped after it (it
+    /// missed a transition, so what it checks no longer holds), and the call
+    /// whose transition it was observing reports it.
+    fn observer_failure(&mut self) -> Result<(), Error> {
+        match self.observer_panic.take() {
+            None => Ok(()),
+            Some(message) => Err(Error::ObserverPanicked(message)),
+        }
+    }
+
     /// Runs one transition, delivers its outputs and picks whom to wake; an
     /// observer gets the transition last, still under the lock, so the order
     /// it sees is the core's.
-    fn run(&mut self, input: Input) -> Result<(), Refusal> {
+    fn run(&mut self, input: Input) -> Result<(), courier_core::Refusal> {
         if self.observer.is_none() {
             return self.transition(input, None);
         }
         let mut outputs = Vec::new();
         let result = self.transition(input.clone(), Some(&mut outputs));
         if let Some(observer) = &mut self.observer {
-            observer.observe(Transition {
+            let transition = Transition {
                 input,
                 answer: result.clone(),
                 outputs,
-            });
+            };
+            let observed = catch_unwind(AssertUnwindSafe(|| observer.observe(transition)));
+            if let Err(payload) = observed {
+                self.observer = None;
+                self.observer_panic = Some(panic_message(payload.as_ref()));
+            }
         }
         result
     }
@@ -246,7 +385,7 @@ impl Locked {
         &mut self,
         input: Input,
         record: Option<&mut Vec<Output>>,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), courier_core::Refusal> {
         let before = self.core.status();
         let aborts = input.abort().is_some();
         self.core.handle(input)?;
@@ -293,22 +432,22 @@ impl Locked {
                 step,
                 awaiting: AwaitPoint::PreStep,
             } => {
-                let batch = self.core.claimed().expect("pre-step awaits a batch");
-                Job::PreStep(Boundary {
+                let batch = self.core.claimed().unwrap_or_default();
+                Job::PreStep {
                     turn,
                     step,
                     batch: batch.to_vec(),
-                })
+                }
             }
             Status::Running {
                 turn,
                 step,
                 awaiting: AwaitPoint::Step,
-            } => Job::Step(StepCall {
+            } => Job::Step {
                 turn,
                 step,
                 entered: self.entered.clone(),
-            }),
+            },
         };
         Poll::Ready(Some(job))
     }
@@ -332,15 +471,15 @@ impl Tickets {
     /// One `idle` output: the oldest unresolved ticket resolves.
     fn resolve_next(&mut self) -> Option<Waker> {
         self.resolved += 1;
-        assert!(self.resolved <= self.issued, "an idle nobody waited for");
+        debug_assert!(self.resolved <= self.issued, "an idle nobody waited for");
         self.waiting.remove(&self.resolved)
     }
 
-    fn poll(&mut self, ticket: u64, waker: &Waker) -> Poll<()> {
-        if ticket <= self.resolved {
-            return Poll::Ready(());
-        }
+    fn resolved(&self, ticket: u64) -> bool {
+        ticket <= self.resolved
+    }
+
+    fn wait(&mut self, ticket: u64, waker: &Waker) {
         self.waiting.insert(ticket, waker.clone());
-        Poll::Pending
     }
 }

@@ -10,7 +10,10 @@ use std::path::Path;
 use crate::sync::{Arc, Mutex, lock};
 
 /// A destination for log lines. Writes happen inside the agent's critical
-/// section, so an implementation should buffer rather than block.
+/// section, so an implementation should buffer rather than block. Its
+/// first error (or panic, which is caught) is its last: nothing is written
+/// after it, the call that met it returns [`crate::Error::Log`], later work
+/// is refused with it, and `dispose` reports it.
 pub trait Sink: Send + 'static {
     /// Appends one JSONL line, given without its newline.
     fn write_line(&mut self, line: &str) -> io::Result<()>;

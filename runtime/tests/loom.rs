@@ -98,7 +98,7 @@ fn sends(racy: bool) {
     });
     agent.followup("C").expect("C is fresh");
     sender.join().expect("the sender does not panic");
-    block_on(agent.when_idle());
+    block_on(agent.when_idle()).expect("the driver task runs");
     assert!(agent.inbox().is_empty(), "a waking message was lost");
     let ledger = finish(agent, driver, &log);
     for id in ["A", "B", "C"] {
@@ -123,10 +123,12 @@ fn cancel_races_send() {
     let driver = thread::spawn(move || block_on(driver.run()));
     let client = agent.clone();
     let sender = thread::spawn(move || client.followup("B").expect("B is fresh"));
-    agent.cancel(CancelCause::User, true);
+    agent
+        .cancel(CancelCause::User, true)
+        .expect("the driver task runs");
     agent.followup("C").expect("C is fresh");
     sender.join().expect("the sender does not panic");
-    block_on(agent.when_idle());
+    block_on(agent.when_idle()).expect("the driver task runs");
     assert!(agent.inbox().is_empty(), "the latched send was lost");
     let ledger = finish(agent, driver, &log);
     for id in ["A", "B", "C"] {
@@ -150,7 +152,7 @@ fn idle_is_quiescent() {
     let client = agent.clone();
     let sender = thread::spawn(move || client.followup("B").expect("B is fresh"));
     agent.followup("A").expect("A is fresh");
-    block_on(agent.when_idle());
+    block_on(agent.when_idle()).expect("the driver task runs");
     let seen: Vec<Output> = std::iter::from_fn(|| notifications.try_recv()).collect();
     let idle = seen.iter().position(|output| *output == Output::Idle);
     let before = &seen[..idle.expect("resolved before the core emitted idle")];
@@ -183,8 +185,10 @@ fn cancel_reaches_the_hook() {
     let (agent, driver) = Handle::new("loom", pre_step_hook, step_hook, log.clone());
     let driver = thread::spawn(move || block_on(driver.run()));
     agent.followup("A").expect("A is fresh");
-    agent.cancel(CancelCause::User, false);
-    block_on(agent.when_idle());
+    agent
+        .cancel(CancelCause::User, false)
+        .expect("the driver task runs");
+    block_on(agent.when_idle()).expect("the driver task runs");
     let ledger = finish(agent, driver, &log);
     assert!(ledger.claimed_once("A"), "A not claimed exactly once");
     let aborted = r#"{"type":"turn/end","data":{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"user"}}}}"#;

@@ -30,9 +30,9 @@ fn write_session(path: &Path) {
     block_on(async {
         let driver = tokio::spawn(driver.run());
         handle.followup("A").expect("fresh");
-        handle.when_idle().await;
+        handle.when_idle().await.expect("the driver task runs");
         handle.followup("B").expect("fresh");
-        handle.when_idle().await;
+        handle.when_idle().await.expect("the driver task runs");
         handle.dispose().await.expect("written");
         driver.await.expect("the driver task ends");
     });
@@ -121,7 +121,7 @@ fn the_resumed_agent_opens_the_next_turn_and_appends_to_the_file() {
     block_on(async {
         let driver = tokio::spawn(driver.run());
         handle.followup("C").expect("fresh");
-        handle.when_idle().await;
+        handle.when_idle().await.expect("the driver task runs");
         handle.dispose().await.expect("written");
         driver.await.expect("the driver task ends");
     });

@@ -16,7 +16,7 @@ use courier_core::{
     StepOutcome, Target,
 };
 use courier_runtime::{
-    Boundary, Handle, JsonlFile, MemoryLog, Notifications, Sink, StepCall, pre_step_hook_fn,
+    Boundary, Error, Handle, JsonlFile, MemoryLog, Notifications, Sink, StepCall, pre_step_hook_fn,
     step_hook_fn,
 };
 
@@ -47,6 +47,14 @@ async fn until(notifications: &mut Notifications, wanted: Output) {
     }
 }
 
+/// The core's refusal inside a call's error, if that is what it was.
+fn refusal(result: Result<(), Error>) -> Option<Refusal> {
+    match result {
+        Err(Error::Refused(refusal)) => Some(refusal),
+        Ok(()) | Err(_) => None,
+    }
+}
+
 fn drain(notifications: &mut Notifications) -> Vec<String> {
     std::iter::from_fn(|| notifications.try_recv())
         .map(|output| output.to_string())
@@ -62,16 +70,22 @@ fn refused_inputs_return_the_core_refusal_and_change_nothing() {
         agent.inject("A").expect("A is fresh");
         drain(&mut notifications);
         let again = agent.followup("A");
-        assert_eq!(again, Err(Refusal::DuplicateId(MessageId::from("A"))));
+        assert_eq!(
+            refusal(again),
+            Some(Refusal::DuplicateId(MessageId::from("A")))
+        );
         let missing = agent.remove("X");
-        assert_eq!(missing, Err(Refusal::NotPending(MessageId::from("X"))));
+        assert_eq!(
+            refusal(missing),
+            Some(Refusal::NotPending(MessageId::from("X")))
+        );
         assert!(
             drain(&mut notifications).is_empty(),
             "a refusal emits nothing"
         );
         agent.dispose().await.expect("a memory log never fails");
         let late = agent.followup("B");
-        assert_eq!(late, Err(Refusal::Disposed(MessageId::from("B"))));
+        assert_eq!(refusal(late), Some(Refusal::Disposed(MessageId::from("B"))));
         driver
             .await
             .expect("the driver ends once disposed and idle");
@@ -90,7 +104,7 @@ fn the_output_stream_is_the_cores() {
         let mut notifications = agent.subscribe();
         let driver = tokio::spawn(driver);
         agent.followup("A").expect("A is fresh");
-        agent.when_idle().await;
+        agent.when_idle().await.expect("the driver task runs");
         agent.dispose().await.expect("a memory log never fails");
         driver.await.expect("the driver ends");
         drain(&mut notifications)
@@ -127,7 +141,7 @@ fn hooks_see_the_claimed_batch_and_the_entered_messages() {
         agent.inject("b").expect("b is fresh");
         agent.followup("P").expect("P is fresh");
         tokio::spawn(driver.run());
-        agent.when_idle().await;
+        agent.when_idle().await.expect("the driver task runs");
     });
     let boundaries = boundaries.lock().expect("no panics");
     let ids = |messages: &[Message]| -> Vec<String> {
@@ -175,13 +189,15 @@ fn a_cancel_drops_the_hook_in_flight_and_the_core_ends_the_turn() {
             !*dropped.lock().expect("no panics"),
             "the step is in flight"
         );
-        agent.cancel(
-            CancelCause::Hook {
-                reason: "veto".into(),
-            },
-            true,
-        );
-        agent.when_idle().await;
+        agent
+            .cancel(
+                CancelCause::Hook {
+                    reason: "veto".into(),
+                },
+                true,
+            )
+            .expect("the driver task runs");
+        agent.when_idle().await.expect("the driver task runs");
     });
     assert!(
         *dropped.lock().expect("no panics"),
@@ -206,7 +222,7 @@ fn the_jsonl_file_is_flushed_at_turn_end_without_dispose() {
     block_on(async {
         tokio::spawn(driver.run());
         agent.followup("A").expect("A is fresh");
-        agent.when_idle().await;
+        agent.when_idle().await.expect("the driver task runs");
         let text = std::fs::read_to_string(&path).expect("the file reads");
         let last = text.lines().last().expect("lines were flushed");
         assert!(
@@ -240,17 +256,23 @@ impl Sink for Broken {
 }
 
 #[test]
-fn a_failing_sink_is_reported_by_dispose_and_delivery_goes_on() {
+fn a_failing_sink_refuses_later_work_and_dispose_reports_it() {
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
     let (agent, driver) = Handle::new("broken", pre_step_hook, step_hook, Broken);
     block_on(async {
         tokio::spawn(driver.run());
-        agent.followup("A").expect("a log failure refuses nothing");
-        agent.when_idle().await;
-        assert!(agent.inbox().is_empty(), "A was claimed all the same");
+        // The header's write already failed: work the log cannot record is
+        // not taken.
+        let sent = agent.followup("A");
+        assert!(
+            matches!(&sent, Err(Error::Log(error)) if error.to_string() == "disk full"),
+            "{sent:?}"
+        );
+        assert!(agent.inbox().is_empty(), "A was not accepted");
+        agent.when_idle().await.expect("the driver task runs");
         let error = agent.dispose().await.expect_err("the failure surfaces");
-        assert_eq!(error.to_string(), "disk full");
+        assert_eq!(error.to_string(), "the session log failed: disk full");
     });
 }
 

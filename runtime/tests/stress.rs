@@ -28,7 +28,7 @@ use courier_core::{
     Target, Wakeup,
 };
 use courier_runtime::{
-    Boundary, Handle, JsonlFile, StepCall, Transition, pre_step_hook_fn, step_hook_fn,
+    Boundary, Error, Handle, JsonlFile, StepCall, Transition, pre_step_hook_fn, step_hook_fn,
 };
 use ledger::{Counts, Ledger};
 use serde_json::Value;
@@ -88,7 +88,9 @@ async fn client(agent: Handle, task: u64, sends: usize) -> Accepted {
             edit(&agent, &mut rng, &recent, &id, &mut accepted);
         }
         if rng.u8(..200) == 0 {
-            agent.cancel(CancelCause::User, rng.bool());
+            agent
+                .cancel(CancelCause::User, rng.bool())
+                .expect("the driver task runs");
             accepted.cancels += 1;
         }
         if rng.u8(..8) == 0 {
@@ -100,11 +102,11 @@ async fn client(agent: Handle, task: u64, sends: usize) -> Accepted {
 
 /// Counts an input's insertions; the only refusal this workload can meet is
 /// an edit of a message that already left.
-fn tally(accepted: &mut Accepted, result: Result<(), Refusal>, inserted: usize) {
+fn tally(accepted: &mut Accepted, result: Result<(), Error>, inserted: usize) {
     match result {
         Ok(()) => accepted.inserted += inserted,
-        Err(Refusal::NotPending(_)) => accepted.refused += 1,
-        Err(refusal) => panic!("unexpected refusal: {refusal}"),
+        Err(Error::Refused(Refusal::NotPending(_))) => accepted.refused += 1,
+        Err(error) => panic!("unexpected error: {error}"),
     }
 }
 
@@ -406,13 +408,13 @@ async fn run(
         accepted.refused += seen.refused;
         accepted.cancels += seen.cancels;
     }
-    agent.when_idle().await;
+    agent.when_idle().await.expect("the driver task runs");
     // A tail of no-wake sends while idle: work that quiescence leaves pending.
     for n in 0..TAIL {
         let inject = agent.inject(message(format!("tail.{n}")));
         tally(&mut accepted, inject, 1);
     }
-    agent.when_idle().await;
+    agent.when_idle().await.expect("the driver task runs");
     let inbox = agent.inbox();
     // No input can run now: the clients are done and the agent is idle.
     let (verdict, replay) = {

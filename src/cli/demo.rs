@@ -164,7 +164,9 @@ impl Session {
         agent.followup("B").expect("B is fresh");
         self.until_step().await;
         self.say("cancel user keep-inbox   (during step 2.1)");
-        agent.cancel(CancelCause::User, true);
+        agent
+            .cancel(CancelCause::User, true)
+            .expect("the driver task runs");
         self.print_outputs();
         self.say("followup C         (turn 2 is aborted but running: the wake is latched)");
         agent.followup("C").expect("C is fresh");
@@ -209,7 +211,7 @@ impl Session {
             .answers
             .send(outcome)
             .expect("the model listens");
-        agent.when_idle().await;
+        agent.when_idle().await.expect("the driver task runs");
         self.print_outputs();
     }
 

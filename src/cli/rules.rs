@@ -11,9 +11,17 @@
 //! inputs, so no reaction runs inside a transition and no send can land
 //! between the final pending check and the retirement. Decision 7 (restart
 //! wakes nothing) is dsh's behaviour too, so it explains nothing.
+//!
+//! A divergence no rule explains stays unexplained (it fails the run), but
+//! may match a [`Gap`]: a class analysed in `tests/divergences/README.md`
+//! (a gap in SPEC or a limit of the adapter, not a §6 decision), with a
+//! predicate as narrow as a rule's. The summaries count the unexplained ones
+//! per gap, and the ones no analysis covers apart: those are news.
+
+use std::collections::HashSet;
 
 use courier_core::transcript::Command;
-use courier_core::{Input, Message, StepOutcome};
+use courier_core::{Agent, Input, Message, MessageId, PreStepDecision, StepOutcome};
 
 /// One earlier command and what the contract printed for it (both sides
 /// printed the same, or this would be the divergence).
@@ -36,6 +44,8 @@ pub(crate) struct Divergence<'a> {
     pub expected: &'a [String],
     /// What the other implementation printed.
     pub actual: &'a [String],
+    /// The contract's agent just before the command.
+    pub before: &'a Agent,
 }
 
 /// A named rule: a SPEC §6 decision that departs from dsh.
@@ -72,6 +82,87 @@ pub(crate) fn classify(divergence: &Divergence<'_>) -> Option<Rule> {
     Rule::ALL.into_iter().find(|rule| rule.explains(divergence))
 }
 
+/// An analysed class of unexplained divergences (`tests/divergences/`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) enum Gap {
+    /// README §1: a pre-step batch enters an id that is pending, or one id
+    /// twice; the contract fails the step, dsh opens it (SPEC gap).
+    EntersPendingOrRepeatedId,
+    /// README §2: both sides refuse a splice for a duplicate id and name
+    /// different inserted ids (SPEC gap: which id the error names).
+    RefusedSpliceNamesAnotherId,
+    /// README §3: a restart the adapter cannot do because dsh left no
+    /// session file (nothing flushed yet, or the session was disposed).
+    RestartWithoutSessionFile,
+}
+
+impl Gap {
+    /// Every gap, in the order they are tried and summarised.
+    pub(crate) const ALL: [Gap; 3] = [
+        Gap::EntersPendingOrRepeatedId,
+        Gap::RefusedSpliceNamesAnotherId,
+        Gap::RestartWithoutSessionFile,
+    ];
+
+    /// The name printed in verdicts and summaries.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Gap::EntersPendingOrRepeatedId => "gap-1-enters-pending-or-repeated-id",
+            Gap::RefusedSpliceNamesAnotherId => "gap-2-refused-splice-names-another-id",
+            Gap::RestartWithoutSessionFile => "gap-3-restart-without-session-file",
+        }
+    }
+
+    fn matches(self, divergence: &Divergence<'_>) -> bool {
+        match self {
+            Gap::EntersPendingOrRepeatedId => enters_pending_or_repeated_id(divergence),
+            Gap::RefusedSpliceNamesAnotherId => refused_splice_names_another_id(divergence),
+            Gap::RestartWithoutSessionFile => restart_without_session_file(divergence),
+        }
+    }
+}
+
+/// The analysed gap an unexplained `divergence` falls in, or `None` (news).
+pub(crate) fn analysed(divergence: &Divergence<'_>) -> Option<Gap> {
+    Gap::ALL.into_iter().find(|gap| gap.matches(divergence))
+}
+
+/// How a divergence was judged: by a rule, or unexplained (in a known gap
+/// or not).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) enum Judged {
+    Explained(Rule),
+    Unexplained(Option<Gap>),
+}
+
+impl Judged {
+    pub(crate) fn of(divergence: &Divergence<'_>) -> Self {
+        match classify(divergence) {
+            Some(rule) => Judged::Explained(rule),
+            None => Judged::Unexplained(analysed(divergence)),
+        }
+    }
+
+    /// `decision-...`, `unexplained (gap-...)` or `unexplained`.
+    pub(crate) fn describe(self) -> String {
+        match self {
+            Judged::Explained(rule) => rule.name().to_owned(),
+            Judged::Unexplained(Some(gap)) => format!("unexplained ({})", gap.name()),
+            Judged::Unexplained(None) => "unexplained".to_owned(),
+        }
+    }
+}
+
+/// Prints the unexplained divergences per analysed gap, and those no
+/// analysis covers; `count` gives how many were judged so.
+pub(crate) fn print_gaps(count: impl Fn(Judged) -> usize) {
+    for gap in Gap::ALL {
+        let matched = count(Judged::Unexplained(Some(gap)));
+        println!("    {}: {matched}", gap.name());
+    }
+    println!("    not analysed: {}", count(Judged::Unexplained(None)));
+}
+
 /// The index of the first line where the two sides differ, with each side's
 /// line there (`None` past its end); `None` when they are equal.
 fn first_difference<'a>(
@@ -104,6 +195,84 @@ fn inserted(input: &Input) -> Vec<&Message> {
     }
 }
 
+/// Gap 1: the command is a pre-step `pass` or `enter`; the contract's first
+/// differing line is its `~error` (the step failed) where the other side
+/// opened the step; and the entering batch (the claimed one under `pass`)
+/// names an id twice or an id pending in the contract's inbox.
+fn enters_pending_or_repeated_id(divergence: &Divergence<'_>) -> bool {
+    let Some(Command::Input(Input::PreStep(decision))) = divergence.command else {
+        return false;
+    };
+    let entering: Vec<&MessageId> = match decision {
+        PreStepDecision::Pass => divergence.before.claimed().unwrap_or_default().iter(),
+        PreStepDecision::Enter(batch) => batch.iter(),
+        PreStepDecision::Reject | PreStepDecision::Fail => return false,
+    }
+    .map(Message::id)
+    .collect();
+    let Some((_, Some(expected), Some(actual))) =
+        first_difference(divergence.expected, divergence.actual)
+    else {
+        return false;
+    };
+    let mut seen = HashSet::new();
+    let repeated = entering.iter().any(|id| !seen.insert(*id));
+    let pending = entering
+        .iter()
+        .any(|id| divergence.before.inbox().contains(id));
+    expected.starts_with("~error ") && actual.starts_with("step/start ") && (repeated || pending)
+}
+
+/// Gap 2: both sides printed only a duplicate-id refusal, naming two
+/// different ids the command inserts.
+fn refused_splice_names_another_id(divergence: &Divergence<'_>) -> bool {
+    let Some(Command::Input(input)) = divergence.command else {
+        return false;
+    };
+    let named = |lines: &[String]| match lines {
+        [line] => line
+            .strip_prefix("error: duplicate-id: ")
+            .map(str::to_owned),
+        _ => None,
+    };
+    let (Some(expected), Some(actual)) = (named(divergence.expected), named(divergence.actual))
+    else {
+        return false;
+    };
+    let inserted = inserted(input);
+    let inserts = |id: &str| inserted.iter().any(|message| message.id().as_str() == id);
+    expected != actual && inserts(&expected) && inserts(&actual)
+}
+
+/// Gap 3: the command is a restart the other side answered `unsupported`,
+/// and dsh could have no session file: no turn ended (dsh's first flush)
+/// since the start, or a dispose came since the last restart.
+fn restart_without_session_file(divergence: &Divergence<'_>) -> bool {
+    let Some(Command::Restart { .. }) = divergence.command else {
+        return false;
+    };
+    let unsupported = divergence
+        .actual
+        .first()
+        .is_some_and(|line| line.starts_with("error: unsupported: restart"));
+    let flushed = divergence
+        .earlier
+        .iter()
+        .any(|earlier| earlier.printed.iter().any(|l| l.starts_with("turn/end ")));
+    unsupported && (!flushed || disposed_since_restart(divergence.earlier))
+}
+
+/// Whether a `dispose` came after the last restart of `earlier` (disposal
+/// dies with the process, SPEC §11).
+fn disposed_since_restart(earlier: &[Earlier]) -> bool {
+    earlier
+        .iter()
+        .rev()
+        .map(|earlier| earlier.command.as_ref())
+        .take_while(|command| !matches!(command, Some(Command::Restart { .. })))
+        .any(|command| matches!(command, Some(Command::Input(Input::Dispose))))
+}
+
 /// Decision 3: the command inserts a message after a `dispose` (and no
 /// restart since: disposal dies with the process, SPEC §11); the contract's
 /// first line is `error: disposed: <an inserted id>` and the other side did
@@ -113,13 +282,7 @@ fn dispose_is_final(divergence: &Divergence<'_>) -> bool {
         return false;
     };
     let ids: Vec<&str> = inserted(input).iter().map(|m| m.id().as_str()).collect();
-    let disposed = divergence
-        .earlier
-        .iter()
-        .rev()
-        .map(|earlier| earlier.command.as_ref())
-        .take_while(|command| !matches!(command, Some(Command::Restart { .. })))
-        .any(|command| matches!(command, Some(Command::Input(Input::Dispose))));
+    let disposed = disposed_since_restart(divergence.earlier);
     let Some((0, Some(expected), _)) = first_difference(divergence.expected, divergence.actual)
     else {
         return false;
@@ -169,7 +332,7 @@ fn max_tokens_earlier_in_turn(earlier: &[Earlier]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use courier_core::transcript::parse_command;
+    use courier_core::transcript::{Runner, parse_command};
 
     fn lines(text: &str) -> Vec<String> {
         text.lines().map(str::to_owned).collect()
@@ -186,15 +349,34 @@ mod tests {
             .collect()
     }
 
-    fn classified(before: &[Earlier], line: &str, expected: &str, actual: &str) -> Option<Rule> {
+    /// How the divergence at `line` after `before` is judged; the
+    /// contract's agent is the core run over `before`'s commands.
+    fn judged(before: &[Earlier], line: &str, expected: &str, actual: &str) -> Judged {
+        let mut contract = Runner::new(Agent::new());
+        for earlier in before {
+            match earlier.command.as_ref().expect("a command") {
+                Command::Input(input) => drop(contract.feed(input.clone())),
+                Command::Restart { lose } => drop(contract.restart(*lose)),
+                Command::Run => drop(contract.execute("run").expect("it settles")),
+                Command::Inbox | Command::Status => {}
+            }
+        }
         let command = parse_command(line).ok();
         let (expected, actual) = (lines(expected), lines(actual));
-        classify(&Divergence {
+        Judged::of(&Divergence {
             earlier: before,
             command: command.as_ref(),
             expected: &expected,
             actual: &actual,
+            before: contract.agent(),
         })
+    }
+
+    fn classified(before: &[Earlier], line: &str, expected: &str, actual: &str) -> Option<Rule> {
+        match judged(before, line, expected, actual) {
+            Judged::Explained(rule) => Some(rule),
+            Judged::Unexplained(_) => None,
+        }
     }
 
     const STARTED: (&str, &str) = ("followup A", "~status running\nturn/start 1");
@@ -288,6 +470,112 @@ mod tests {
         assert_eq!(
             classified(&before, "step completed", "step/end 1.2", ended),
             None
+        );
+    }
+
+    fn gap(before: &[Earlier], line: &str, expected: &str, actual: &str) -> Option<Gap> {
+        match judged(before, line, expected, actual) {
+            Judged::Unexplained(gap) => gap,
+            Judged::Explained(rule) => panic!("explained by {}", rule.name()),
+        }
+    }
+
+    const CLAIMED: [(&str, &str); 2] = [STARTED, ("steer C", "")];
+
+    #[test]
+    fn gap_1_covers_a_batch_entering_a_pending_or_repeated_id() {
+        let opened = "step/start 1.1\nuser/message A";
+        let failed = "~error 1.0\nturn/end 1 error";
+        // A claimed id sent again while the batch awaits its pre-step.
+        let mut before = earlier(&CLAIMED);
+        before.extend(earlier(&[("followup A", "")]));
+        assert_eq!(
+            gap(&before, "pre-step pass", failed, opened),
+            Some(Gap::EntersPendingOrRepeatedId)
+        );
+        // An id named twice.
+        let before = earlier(&[STARTED]);
+        assert_eq!(
+            gap(&before, "pre-step enter A A", failed, opened),
+            Some(Gap::EntersPendingOrRepeatedId)
+        );
+    }
+
+    #[test]
+    fn gap_1_does_not_cover_other_pre_step_divergences() {
+        let opened = "step/start 1.1\nuser/message A";
+        let failed = "~error 1.0\nturn/end 1 error";
+        // Nothing pending or repeated: a plain failure is news.
+        let before = earlier(&[STARTED]);
+        assert_eq!(gap(&before, "pre-step pass", failed, opened), None);
+        // Pending, but the other side also failed the step, differently.
+        let mut before = earlier(&CLAIMED);
+        before.extend(earlier(&[("followup A", "")]));
+        assert_eq!(
+            gap(
+                &before,
+                "pre-step pass",
+                failed,
+                "~error 1.0\nturn/end 1 blocked"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn gap_2_covers_a_refused_splice_naming_another_inserted_id() {
+        let before = earlier(&[("append next-turn F", ""), ("append next-turn D", "")]);
+        let line = "splice next-turn 0 0 A D A";
+        assert_eq!(
+            gap(
+                &before,
+                line,
+                "error: duplicate-id: A",
+                "error: duplicate-id: D"
+            ),
+            Some(Gap::RefusedSpliceNamesAnotherId)
+        );
+        assert_eq!(
+            gap(
+                &before,
+                line,
+                "error: duplicate-id: A",
+                "error: duplicate-id: F"
+            ),
+            None,
+            "F is not inserted by the splice"
+        );
+        assert_eq!(
+            gap(
+                &before,
+                line,
+                "error: duplicate-id: A",
+                "spliced next-turn@0 +A +D +A"
+            ),
+            None,
+            "the other side accepted it"
+        );
+    }
+
+    #[test]
+    fn gap_3_covers_a_restart_before_any_flush_or_after_a_dispose() {
+        let unsupported = "error: unsupported: restart: dsh left no session file to resume";
+        let before = earlier(&[STARTED]);
+        assert_eq!(
+            gap(&before, "restart", "turn/end 1 interrupted", unsupported),
+            Some(Gap::RestartWithoutSessionFile)
+        );
+        let ended = [
+            STARTED,
+            ("pre-step pass", ""),
+            ("step completed", "step/end 1.1\nturn/end 1 completed"),
+        ];
+        assert_eq!(gap(&earlier(&ended), "restart", "", unsupported), None);
+        let mut disposed = earlier(&ended);
+        disposed.extend(earlier(&[("dispose", "")]));
+        assert_eq!(
+            gap(&disposed, "restart", "", unsupported),
+            Some(Gap::RestartWithoutSessionFile)
         );
     }
 }

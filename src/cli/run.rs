@@ -14,9 +14,9 @@ use std::process::ExitCode;
 
 use courier::variant::MutantArg;
 use courier_core::Agent;
-use courier_core::transcript::{Mismatch, Script, parse_command};
+use courier_core::transcript::{Mismatch, Runner, Script, parse_command};
 
-use super::rules::{Divergence, Earlier, Rule, classify};
+use super::rules::{Divergence, Earlier, Judged, Rule, print_gaps};
 use similar::{ChangeTag, TextDiff};
 
 /// Arguments of `courier run`.
@@ -44,9 +44,8 @@ pub(crate) struct Args {
 /// What happened to one file.
 enum Verdict {
     Passed,
-    /// Differs; with `--against`, the rule explaining its first divergence
-    /// (`Some(None)`: unexplained).
-    Failed(Option<Option<Rule>>),
+    /// Differs; with `--against`, how its first divergence was judged.
+    Failed(Option<Judged>),
     Broken,
 }
 
@@ -87,22 +86,26 @@ pub(crate) fn main(args: &Args) -> ExitCode {
 /// Prints the divergences per rule; returns how many fail the run (the
 /// unexplained ones, or all with `strict`).
 fn summarise(verdicts: &[Verdict], strict: bool) -> usize {
-    let rules: Vec<Option<Rule>> = verdicts
+    let judged: Vec<Judged> = verdicts
         .iter()
         .filter_map(|verdict| match verdict {
-            Verdict::Failed(rule) => *rule,
+            Verdict::Failed(judged) => *judged,
             Verdict::Passed | Verdict::Broken => None,
         })
         .collect();
-    let unexplained = rules.iter().filter(|rule| rule.is_none()).count();
-    let explained = rules.len() - unexplained;
+    let count = |wanted: Judged| judged.iter().filter(|j| **j == wanted).count();
+    let unexplained = judged
+        .iter()
+        .filter(|j| matches!(j, Judged::Unexplained(_)))
+        .count();
+    let explained = judged.len() - unexplained;
     println!("divergences: {explained} explained, {unexplained} unexplained");
     for rule in Rule::ALL {
-        let count = rules.iter().filter(|r| **r == Some(rule)).count();
-        println!("  {}: {count}", rule.name());
+        println!("  {}: {}", rule.name(), count(Judged::Explained(rule)));
     }
     println!("  unexplained: {unexplained}");
-    if strict { rules.len() } else { unexplained }
+    print_gaps(count);
+    if strict { judged.len() } else { unexplained }
 }
 
 /// What runs the transcripts: the core, or a command speaking the protocol.
@@ -169,16 +172,17 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &PathBuf) -> Verdict {
     if args.against.is_none() {
         return Verdict::Failed(None);
     }
-    let (line, rule) = first_divergence(&script, &actual);
-    let verdict = rule.map_or("unexplained", Rule::name);
-    println!("  divergence at {name}:{line}: {verdict}");
-    Verdict::Failed(Some(rule))
+    let (line, judged) = first_divergence(&script, &actual);
+    println!("  divergence at {name}:{line}: {}", judged.describe());
+    Verdict::Failed(Some(judged))
 }
 
 /// The line of the first block that differs and the rule explaining it
 /// (the blocks after it run on diverged states, so they explain nothing).
-fn first_divergence(script: &Script, actual: &[Vec<String>]) -> (usize, Option<Rule>) {
+fn first_divergence(script: &Script, actual: &[Vec<String>]) -> (usize, Judged) {
     let mut earlier = Vec::new();
+    // The contract's state before each block, for the rules that need it.
+    let mut contract = Runner::new(Agent::new());
     for (block, printed) in script.blocks().zip(actual) {
         let command = parse_command(&block.command).ok();
         let Some(expected) = block.expected.as_ref().filter(|e| *e == printed) else {
@@ -188,15 +192,18 @@ fn first_divergence(script: &Script, actual: &[Vec<String>]) -> (usize, Option<R
                 command: command.as_ref(),
                 expected,
                 actual: printed,
+                before: contract.agent(),
             };
-            return (block.line, classify(&divergence));
+            return (block.line, Judged::of(&divergence));
         };
+        // A stall is the expected block's business; the state stays.
+        let _ = contract.execute(&block.command);
         earlier.push(Earlier {
             command,
             printed: expected.clone(),
         });
     }
-    (0, None)
+    (0, Judged::Unexplained(None))
 }
 
 fn print_mismatch(name: &str, Mismatch { block, actual }: Mismatch<'_>) {

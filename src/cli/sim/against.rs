@@ -18,16 +18,16 @@ use courier_core::{Agent, Stimulus};
 use courier_sim::{Record, Restarts, simulate};
 
 use crate::cli::against::Peer;
-use crate::cli::rules::{Divergence, Earlier, Rule, classify};
+use crate::cli::rules::{Divergence, Earlier, Gap, Judged, Rule, print_gaps};
 
 /// What comparing one seed found.
 enum Verdict {
     Agreed,
-    /// The first differing stimulus (0-based index in the trace), the rule
-    /// explaining it, and the other side's lines there.
+    /// The first differing stimulus (0-based index in the trace), how it
+    /// was judged, and the other side's lines there.
     Diverged {
         index: usize,
-        rule: Option<Rule>,
+        judged: Judged,
         actual: Vec<String>,
     },
 }
@@ -47,8 +47,10 @@ pub(crate) fn main(
     command: &str,
     out: &Path,
 ) -> ExitCode {
-    let mut counts: BTreeMap<Option<Rule>, u64> = BTreeMap::new();
-    let mut first_unexplained = None;
+    let mut counts: BTreeMap<Judged, usize> = BTreeMap::new();
+    // The first unexplained divergence no analysis covers, else the first
+    // unexplained one.
+    let mut first_unexplained: Option<Compared> = None;
     let mut stimuli = 0;
     for seed in seeds.clone() {
         let compared = compare(seed, restarts, prototype, command);
@@ -61,34 +63,44 @@ pub(crate) fn main(
             Ok(Verdict::Agreed) => {}
             Ok(Verdict::Diverged {
                 index,
-                rule,
+                judged,
                 actual,
             }) => {
-                let name = rule.map_or("unexplained", Rule::name);
                 let line = stimulus_line(&compared.trace[*index]);
                 let shown = actual.first().map_or("(nothing)", String::as_str);
                 println!(
-                    "divergence: seed={seed} stimulus={index} `{line}`: {name} (it printed `{shown}`...)"
+                    "divergence: seed={seed} stimulus={index} `{line}`: {} (it printed `{shown}`...)",
+                    judged.describe()
                 );
-                *counts.entry(*rule).or_default() += 1;
-                if rule.is_none() && first_unexplained.is_none() {
+                *counts.entry(*judged).or_default() += 1;
+                let news = *judged == Judged::Unexplained(None);
+                let replaces = match &first_unexplained {
+                    None => matches!(judged, Judged::Unexplained(_)),
+                    Some(first) => news && !first.is_news(),
+                };
+                if replaces {
                     first_unexplained = Some(compared);
                 }
             }
         }
     }
     let seeds_run = seeds.end - seeds.start;
-    let diverged: u64 = counts.values().sum();
+    let diverged: usize = counts.values().sum();
     println!(
         "sim --against: {seeds_run} seeds, {stimuli} stimuli, {} agreed, {diverged} diverged",
-        seeds_run - diverged
+        seeds_run - diverged as u64
     );
+    let count = |judged: Judged| counts.get(&judged).copied().unwrap_or(0);
     for rule in Rule::ALL {
-        let count = counts.get(&Some(rule)).copied().unwrap_or(0);
-        println!("  {}: {count}", rule.name());
+        println!("  {}: {}", rule.name(), count(Judged::Explained(rule)));
     }
-    let unexplained = counts.get(&None).copied().unwrap_or(0);
+    let unexplained: usize = Gap::ALL
+        .into_iter()
+        .map(|gap| count(Judged::Unexplained(Some(gap))))
+        .sum::<usize>()
+        + count(Judged::Unexplained(None));
     println!("  unexplained: {unexplained}");
+    print_gaps(count);
     let Some(compared) = first_unexplained else {
         return ExitCode::SUCCESS;
     };
@@ -97,6 +109,19 @@ pub(crate) fn main(
         Err(error) => eprintln!("error: {error}"),
     }
     ExitCode::from(1)
+}
+
+impl Compared {
+    /// An unexplained divergence no analysed gap covers.
+    fn is_news(&self) -> bool {
+        matches!(
+            self.verdict,
+            Ok(Verdict::Diverged {
+                judged: Judged::Unexplained(None),
+                ..
+            })
+        )
+    }
 }
 
 /// Draws `seed`'s trace on the core and feeds it to both sides.
@@ -121,21 +146,23 @@ fn feed_both(trace: &[Stimulus], prototype: &Agent, command: &str) -> Result<Ver
     let mut peer = Peer::spawn(command)?;
     let mut earlier = Vec::with_capacity(trace.len());
     for (index, stimulus) in trace.iter().enumerate() {
+        let before = core.agent().clone();
         let expected = core.apply(stimulus.clone());
         let actual = peer
             .apply(stimulus)
             .map_err(|error| format!("stimulus {index} `{}`: {error}", stimulus_line(stimulus)))?;
         let command = as_command(stimulus);
         if expected != actual {
-            let rule = classify(&Divergence {
+            let judged = Judged::of(&Divergence {
                 earlier: &earlier,
                 command: Some(&command),
                 expected: &expected,
                 actual: &actual,
+                before: &before,
             });
             return Ok(Verdict::Diverged {
                 index,
-                rule,
+                judged,
                 actual,
             });
         }

@@ -1,0 +1,64 @@
+//! Why a call on a [`crate::Handle`] did not do what it asked.
+
+use std::fmt;
+use std::io;
+
+use courier_core::Refusal;
+
+/// A call's failure: the core's refusal, or a reason the runtime around
+/// the core cannot serve the call.
+#[derive(Debug)]
+pub enum Error {
+    /// The core refused the input (SPEC §5); nothing changed.
+    Refused(Refusal),
+    /// The driver task is gone (dropped, or its task aborted) while the
+    /// agent was not disposed: nothing will ever run a hook, finish a turn
+    /// or resolve a waiter again, so the call was not made. The log is left
+    /// as a crash leaves it; [`crate::Handle::resume`] picks it up.
+    DriverGone,
+    /// Awaited inside one of the agent's own hooks: the driver task is
+    /// waiting for that very hook, so the wait could never end.
+    InsideHook,
+    /// The log's sink failed or panicked (the first error it ever
+    /// reported), during this call's transition (which was applied) or
+    /// before it (then the call was not made: accepting work the log cannot
+    /// record would lose it at the next crash). Nothing is written after it.
+    Log(io::Error),
+    /// The [`crate::Observer`] panicked observing this call's transition
+    /// (which was applied); the observer was dropped.
+    ObserverPanicked(String),
+}
+
+impl From<Refusal> for Error {
+    fn from(refusal: Refusal) -> Self {
+        Self::Refused(refusal)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Refused(refusal) => write!(formatter, "refused: {refusal}"),
+            Self::DriverGone => formatter.write_str(
+                "the agent's driver task is gone (dropped or aborted): nothing serves this agent any more",
+            ),
+            Self::InsideHook => formatter.write_str(
+                "awaited inside the agent's own hook, which the driver task is waiting for: it would never resolve",
+            ),
+            Self::Log(error) => write!(formatter, "the session log failed: {error}"),
+            Self::ObserverPanicked(message) => {
+                write!(formatter, "the observer panicked and was dropped: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Refused(refusal) => Some(refusal),
+            Self::Log(error) => Some(error),
+            Self::DriverGone | Self::InsideHook | Self::ObserverPanicked(_) => None,
+        }
+    }
+}

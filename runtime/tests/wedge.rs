@@ -1,0 +1,423 @@
+//! The runtime's failure paths, as an embedder meets them (issue 15): a hook
+//! that panics, a driver task that is dropped, a sink or observer that
+//! panics, a hook that needs its agent, a subscriber that never reads, a
+//! stream whose agent is gone, and an agent awaited from inside its own
+//! hook. Each ends in an answer, never a hang or an abort. A hang would
+//! show as a timeout here (a bound on a wait that must end, never a
+//! measurement).
+#![cfg(not(loom))]
+
+use std::future::{Future, pending, ready};
+use std::io;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use courier_core::{CancelCause, Output, PreStepDecision, Refusal, Status, StepOutcome};
+use courier_runtime::{
+    Error, Handle, Hook, Lagged, MemoryLog, Sink, StepCall, pre_step_hook_fn, step_hook_fn,
+};
+
+/// Far longer than any of these waits needs; only a hang reaches it.
+const HANG: Duration = Duration::from_secs(10);
+
+fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(future)
+}
+
+async fn ends<F: Future>(what: &str, future: F) -> F::Output {
+    match tokio::time::timeout(HANG, future).await {
+        Ok(output) => output,
+        Err(_) => panic!("{what} hung"),
+    }
+}
+
+fn passing() -> impl courier_runtime::PreStepHook {
+    pre_step_hook_fn(|_| ready(PreStepDecision::Pass))
+}
+
+fn turn_ends(log: &MemoryLog) -> Vec<String> {
+    log.lines()
+        .into_iter()
+        .filter(|line| line.contains("turn/end"))
+        .collect()
+}
+
+#[test]
+fn dead_driver_a_panicking_step_hook_fails_the_step_and_the_agent_goes_on() {
+    let log = MemoryLog::new();
+    let calls = Arc::new(Mutex::new(0));
+    let counted = Arc::clone(&calls);
+    let step_hook = step_hook_fn(move |_| {
+        let first = {
+            let mut calls = counted.lock().expect("not poisoned");
+            *calls += 1;
+            *calls == 1
+        };
+        async move {
+            assert!(!first, "the model exploded");
+            StepOutcome::Completed
+        }
+    });
+    let (agent, driver) = Handle::new("wedge", passing(), step_hook, log.clone());
+    block_on(async {
+        tokio::spawn(driver.run());
+        let mut outputs = agent.subscribe();
+        agent.followup("a").expect("accepted");
+        ends("when_idle after a hook panic", agent.when_idle())
+            .await
+            .expect("the driver task survived the panic");
+        agent.followup("b").expect("accepted after the panic");
+        ends("the next turn", agent.when_idle())
+            .await
+            .expect("served");
+        let panics = agent.hook_panics();
+        assert_eq!(panics.len(), 1, "{panics:?}");
+        assert_eq!((panics[0].turn, panics[0].step), (1, 1));
+        assert_eq!(panics[0].hook, Hook::Step);
+        assert_eq!(panics[0].message, "the model exploded");
+        let mut errors = 0;
+        while let Some(output) = outputs.try_recv() {
+            errors += usize::from(matches!(output, Output::Error { turn: 1, step: 1 }));
+        }
+        assert_eq!(errors, 1, "one agent/error for the failed step");
+    });
+    let ends = turn_ends(&log);
+    assert_eq!(ends.len(), 2, "{ends:?}");
+    assert!(ends[0].contains("\"error\""), "{}", ends[0]);
+    assert!(ends[1].contains("\"completed\""), "{}", ends[1]);
+}
+
+#[test]
+fn dead_driver_a_pre_step_hook_that_panics_when_called_fails_its_boundary() {
+    let log = MemoryLog::new();
+    let pre_step_hook = pre_step_hook_fn(|boundary: courier_runtime::Boundary| {
+        assert!(boundary.turn != 1, "the listener threw");
+        ready(PreStepDecision::Pass)
+    });
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (agent, driver) = Handle::new("wedge", pre_step_hook, step_hook, log.clone());
+    block_on(async {
+        tokio::spawn(driver.run());
+        agent.followup("a").expect("accepted");
+        ends("when_idle", agent.when_idle()).await.expect("served");
+        agent.followup("b").expect("accepted");
+        ends("when_idle", agent.when_idle()).await.expect("served");
+        let panics = agent.hook_panics();
+        assert_eq!(panics.len(), 1, "{panics:?}");
+        assert_eq!(
+            (panics[0].turn, panics[0].step, panics[0].hook),
+            (1, 0, Hook::PreStep)
+        );
+    });
+    let ends = turn_ends(&log);
+    assert!(ends[0].contains("\"error\""), "{ends:?}");
+    assert!(ends[1].contains("\"completed\""), "{ends:?}");
+}
+
+/// An agent whose step hook never finishes, its driver task spawned, and the
+/// first turn's step open.
+async fn stuck_in_a_step() -> (Handle, tokio::task::JoinHandle<()>, MemoryLog) {
+    let log = MemoryLog::new();
+    let step_hook = step_hook_fn(|_| pending::<StepOutcome>());
+    let (agent, driver) = Handle::new("wedge", passing(), step_hook, log.clone());
+    let task = tokio::spawn(driver.run());
+    agent.followup("a").expect("accepted");
+    while !matches!(agent.status(), Status::Running { step: 1, .. }) {
+        tokio::task::yield_now().await;
+    }
+    (agent, task, log)
+}
+
+#[test]
+fn dead_driver_an_aborted_driver_task_fails_every_later_call() {
+    block_on(async {
+        let (agent, task, log) = stuck_in_a_step().await;
+        let waiting = agent.when_idle();
+        task.abort();
+        assert!(task.await.is_err(), "the task was cancelled");
+        let before = log.lines();
+        assert!(matches!(agent.followup("b"), Err(Error::DriverGone)));
+        assert!(matches!(
+            agent.cancel(CancelCause::User, true),
+            Err(Error::DriverGone)
+        ));
+        assert!(matches!(
+            ends("a waiter from before", waiting).await,
+            Err(Error::DriverGone)
+        ));
+        assert!(matches!(
+            ends("a new waiter", agent.when_idle()).await,
+            Err(Error::DriverGone)
+        ));
+        assert!(matches!(
+            ends("dispose", agent.dispose()).await,
+            Err(Error::DriverGone)
+        ));
+        assert_eq!(log.lines(), before, "nothing logged after the driver went");
+        assert!(!agent.inbox().contains(&"b".into()), "b was never inserted");
+    });
+}
+
+#[test]
+fn dead_driver_a_driver_task_dropped_unspawned_fails_the_first_send() {
+    let (agent, driver) = Handle::new(
+        "wedge",
+        passing(),
+        step_hook_fn(|_| ready(StepOutcome::Completed)),
+        MemoryLog::new(),
+    );
+    drop(driver);
+    assert!(matches!(agent.followup("a"), Err(Error::DriverGone)));
+    assert_eq!(agent.status(), Status::Idle);
+}
+
+#[test]
+fn dead_driver_after_a_normal_end_the_core_still_answers() {
+    let (agent, driver) = Handle::new(
+        "wedge",
+        passing(),
+        step_hook_fn(|_| ready(StepOutcome::Completed)),
+        MemoryLog::new(),
+    );
+    block_on(async {
+        let task = tokio::spawn(driver.run());
+        agent.followup("a").expect("accepted");
+        agent.dispose().await.expect("disposed");
+        task.await.expect("the driver task ended");
+        assert!(matches!(
+            agent.followup("b"),
+            Err(Error::Refused(Refusal::Disposed(_)))
+        ));
+        ends("when_idle", agent.when_idle())
+            .await
+            .expect("an idle disposed agent resolves at once");
+    });
+}
+
+#[test]
+fn weak_handle_a_step_hook_injects_a_tool_result_without_keeping_the_agent() {
+    let log = MemoryLog::new();
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&steps);
+    let step_hook = step_hook_fn(move |call: StepCall| {
+        seen.lock().expect("not poisoned").push(
+            call.entered
+                .iter()
+                .map(|message| message.id().as_str().to_owned())
+                .collect::<Vec<_>>(),
+        );
+        let outcome = if call.step == 1 {
+            let agent = call.agent.upgrade().expect("a user handle is alive");
+            agent.inject("tool-result").expect("injected");
+            StepOutcome::ToolCalls
+        } else {
+            StepOutcome::Completed
+        };
+        ready(outcome)
+    });
+    let (agent, driver) = Handle::new("wedge", passing(), step_hook, log.clone());
+    let weak = agent.downgrade();
+    block_on(async {
+        let task = tokio::spawn(driver.run());
+        agent.followup("question").expect("accepted");
+        ends("the turn", agent.when_idle()).await.expect("served");
+        drop(agent);
+        ends("the driver task after the last handle", task)
+            .await
+            .expect("it ended");
+    });
+    assert_eq!(
+        *steps.lock().expect("not poisoned"),
+        [vec!["question".to_owned()], vec!["tool-result".to_owned()]]
+    );
+    assert!(weak.upgrade().is_none(), "the agent is gone for good");
+    let last = log.lines().pop().expect("a log");
+    assert!(last.contains("turn/end"), "the log ends its turn: {last}");
+}
+
+#[test]
+fn bounded_subscription_reports_what_it_skipped_and_keeps_the_latest() {
+    let (agent, _driver) = Handle::new(
+        "wedge",
+        passing(),
+        step_hook_fn(|_| ready(StepOutcome::Completed)),
+        MemoryLog::new(),
+    );
+    let capacity = NonZeroUsize::new(4).expect("non-zero");
+    let mut bounded = agent.subscribe_bounded(capacity);
+    let mut lossless = agent.subscribe();
+    for n in 0..50 {
+        agent
+            .append(courier_core::Target::NextTurn, format!("m{n}").as_str())
+            .expect("accepted");
+    }
+    let all: Vec<Output> = std::iter::from_fn(|| lossless.try_recv()).collect();
+    assert_eq!(all.len(), 100, "spliced + inserted per append");
+    let Some(Err(Lagged { skipped })) = bounded.try_recv() else {
+        panic!("the reader fell behind and is told so first");
+    };
+    let kept: Vec<Output> = std::iter::from_fn(|| bounded.try_recv())
+        .map(|read| read.expect("no second gap"))
+        .collect();
+    assert_eq!(skipped as usize + kept.len(), all.len());
+    assert_eq!(kept.len(), capacity.get());
+    assert_eq!(kept, all[all.len() - kept.len()..]);
+}
+
+#[test]
+fn stream_end_a_subscriber_holding_a_handle_sees_its_stream_end() {
+    let (agent, driver) = Handle::new(
+        "wedge",
+        passing(),
+        step_hook_fn(|_| ready(StepOutcome::Completed)),
+        MemoryLog::new(),
+    );
+    block_on(async {
+        let task = tokio::spawn(driver.run());
+        let mut outputs = agent.subscribe();
+        let mut bounded = agent.subscribe_bounded(NonZeroUsize::new(1024).expect("non-zero"));
+        let kept = agent.clone();
+        agent.followup("a").expect("accepted");
+        agent.dispose().await.expect("disposed");
+        task.await.expect("the driver task ended");
+        let mut read = 0;
+        while ends("the lossless stream", outputs.recv()).await.is_some() {
+            read += 1;
+        }
+        assert!(read > 0, "the outputs before the end were read first");
+        while ends("the bounded stream", bounded.recv()).await.is_some() {}
+        let mut late = kept.subscribe();
+        assert!(
+            late.recv().await.is_none(),
+            "a late subscription starts ended"
+        );
+    });
+}
+
+#[test]
+fn self_wait_when_idle_inside_the_agents_own_hook_is_an_error() {
+    let answers = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&answers);
+    let step_hook = step_hook_fn(move |call: StepCall| {
+        let seen = Arc::clone(&seen);
+        async move {
+            let agent = call.agent.upgrade().expect("alive");
+            let waited = agent.when_idle().await;
+            seen.lock()
+                .expect("not poisoned")
+                .push(matches!(waited, Err(Error::InsideHook)));
+            StepOutcome::Completed
+        }
+    });
+    let (agent, driver) = Handle::new("wedge", passing(), step_hook, MemoryLog::new());
+    block_on(async {
+        tokio::spawn(driver.run());
+        agent.followup("a").expect("accepted");
+        ends("the turn", agent.when_idle()).await.expect("served");
+    });
+    assert_eq!(*answers.lock().expect("not poisoned"), [true]);
+}
+
+#[test]
+fn self_wait_dispose_inside_the_agents_own_hook_disposes_and_says_so() {
+    let answers = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&answers);
+    let step_hook = step_hook_fn(move |call: StepCall| {
+        let seen = Arc::clone(&seen);
+        async move {
+            let agent = call.agent.upgrade().expect("alive");
+            let disposed = agent.dispose().await;
+            seen.lock()
+                .expect("not poisoned")
+                .push(matches!(disposed, Err(Error::InsideHook)));
+            StepOutcome::Completed
+        }
+    });
+    let log = MemoryLog::new();
+    let (agent, driver) = Handle::new("wedge", passing(), step_hook, log.clone());
+    block_on(async {
+        let task = tokio::spawn(driver.run());
+        agent.followup("a").expect("accepted");
+        ends("the driver task", task).await.expect("it ended");
+    });
+    assert_eq!(*answers.lock().expect("not poisoned"), [true]);
+    let ends = turn_ends(&log);
+    assert!(ends[0].contains("aborted"), "{ends:?}");
+}
+
+/// A sink that panics on its `n`-th line.
+struct PanickingSink {
+    lines: usize,
+    panic_at: usize,
+}
+
+impl Sink for PanickingSink {
+    fn write_line(&mut self, _line: &str) -> io::Result<()> {
+        self.lines += 1;
+        assert!(self.lines != self.panic_at, "the disk is on fire");
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn sink_panic_is_an_error_the_caller_sees_and_no_call_panics_after() {
+    let sink = PanickingSink {
+        lines: 0,
+        panic_at: 2,
+    };
+    let (agent, driver) = Handle::new(
+        "wedge",
+        passing(),
+        step_hook_fn(|_| ready(StepOutcome::Completed)),
+        sink,
+    );
+    block_on(async {
+        tokio::spawn(driver.run());
+        let first = agent.followup("a");
+        assert!(
+            matches!(&first, Err(Error::Log(error)) if error.to_string().contains("the disk is on fire")),
+            "{first:?}"
+        );
+        ends("when_idle", agent.when_idle()).await.expect("served");
+        let disposed = ends("dispose", agent.dispose()).await;
+        assert!(matches!(disposed, Err(Error::Log(_))), "{disposed:?}");
+    });
+    drop(agent);
+}
+
+#[test]
+fn sink_panic_in_an_observer_does_not_poison_the_agent() {
+    let observer = |transition: courier_runtime::Transition| {
+        assert!(
+            !matches!(transition.input, courier_core::Input::Send { .. }),
+            "the observer broke"
+        );
+    };
+    let (agent, driver) = Handle::with_observer(
+        "wedge",
+        passing(),
+        step_hook_fn(|_| ready(StepOutcome::Completed)),
+        MemoryLog::new(),
+        observer,
+    );
+    block_on(async {
+        tokio::spawn(driver.run());
+        let sent = agent.followup("a");
+        assert!(
+            matches!(&sent, Err(Error::ObserverPanicked(message)) if message == "the observer broke"),
+            "{sent:?}"
+        );
+        ends("when_idle", agent.when_idle()).await.expect("served");
+        agent.followup("b").expect("later calls work");
+        ends("when_idle", agent.when_idle()).await.expect("served");
+    });
+}
