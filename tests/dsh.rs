@@ -45,12 +45,21 @@ fn missing() -> Option<String> {
     })
 }
 
+/// Whether the dsh run cannot happen here (said on stderr); a failure
+/// instead when `COURIER_DSH_REQUIRED=1`.
+fn skipped() -> bool {
+    let Some(reason) = missing() else {
+        return false;
+    };
+    let required = std::env::var("COURIER_DSH_REQUIRED").is_ok_and(|value| value == "1");
+    assert!(!required, "COURIER_DSH_REQUIRED=1 but {reason}");
+    eprintln!("skipped: {reason}");
+    true
+}
+
 #[test]
 fn every_shared_scenario_matches_dsh_or_is_explained_by_a_named_rule() {
-    if let Some(reason) = missing() {
-        let required = std::env::var("COURIER_DSH_REQUIRED").is_ok_and(|value| value == "1");
-        assert!(!required, "COURIER_DSH_REQUIRED=1 but {reason}");
-        eprintln!("skipped: {reason}");
+    if skipped() {
         return;
     }
     // The restart ones too: dsh's own persistence and resume path (SPEC §11).
@@ -88,10 +97,7 @@ fn every_shared_scenario_matches_dsh_or_is_explained_by_a_named_rule() {
 #[test]
 #[cfg_attr(feature = "mutants", ignore = "run once, by the default build's tests")]
 fn two_hundred_seeds_against_dsh_diverge_only_by_rules_and_analysed_gaps() {
-    if let Some(reason) = missing() {
-        let required = std::env::var("COURIER_DSH_REQUIRED").is_ok_and(|value| value == "1");
-        assert!(!required, "COURIER_DSH_REQUIRED=1 but {reason}");
-        eprintln!("skipped: {reason}");
+    if skipped() {
         return;
     }
     let out = tempfile::tempdir().expect("a scratch directory");
@@ -127,10 +133,7 @@ fn two_hundred_seeds_against_dsh_diverge_only_by_rules_and_analysed_gaps() {
 /// analysis still describes what dsh does.
 #[test]
 fn each_analysed_gap_transcript_diverges_from_dsh_under_its_gap() {
-    if let Some(reason) = missing() {
-        let required = std::env::var("COURIER_DSH_REQUIRED").is_ok_and(|value| value == "1");
-        assert!(!required, "COURIER_DSH_REQUIRED=1 but {reason}");
-        eprintln!("skipped: {reason}");
+    if skipped() {
         return;
     }
     let files = files_with_extension(&workspace().join("tests/divergences"), "txn");

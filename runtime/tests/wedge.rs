@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use courier_core::{CancelCause, Output, PreStepDecision, Refusal, Status, StepOutcome};
 use courier_runtime::{
-    Error, Handle, Hook, Lagged, MemoryLog, Sink, StepCall, pre_step_hook_fn, step_hook_fn,
+    DriverTask, Error, Handle, Hook, Lagged, MemoryLog, PreStepHook, Sink, StepCall, StepHook,
+    pre_step_hook_fn, step_hook_fn,
 };
 
 /// Far longer than any of these waits needs; only a hang reaches it.
@@ -36,8 +37,19 @@ async fn ends<F: Future>(what: &str, future: F) -> F::Output {
     }
 }
 
-fn passing() -> impl courier_runtime::PreStepHook {
+fn passing() -> impl PreStepHook {
     pre_step_hook_fn(|_| ready(PreStepDecision::Pass))
+}
+
+/// An agent whose hooks pass every batch and complete every step, over a
+/// memory log.
+fn plain_agent() -> (Handle, DriverTask<impl PreStepHook, impl StepHook>) {
+    Handle::new(
+        "wedge",
+        passing(),
+        step_hook_fn(|_| ready(StepOutcome::Completed)),
+        MemoryLog::new(),
+    )
 }
 
 fn turn_ends(log: &MemoryLog) -> Vec<String> {
@@ -165,12 +177,7 @@ fn dead_driver_an_aborted_driver_task_fails_every_later_call() {
 
 #[test]
 fn dead_driver_a_driver_task_dropped_unspawned_fails_the_first_send() {
-    let (agent, driver) = Handle::new(
-        "wedge",
-        passing(),
-        step_hook_fn(|_| ready(StepOutcome::Completed)),
-        MemoryLog::new(),
-    );
+    let (agent, driver) = plain_agent();
     drop(driver);
     assert!(matches!(agent.followup("a"), Err(Error::DriverGone)));
     assert_eq!(agent.status(), Status::Idle);
@@ -178,12 +185,7 @@ fn dead_driver_a_driver_task_dropped_unspawned_fails_the_first_send() {
 
 #[test]
 fn dead_driver_after_a_normal_end_the_core_still_answers() {
-    let (agent, driver) = Handle::new(
-        "wedge",
-        passing(),
-        step_hook_fn(|_| ready(StepOutcome::Completed)),
-        MemoryLog::new(),
-    );
+    let (agent, driver) = plain_agent();
     block_on(async {
         let task = tokio::spawn(driver.run());
         agent.followup("a").expect("accepted");
@@ -242,12 +244,7 @@ fn weak_handle_a_step_hook_injects_a_tool_result_without_keeping_the_agent() {
 
 #[test]
 fn bounded_subscription_reports_what_it_skipped_and_keeps_the_latest() {
-    let (agent, _driver) = Handle::new(
-        "wedge",
-        passing(),
-        step_hook_fn(|_| ready(StepOutcome::Completed)),
-        MemoryLog::new(),
-    );
+    let (agent, _driver) = plain_agent();
     let capacity = NonZeroUsize::new(4).expect("non-zero");
     let mut bounded = agent.subscribe_bounded(capacity);
     let mut lossless = agent.subscribe();
@@ -271,12 +268,7 @@ fn bounded_subscription_reports_what_it_skipped_and_keeps_the_latest() {
 
 #[test]
 fn stream_end_a_subscriber_holding_a_handle_sees_its_stream_end() {
-    let (agent, driver) = Handle::new(
-        "wedge",
-        passing(),
-        step_hook_fn(|_| ready(StepOutcome::Completed)),
-        MemoryLog::new(),
-    );
+    let (agent, driver) = plain_agent();
     block_on(async {
         let task = tokio::spawn(driver.run());
         let mut outputs = agent.subscribe();
@@ -299,21 +291,38 @@ fn stream_end_a_subscriber_holding_a_handle_sees_its_stream_end() {
     });
 }
 
-#[test]
-fn self_wait_when_idle_inside_the_agents_own_hook_is_an_error() {
-    let answers = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&answers);
-    let step_hook = step_hook_fn(move |call: StepCall| {
-        let seen = Arc::clone(&seen);
+/// What a [`self_waiting`] hook awaits on its own agent.
+#[derive(Clone, Copy)]
+enum SelfWait {
+    Idle,
+    Dispose,
+}
+
+/// A step hook that awaits its own agent and records whether the wait
+/// answered [`Error::InsideHook`].
+fn self_waiting(wait: SelfWait, answers: &Arc<Mutex<Vec<bool>>>) -> impl StepHook {
+    let answers = Arc::clone(answers);
+    step_hook_fn(move |call: StepCall| {
+        let answers = Arc::clone(&answers);
         async move {
             let agent = call.agent.upgrade().expect("alive");
-            let waited = agent.when_idle().await;
-            seen.lock()
+            let waited = match wait {
+                SelfWait::Idle => agent.when_idle().await,
+                SelfWait::Dispose => agent.dispose().await,
+            };
+            answers
+                .lock()
                 .expect("not poisoned")
                 .push(matches!(waited, Err(Error::InsideHook)));
             StepOutcome::Completed
         }
-    });
+    })
+}
+
+#[test]
+fn self_wait_when_idle_inside_the_agents_own_hook_is_an_error() {
+    let answers = Arc::new(Mutex::new(Vec::new()));
+    let step_hook = self_waiting(SelfWait::Idle, &answers);
     let (agent, driver) = Handle::new("wedge", passing(), step_hook, MemoryLog::new());
     block_on(async {
         tokio::spawn(driver.run());
@@ -326,18 +335,7 @@ fn self_wait_when_idle_inside_the_agents_own_hook_is_an_error() {
 #[test]
 fn self_wait_dispose_inside_the_agents_own_hook_disposes_and_says_so() {
     let answers = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&answers);
-    let step_hook = step_hook_fn(move |call: StepCall| {
-        let seen = Arc::clone(&seen);
-        async move {
-            let agent = call.agent.upgrade().expect("alive");
-            let disposed = agent.dispose().await;
-            seen.lock()
-                .expect("not poisoned")
-                .push(matches!(disposed, Err(Error::InsideHook)));
-            StepOutcome::Completed
-        }
-    });
+    let step_hook = self_waiting(SelfWait::Dispose, &answers);
     let log = MemoryLog::new();
     let (agent, driver) = Handle::new("wedge", passing(), step_hook, log.clone());
     block_on(async {
