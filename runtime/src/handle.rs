@@ -15,6 +15,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::driver::DriverTask;
 use crate::hooks::{PreStepHook, StepHook};
+use crate::journal::Durability;
 use crate::observer::Observer;
 use crate::resume::{ResumeError, repair_in_place};
 use crate::shared::Shared;
@@ -38,7 +39,25 @@ impl Handle {
         step_hook: S,
         sink: impl Sink,
     ) -> (Self, DriverTask<P, S>) {
-        Self::build(session_id, pre_step_hook, step_hook, Box::new(sink), None)
+        Self::with_durability(
+            session_id,
+            Durability::default(),
+            pre_step_hook,
+            step_hook,
+            sink,
+        )
+    }
+
+    /// [`Handle::new`] with the log written as `durability` says.
+    pub fn with_durability<P: PreStepHook, S: StepHook>(
+        session_id: &str,
+        durability: Durability,
+        pre_step_hook: P,
+        step_hook: S,
+        sink: impl Sink,
+    ) -> (Self, DriverTask<P, S>) {
+        let shared = Shared::new(Box::new(sink), session_id, None, durability);
+        Self::build(shared, pre_step_hook, step_hook)
     }
 
     /// [`Handle::new`], plus an `observer` handed every transition (input,
@@ -52,13 +71,13 @@ impl Handle {
         observer: impl Observer,
     ) -> (Self, DriverTask<P, S>) {
         let observer: Box<dyn Observer> = Box::new(observer);
-        Self::build(
-            session_id,
-            pre_step_hook,
-            step_hook,
+        let shared = Shared::new(
             Box::new(sink),
+            session_id,
             Some(observer),
-        )
+            Durability::default(),
+        );
+        Self::build(shared, pre_step_hook, step_hook)
     }
 
     /// Resumes the agent whose log is the file at `path` (SPEC §11), written
@@ -74,22 +93,30 @@ impl Handle {
         pre_step_hook: P,
         step_hook: S,
     ) -> Result<(Self, DriverTask<P, S>), ResumeError> {
+        Self::resume_with(path, Durability::default(), pre_step_hook, step_hook)
+    }
+
+    /// [`Handle::resume`], going on with the log written as `durability`
+    /// says (the repair itself is always synced).
+    pub fn resume_with<P: PreStepHook, S: StepHook>(
+        path: impl AsRef<Path>,
+        durability: Durability,
+        pre_step_hook: P,
+        step_hook: S,
+    ) -> Result<(Self, DriverTask<P, S>), ResumeError> {
         let path = path.as_ref();
         let kept = repair_in_place(path)?;
         let sink = JsonlFile::append(path)?;
-        let shared = Arc::new(Shared::resumed(kept.replay.resume(), Box::new(sink)));
-        let driver = DriverTask::new(Arc::clone(&shared), pre_step_hook, step_hook);
-        Ok((Self { shared }, driver))
+        let shared = Shared::resumed(kept.replay.resume(), Box::new(sink), durability);
+        Ok(Self::build(shared, pre_step_hook, step_hook))
     }
 
     fn build<P: PreStepHook, S: StepHook>(
-        session_id: &str,
+        shared: Shared,
         pre_step_hook: P,
         step_hook: S,
-        sink: Box<dyn Sink>,
-        observer: Option<Box<dyn Observer>>,
     ) -> (Self, DriverTask<P, S>) {
-        let shared = Arc::new(Shared::new(sink, session_id, observer));
+        let shared = Arc::new(shared);
         let driver = DriverTask::new(Arc::clone(&shared), pre_step_hook, step_hook);
         (Self { shared }, driver)
     }
@@ -182,8 +209,9 @@ impl Handle {
     }
 
     /// Disposes the agent (discards everything pending, aborts the turn, and
-    /// refuses every later insertion), waits until it is idle, and flushes
-    /// the log. Returns the first error the sink ever reported.
+    /// refuses every later insertion), waits until it is idle, and writes
+    /// and syncs the log, whatever the durability policy. Returns the first
+    /// error the sink ever reported.
     pub async fn dispose(&self) -> io::Result<()> {
         let disposed = self.shared.input(Input::Dispose);
         disposed.expect("dispose is never refused");

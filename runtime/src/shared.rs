@@ -1,8 +1,11 @@
 //! The sync layer: the core behind one mutex, with the driver task's wake slot
 //! and the `when_idle` tickets beside it. Each handle call and each driver
 //! task completion is one critical section that runs the core's transition,
-//! hands its outputs to the fanout in emission order and picks whom to wake;
-//! wakers run after the lock is released.
+//! hands its outputs to the subscribers in emission order, queues the
+//! durable ones in the journal and picks whom to wake. After the lock is
+//! released, the journal writes as the durability policy says (under `Sync`
+//! the call waits for its lines to be synced), then the wakers run: a
+//! `when_idle` that resolves under `Sync` finds the turn's lines durable.
 //!
 //! Why no wake is lost: the driver task looks for work and parks its waker in
 //! one critical section, and an input that gives it work (starts a core
@@ -12,16 +15,19 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::mem;
 use std::task::{Context, Poll, Waker};
 
+use courier_core::log::SessionHeader;
 use courier_core::{Agent as Core, AwaitPoint, Inbox, Input, Message, Output, Refusal, Status};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::fanout::Fanout;
 use crate::hooks::{Boundary, StepCall};
+use crate::journal::{Durability, Journal, WriterThread};
 use crate::observer::{Observer, Transition};
 use crate::sink::Sink;
-use crate::sync::{Mutex, lock};
+use crate::sync::{Arc, Mutex, lock};
 
 /// What the driver task must do next for the core.
 pub(crate) enum Job {
@@ -33,6 +39,8 @@ pub(crate) enum Job {
 
 pub(crate) struct Shared {
     locked: Mutex<Locked>,
+    journal: Arc<Journal>,
+    writer: WriterThread,
 }
 
 struct Locked {
@@ -62,52 +70,63 @@ struct Tickets {
 }
 
 impl Shared {
+    /// A fresh agent; its log starts with the `session` header.
     pub(crate) fn new(
         sink: Box<dyn Sink>,
         session_id: &str,
         observer: Option<Box<dyn Observer>>,
+        durability: Durability,
     ) -> Self {
+        let header = SessionHeader::new(session_id).line();
+        Self::build(Core::new(), sink, Some(&header), observer, durability)
+    }
+
+    /// Goes on with `core`, resumed from a log the sink appends to. Its
+    /// queued first outputs are the closers, which the resume already wrote
+    /// durably: they are dropped here, not written twice.
+    pub(crate) fn resumed(mut core: Core, sink: Box<dyn Sink>, durability: Durability) -> Self {
+        while core.poll_output().is_some() {}
+        Self::build(core, sink, None, None, durability)
+    }
+
+    fn build(
+        core: Core,
+        sink: Box<dyn Sink>,
+        header: Option<&str>,
+        observer: Option<Box<dyn Observer>>,
+        durability: Durability,
+    ) -> Self {
+        let (journal, writer) = Journal::new(sink, header, durability);
         let locked = Locked {
-            core: Core::new(),
+            core,
             driver_task: None,
             entered: Vec::new(),
             idle: Tickets::default(),
-            fanout: Fanout::new(sink, session_id),
+            fanout: Fanout::default(),
             handles: 1,
             wake: Vec::new(),
             observer,
         };
         Self {
             locked: Mutex::new(locked),
+            journal,
+            writer,
         }
     }
 
-    /// Goes on with `core`, resumed from a log the sink appends to. Its
-    /// queued first outputs are the closers, which the resume already wrote
-    /// durably: they are dropped here, not written twice.
-    pub(crate) fn resumed(mut core: Core, sink: Box<dyn Sink>) -> Self {
-        while core.poll_output().is_some() {}
-        let locked = Locked {
-            core,
-            driver_task: None,
-            entered: Vec::new(),
-            idle: Tickets::default(),
-            fanout: Fanout::resumed(sink),
-            handles: 1,
-            wake: Vec::new(),
-            observer: None,
-        };
-        Self {
-            locked: Mutex::new(locked),
-        }
-    }
-
-    /// One critical section; wakes whoever it chose after unlocking.
+    /// One critical section. After unlocking, it lets the journal write as
+    /// the policy asks (a write error is kept there for `dispose` to
+    /// report), then wakes whoever the section chose.
     fn with<R>(&self, body: impl FnOnce(&mut Locked) -> R) -> R {
         let mut locked = lock(&self.locked);
         let result = body(&mut locked);
-        let wake = std::mem::take(&mut locked.wake);
+        let settle = self.journal.enqueue(&mut locked.fanout.durable);
+        let wake = mem::take(&mut locked.wake);
         drop(locked);
+        if let Some(position) = settle {
+            // Kept in the journal; `dispose` returns it.
+            let _ = self.journal.sync_through(position);
+        }
         for waker in wake {
             waker.wake();
         }
@@ -199,8 +218,10 @@ impl Shared {
         self.with(|locked| locked.core.inbox().clone())
     }
 
+    /// Writes and syncs every line queued so far; the first error the sink
+    /// ever returned, if any.
     pub(crate) fn flush(&self) -> io::Result<()> {
-        self.with(|locked| locked.fanout.flush())
+        self.journal.sync_all()
     }
 
     pub(crate) fn handle_cloned(&self) {
@@ -275,10 +296,10 @@ impl Locked {
                 | Output::Status { .. }
                 | Output::Error { .. } => {}
             }
-            self.fanout.deliver(&output);
             if let Some(record) = record.as_deref_mut() {
-                record.push(output);
+                record.push(output.clone());
             }
+            self.fanout.deliver(output);
         }
     }
 
@@ -311,6 +332,13 @@ impl Locked {
             }),
         };
         Poll::Ready(Some(job))
+    }
+}
+
+impl Drop for Shared {
+    /// The write-behind thread writes the last lines before the agent goes.
+    fn drop(&mut self) {
+        self.journal.close(&mut self.writer);
     }
 }
 
