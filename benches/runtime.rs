@@ -318,7 +318,9 @@ impl SendBench {
                 let agent = &self.agent;
                 scope.spawn(move || {
                     for index in (sender..SENDS).step_by(senders) {
-                        agent.inject(format!("s{index:04}").as_str()).expect("ids are fresh");
+                        agent
+                            .inject(format!("s{index:04}").as_str())
+                            .expect("ids are fresh");
                     }
                 });
             }
@@ -337,7 +339,10 @@ fn durability<M: Measurement>(criterion: &mut Criterion<M>) {
     group.throughput(Throughput::Elements(SENDS as u64));
     let policies = [
         ("sync", Durability::Sync),
-        ("write-behind", Durability::WriteBehind { max_delay: WINDOW }),
+        (
+            "write-behind",
+            Durability::WriteBehind { max_delay: WINDOW },
+        ),
     ];
     for senders in [1, 4, 16] {
         let counted = SendBench::new(Durability::Sync);

@@ -188,7 +188,12 @@ fn check_killed_log(log: &Path, acknowledged: &[String], policy: Policy, tally: 
     let mut monitor = Monitor::new();
     let resumed_core = kept.replay.clone().resume();
     let broken = monitor.restart(Kept::Log(&events), &kept.closers(), &resumed_core);
-    assert_eq!(broken, None, "the checker refuses the resume of {}", log.display());
+    assert_eq!(
+        broken,
+        None,
+        "the checker refuses the resume of {}",
+        log.display()
+    );
 
     let mut history = History::new(Mode::Core);
     let mut inserted = BTreeSet::new();
@@ -205,7 +210,12 @@ fn check_killed_log(log: &Path, acknowledged: &[String], policy: Policy, tally: 
     tally.acknowledged[index] += acknowledged.len() as u64;
     tally.lost[index] += lost;
     if policy == Policy::Sync {
-        assert_eq!(lost, 0, "Sync lost an acknowledged send in {}", log.display());
+        assert_eq!(
+            lost,
+            0,
+            "Sync lost an acknowledged send in {}",
+            log.display()
+        );
     }
 
     // The in-process resume, on a copy (the next child resumes the original).
@@ -218,7 +228,8 @@ fn check_killed_log(log: &Path, acknowledged: &[String], policy: Policy, tally: 
 /// The kept log's delivery events, header and resume markers left out.
 fn kept_events(log: &Path, kept: &KeptLog) -> Vec<Output> {
     let bytes = fs::read(log).expect("the log reads");
-    let text = std::str::from_utf8(&bytes[..kept.kept_bytes as usize]).expect("kept lines are UTF-8");
+    let text =
+        std::str::from_utf8(&bytes[..kept.kept_bytes as usize]).expect("kept lines are UTF-8");
     let mut events = Vec::new();
     for line in text.lines() {
         match parse_line(line) {
@@ -238,7 +249,10 @@ fn resume_in_process(path: &Path, monitor: &Monitor) {
     let (handle, driver) = Handle::resume_with(path, Durability::Sync, pre_step_hook, step_hook)
         .unwrap_or_else(|error| panic!("{} does not resume: {error}", path.display()));
     let inbox = handle.inbox();
-    monitor.checker().check_inbox(&inbox).expect("replay-matches");
+    monitor
+        .checker()
+        .check_inbox(&inbox)
+        .expect("replay-matches");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a tokio runtime");

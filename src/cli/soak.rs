@@ -69,9 +69,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             .map_err(|error| error.to_string())
     } else {
         JsonlFile::create(&args.log)
-            .map(|file| {
-                Handle::with_durability("soak", durability, pre_step_hook, step_hook, file)
-            })
+            .map(|file| Handle::with_durability("soak", durability, pre_step_hook, step_hook, file))
             .map_err(|error| error.to_string())
     };
     let (agent, driver) = match started {
