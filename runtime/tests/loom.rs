@@ -121,7 +121,9 @@ fn synced_sends() {
     let (agent, _driver, log) = agent();
     let written = |log: &MemoryLog, id: &str| {
         let lines = log.lines();
-        lines.iter().position(|line| line.contains(&format!(r#""id":"{id}""#)))
+        lines
+            .iter()
+            .position(|line| line.contains(&format!(r#""id":"{id}""#)))
     };
     let client = agent.clone();
     let client_log = log.clone();
