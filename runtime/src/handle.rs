@@ -60,23 +60,20 @@ impl Handle {
         Self::build(shared, pre_step_hook, step_hook)
     }
 
-    /// [`Handle::new`], plus an `observer` handed every transition (input,
-    /// answer, outputs) in the core's order, so a test can run a checker
-    /// that needs the inputs too. See [`Observer`] for what it must not do.
+    /// [`Handle::with_durability`], plus an `observer` handed every
+    /// transition (input, answer, outputs) in the core's order, so a test
+    /// can run a checker that needs the inputs too. See [`Observer`] for
+    /// what it must not do.
     pub fn with_observer<P: PreStepHook, S: StepHook>(
         session_id: &str,
+        durability: Durability,
         pre_step_hook: P,
         step_hook: S,
         sink: impl Sink,
         observer: impl Observer,
     ) -> (Self, DriverTask<P, S>) {
         let observer: Box<dyn Observer> = Box::new(observer);
-        let shared = Shared::new(
-            Box::new(sink),
-            session_id,
-            Some(observer),
-            Durability::default(),
-        );
+        let shared = Shared::new(Box::new(sink), session_id, Some(observer), durability);
         Self::build(shared, pre_step_hook, step_hook)
     }
 

@@ -68,6 +68,9 @@ pub(crate) struct Journal {
 struct State {
     /// Durable outputs not yet taken by a writer, in emission order.
     queue: Vec<Output>,
+    /// The last batch's emptied buffer, swapped in for the queue at the
+    /// next take, so a steady load allocates no batch.
+    spare: Vec<Output>,
     /// Outputs ever queued: the position of the last one.
     queued: Position,
     /// Outputs written to the sink and synced.
@@ -105,6 +108,7 @@ impl Journal {
         });
         let state = State {
             queue: Vec::new(),
+            spare: Vec::new(),
             queued: 0,
             synced: 0,
             sink: Some(sink),
@@ -202,13 +206,15 @@ impl Journal {
         mut state: MutexGuard<'a, State>,
         mut sink: Box<dyn Sink>,
     ) -> MutexGuard<'a, State> {
-        let batch = mem::take(&mut state.queue);
+        let spare = mem::take(&mut state.spare);
+        let mut batch = mem::replace(&mut state.queue, spare);
         let end = state.queued;
         drop(state);
         let written = write_lines(&mut *sink, &batch).and_then(|()| sink.flush());
-        drop(batch);
+        batch.clear();
         let mut state = lock(&self.state);
         state.sink = Some(sink);
+        state.spare = batch;
         match written {
             Ok(()) => state.synced = end,
             Err(error) => {
