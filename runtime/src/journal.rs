@@ -36,7 +36,9 @@ pub enum Durability {
     /// Every call's durable lines are written and synced (`fsync` for a
     /// [`crate::JsonlFile`]) before the call returns: an accepted send
     /// survives any crash. Concurrent callers share one sync (group
-    /// commit). The default: see the README for why.
+    /// commit). The driver task's completions wait too, blocking the thread
+    /// that polls it for the sync (as every call blocks its caller). The
+    /// default: see the README for why.
     #[default]
     Sync,
     /// Calls return before their lines are written; a writer thread writes
