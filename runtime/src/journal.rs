@@ -221,6 +221,8 @@ impl Journal {
             Ok(()) => state.synced = end,
             Err(error) => {
                 state.failure.get_or_insert(error);
+                // Queued while this batch failed: never written either.
+                state.queue.clear();
             }
         }
         if state.waiting > 0 {

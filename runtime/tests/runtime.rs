@@ -298,6 +298,54 @@ fn a_failing_sink_is_reported_by_dispose_and_delivery_goes_on() {
     });
 }
 
+/// A sink that fails from its `lines`-th write on.
+struct FailsAfter {
+    lines: usize,
+}
+
+impl Sink for FailsAfter {
+    fn write_line(&mut self, _line: &str) -> io::Result<()> {
+        match self.lines.checked_sub(1) {
+            Some(left) => {
+                self.lines = left;
+                Ok(())
+            }
+            None => Err(io::Error::other("disk full")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_sink_failing_behind_is_reported_and_the_agent_still_ends() {
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let durability = Durability::WriteBehind {
+        max_delay: Duration::from_millis(1),
+    };
+    // The header and one more line go through; the writer thread's batch
+    // fails on the next.
+    let sink = FailsAfter { lines: 2 };
+    let (agent, driver) =
+        Handle::with_durability("broken", durability, pre_step_hook, step_hook, sink);
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        for id in ["A", "B", "C"] {
+            agent.followup(id).expect("a log failure refuses nothing");
+            agent.when_idle().await;
+        }
+        assert!(agent.inbox().is_empty(), "every message was claimed");
+        let error = agent.dispose().await.expect_err("the failure surfaces");
+        assert_eq!(error.to_string(), "disk full");
+        drop(agent);
+        // The agent's end joins the writer thread: it must have stopped.
+        driver.await.expect("the driver task ends");
+    });
+}
+
 #[test]
 fn dropping_the_last_handle_disposes_and_ends_the_driver() {
     let (agent, driver, log) = plain_agent();
