@@ -55,7 +55,9 @@ struct Tally {
     kills: u64,
     /// Kills of a resuming child before it printed `resumed` (before or
     /// inside its resume).
-    during_resume: u64,
+    before_resumed: u64,
+    /// Of those, kills after it printed `resuming`: inside `Handle::resume`.
+    inside_resume: u64,
     torn: u64,
     logs_resumed: u64,
     acknowledged: [u64; 2],
@@ -65,12 +67,13 @@ struct Tally {
 impl Tally {
     fn line(&self) -> String {
         format!(
-            "{} kills, {} logs resumed (0 failed), {} kills before a resume returned, {} torn tails; \
+            "{} kills, {} logs resumed (0 failed), {} kills before a resume returned ({} inside one), {} torn tails; \
              sync: {} sends acknowledged, {} lost; write-behind ({WINDOW_MS} ms): \
              {} acknowledged, {} lost",
             self.kills,
             self.logs_resumed,
-            self.during_resume,
+            self.before_resumed,
+            self.inside_resume,
             self.torn,
             self.acknowledged[0],
             self.lost[0],
@@ -111,25 +114,46 @@ fn kill_chain(prng: &mut Prng, policy: Policy, tally: &mut Tally) {
         }
         // A fresh child is killed after its first acknowledgement at the
         // earliest (before it, the log may not exist yet); one resuming
-        // child in three is killed without waiting for any, so the kill
-        // often lands before its resume returned.
+        // child in three is killed without waiting for any, just after it
+        // says `resuming`, so the kill often lands inside its resume.
         let kill_after = match (resume, prng.below(3)) {
             (true, 0) => 0,
             _ => 1 + prng.below(24),
         };
         let pause = Duration::from_micros(prng.below(3000));
-        let (acknowledged, resumed) = run_and_kill(command, kill_after, pause);
+        let (acknowledged, said) = run_and_kill(command, kill_after, pause);
         tally.kills += 1;
-        tally.during_resume += u64::from(resume && !resumed);
+        let unresumed = resume && !said.resumed;
+        tally.before_resumed += u64::from(unresumed);
+        tally.inside_resume += u64::from(unresumed && said.resuming);
         check_killed_log(&log, &acknowledged, policy, tally);
+    }
+}
+
+/// What a resuming child said before its kill.
+#[derive(Default)]
+struct Said {
+    /// It was about to call `Handle::resume`.
+    resuming: bool,
+    /// `Handle::resume` returned.
+    resumed: bool,
+}
+
+impl Said {
+    /// One line of the child's: a word about its resume, or an id.
+    fn take(&mut self, line: String, acknowledged: &mut Vec<String>) {
+        match line.as_str() {
+            "resuming" => self.resuming = true,
+            "resumed" => self.resumed = true,
+            _ => acknowledged.push(line),
+        }
     }
 }
 
 /// Starts the child, kills it after `kill_after` acknowledgements and
 /// `pause`, and returns every id it acknowledged (those still in the pipe
-/// included: they were printed before the kill) and whether it said
-/// `resumed`.
-fn run_and_kill(mut command: Command, kill_after: u64, pause: Duration) -> (Vec<String>, bool) {
+/// included: they were printed before the kill) and how far its resume got.
+fn run_and_kill(mut command: Command, kill_after: u64, pause: Duration) -> (Vec<String>, Said) {
     let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -137,14 +161,12 @@ fn run_and_kill(mut command: Command, kill_after: u64, pause: Duration) -> (Vec<
         .expect("the courier binary starts");
     let lines = read_lines(&mut child);
     let mut acknowledged = Vec::new();
-    let mut resumed = false;
-    let mut take = |line: String, acknowledged: &mut Vec<String>| match line.as_str() {
-        "resumed" => resumed = true,
-        _ => acknowledged.push(line),
-    };
-    while (acknowledged.len() as u64) < kill_after {
+    let mut said = Said::default();
+    // Without an acknowledgement to wait for, a resuming child is killed
+    // `pause` after it says `resuming`: inside its resume, or just after.
+    while (acknowledged.len() as u64) < kill_after || (kill_after == 0 && !said.resuming) {
         match lines.recv_timeout(STALL) {
-            Ok(line) => take(line, &mut acknowledged),
+            Ok(line) => said.take(line, &mut acknowledged),
             Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => panic!("the child stalled"),
         }
@@ -153,7 +175,7 @@ fn run_and_kill(mut command: Command, kill_after: u64, pause: Duration) -> (Vec<
     child.kill().expect("SIGKILL is delivered");
     let status = child.wait().expect("the child is reaped");
     for line in lines.iter() {
-        take(line, &mut acknowledged);
+        said.take(line, &mut acknowledged);
     }
     if status.success() || status.code().is_some() {
         let mut stderr = String::new();
@@ -161,7 +183,7 @@ fn run_and_kill(mut command: Command, kill_after: u64, pause: Duration) -> (Vec<
         std::io::Read::read_to_string(&mut pipe, &mut stderr).expect("stderr reads");
         panic!("the child ended by itself ({status}) before its kill: {stderr}");
     }
-    (acknowledged, resumed)
+    (acknowledged, said)
 }
 
 /// Its lines, read on a thread so a stalled child cannot hang the test.

@@ -3,8 +3,9 @@
 //! with a file log, from several client threads at once, and prints each
 //! accepted send's id on stdout once the send has returned, so the parent
 //! that kills it knows which sends were acknowledged. With `--resume` it
-//! first resumes the log (a kill can land inside the resume itself) and
-//! prints `resumed` when that returned.
+//! prints `resuming`, resumes the log (a kill can land inside the resume
+//! itself, while its closers are written) and prints `resumed` when that
+//! returned.
 //!
 //! It runs until its sends are done (then disposes and exits 0) or until it
 //! is killed, which is what it is for.
@@ -64,6 +65,9 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         tokio::task::yield_now().await;
         StepOutcome::Completed
     });
+    if args.resume {
+        acknowledge("resuming");
+    }
     let started = if args.resume {
         Handle::resume_with(&args.log, durability, pre_step_hook, step_hook)
             .map_err(|error| error.to_string())
