@@ -67,11 +67,12 @@ struct Tally {
 impl Tally {
     fn line(&self) -> String {
         format!(
-            "{} kills, {} logs resumed (0 failed), {} kills before a resume returned ({} inside one), {} torn tails; \
+            "{} kills, {} logs resumed ({} failed), {} kills before a resume returned ({} inside one), {} torn tails; \
              sync: {} sends acknowledged, {} lost; write-behind ({WINDOW_MS} ms): \
              {} acknowledged, {} lost",
             self.kills,
             self.logs_resumed,
+            self.kills - self.logs_resumed,
             self.before_resumed,
             self.inside_resume,
             self.torn,
