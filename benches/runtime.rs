@@ -1,8 +1,10 @@
-//! The async runtime end to end (issue 7): N messages through the
-//! `courier_runtime` handle to hooks that answer at once, against the same N
-//! messages through a tokio unbounded channel on the same runtime flavour (a
-//! current-thread runtime). See `BENCHMARKS.md` for what each timed region
-//! holds.
+//! The async runtime end to end (issues 7 and 14): N messages through the
+//! `courier_runtime` handle to hooks that answer at once, under each
+//! durability policy, against the same N messages through a tokio unbounded
+//! channel on the same runtime flavour (a current-thread runtime); and sends
+//! per second to a real file from 1, 4 and 16 client threads per policy,
+//! with the fsyncs each send cost under group commit. See `BENCHMARKS.md`
+//! for what each timed region holds.
 //!
 //! As in the claim bench, every function gets a fresh `Vec` of N [`Message`]
 //! handles built by criterion's setup (cheap `Arc` clones of one set) and
@@ -13,15 +15,17 @@
 mod clock;
 mod common;
 
+use std::fs::File;
 use std::future::ready;
 use std::hint::black_box;
-use std::io;
+use std::io::{self, BufWriter, Seek, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
 use std::time::Duration;
 
 use courier_core::{Message, PreStepDecision, Status, StepOutcome};
-use courier_runtime::{Handle, Sink, pre_step_hook_fn, step_hook_fn};
+use courier_runtime::{Durability, Handle, JsonlFile, Sink, pre_step_hook_fn, step_hook_fn};
 use criterion::measurement::Measurement;
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use tokio::runtime::Runtime;
@@ -49,6 +53,59 @@ impl Sink for Discard {
     }
 }
 
+/// A real file that never grows past one write-behind window: each flush
+/// writes, `fdatasync`s, then empties it. Every line still costs its
+/// `write(2)` and every flush its sync, but a long run fills no disk.
+struct RewoundFile {
+    writer: BufWriter<File>,
+}
+
+impl RewoundFile {
+    fn new() -> Self {
+        let file = tempfile::tempfile().expect("a temporary file");
+        Self {
+            writer: BufWriter::new(file),
+        }
+    }
+}
+
+impl Sink for RewoundFile {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        writeln!(self.writer, "{line}")
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer.flush()?;
+        let file = self.writer.get_mut();
+        file.sync_data()?;
+        file.set_len(0)?;
+        file.rewind()?;
+        Ok(())
+    }
+}
+
+/// The write-behind window the benches use.
+const WINDOW: Duration = Duration::from_millis(1);
+
+/// The end-to-end modes: where the log goes and how it is written.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// [`Discard`], each call writing its own lines (`Durability::Sync`).
+    MemorySync,
+    /// [`Discard`], written behind by the writer thread.
+    MemoryBehind,
+    /// [`RewoundFile`], written behind (write and fdatasync each window).
+    FileBehind,
+}
+
+impl Mode {
+    const ALL: [(Mode, &'static str); 3] = [
+        (Mode::MemorySync, "handle-memory-sync"),
+        (Mode::MemoryBehind, "handle-memory-behind"),
+        (Mode::FileBehind, "handle-file-behind"),
+    ];
+}
+
 /// One agent's handle and its driver task on a current-thread runtime, with
 /// hooks that answer at once (`pass`, `completed`). `entered` counts the
 /// messages the step hook was handed, so a cycle can be checked to deliver
@@ -60,7 +117,7 @@ struct HandleBench {
 }
 
 impl HandleBench {
-    fn new() -> Self {
+    fn new(mode: Mode) -> Self {
         let entered = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&entered);
         let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
@@ -68,7 +125,23 @@ impl HandleBench {
             counted.fetch_add(call.entered.len(), Ordering::Relaxed);
             ready(StepOutcome::Completed)
         });
-        let (agent, driver) = Handle::new("bench", pre_step_hook, step_hook, Discard);
+        let behind = Durability::WriteBehind { max_delay: WINDOW };
+        let (agent, driver) = match mode {
+            Mode::MemorySync => Handle::with_durability(
+                "bench",
+                Durability::Sync,
+                pre_step_hook,
+                step_hook,
+                Discard,
+            ),
+            Mode::MemoryBehind => {
+                Handle::with_durability("bench", behind, pre_step_hook, step_hook, Discard)
+            }
+            Mode::FileBehind => {
+                let file = RewoundFile::new();
+                Handle::with_durability("bench", behind, pre_step_hook, step_hook, file)
+            }
+        };
         let runtime = current_thread();
         runtime.spawn(driver.run());
         Self {
@@ -99,8 +172,8 @@ impl HandleBench {
 /// Runs one cycle outside the measurement and checks that it is the cycle
 /// this bench claims to time: all N messages reach the step hook and the
 /// agent ends idle with nothing pending.
-fn check_handle_cycle(count: usize) {
-    let mut handle = HandleBench::new();
+fn check_handle_cycle(count: usize, mode: Mode) {
+    let mut handle = HandleBench::new(mode);
     handle.cycle(&mut common::messages(count));
     assert_eq!(handle.entered.load(Ordering::Relaxed), count);
     assert_eq!(handle.agent.status(), Status::Idle, "the cycle ends idle");
@@ -161,14 +234,12 @@ type Cycle<'a> = dyn FnMut(&mut Vec<Message>) + 'a;
 
 fn runtime<M: Measurement>(criterion: &mut Criterion<M>) {
     let mut group = clock::group(criterion, "runtime");
-    // Short windows: the three functions at three sizes finish in about 40 s.
+    // Short windows: the five functions at three sizes finish in about a minute.
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
     for count in common::BATCH_SIZES {
-        check_handle_cycle(count);
         // Fresh containers per batch size, so one size's capacity never
         // carries over to the next.
-        let mut handle = HandleBench::new();
         let mut task = TokioTask::new(count);
         let mut same_task = common::TokioChannel::new();
         let prebuilt = common::messages(count);
@@ -179,13 +250,130 @@ fn runtime<M: Measurement>(criterion: &mut Criterion<M>) {
                 bencher.iter_batched_ref(setup, &mut *cycle, BatchSize::SmallInput)
             });
         };
-        bench("handle", &mut |batch| handle.cycle(batch));
+        for (mode, name) in Mode::ALL {
+            check_handle_cycle(count, mode);
+            let mut handle = HandleBench::new(mode);
+            bench(name, &mut |batch| handle.cycle(batch));
+        }
         bench("tokio-task", &mut |batch| task.cycle(batch));
         bench("tokio-same-task", &mut |batch| same_task.cycle(batch));
     }
     group.finish();
 }
 
+/// Sends per durability iteration, shared out among the client threads.
+const SENDS: usize = 192;
+
+/// A [`JsonlFile`] that counts its flushes (each one an `fdatasync`).
+struct Counted {
+    file: JsonlFile,
+    flushes: Arc<AtomicUsize>,
+}
+
+impl Sink for Counted {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        self.file.write_line(line)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        self.file.flush()
+    }
+}
+
+/// A fresh agent logging to a fresh file under `durability`, with no driver
+/// task (the sends are injects: nothing starts a turn), and its flush count
+/// after the header's.
+struct SendBench {
+    agent: Handle,
+    flushes: Arc<AtomicUsize>,
+    _folder: tempfile::TempDir,
+}
+
+impl SendBench {
+    fn new(durability: Durability) -> Self {
+        let folder = tempfile::tempdir().expect("a temporary folder");
+        let file = JsonlFile::create(folder.path().join("log.jsonl")).expect("a log file");
+        let flushes = Arc::new(AtomicUsize::new(0));
+        let sink = Counted {
+            file,
+            flushes: Arc::clone(&flushes),
+        };
+        let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+        let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+        let (agent, _driver) =
+            Handle::with_durability("bench", durability, pre_step_hook, step_hook, sink);
+        flushes.store(0, Ordering::Relaxed);
+        Self {
+            agent,
+            flushes,
+            _folder: folder,
+        }
+    }
+
+    /// [`SENDS`] injects from `senders` threads at once, each its share.
+    fn sends(&self, senders: usize) {
+        thread::scope(|scope| {
+            for sender in 0..senders {
+                let agent = &self.agent;
+                scope.spawn(move || {
+                    for index in (sender..SENDS).step_by(senders) {
+                        agent
+                            .inject(format!("s{index:04}").as_str())
+                            .expect("ids are fresh");
+                    }
+                });
+            }
+        });
+    }
+}
+
+/// Sends per second to a real file, per policy and number of client
+/// threads; first prints the fsyncs per send each count of senders costs
+/// under `Sync` (group commit), from one untimed round.
+fn durability<M: Measurement>(criterion: &mut Criterion<M>) {
+    let mut group = clock::group(criterion, "durability");
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(SENDS as u64));
+    let policies = [
+        ("sync", Durability::Sync),
+        (
+            "write-behind",
+            Durability::WriteBehind { max_delay: WINDOW },
+        ),
+    ];
+    for senders in [1, 4, 16] {
+        let counted = SendBench::new(Durability::Sync);
+        counted.sends(senders);
+        let fsyncs = counted.flushes.load(Ordering::Relaxed);
+        assert_eq!(counted.agent.inbox().len(), SENDS, "every send is pending");
+        eprintln!(
+            "durability/sync/{senders}: {SENDS} sends, {fsyncs} fsyncs, {:.3} fsyncs per send",
+            fsyncs as f64 / SENDS as f64
+        );
+        for (name, policy) in policies {
+            group.bench_function(BenchmarkId::new(name, senders), |bencher| {
+                bencher.iter_batched(
+                    || SendBench::new(policy),
+                    |bench| {
+                        bench.sends(senders);
+                        bench
+                    },
+                    BatchSize::PerIteration,
+                )
+            });
+        }
+    }
+    group.finish();
+}
+
+fn both<M: Measurement>(criterion: &mut Criterion<M>) {
+    runtime(criterion);
+    durability(criterion);
+}
+
 fn main() {
-    clock::main(runtime, runtime);
+    clock::main(both, both);
 }

@@ -30,6 +30,9 @@ enum Command {
     Shrink(cli::shrink::Args),
     /// A scripted session on the async runtime with a fake model, printed live.
     Demo(cli::demo::Args),
+    /// The kill -9 tests' child: a seeded workload on the runtime, logged.
+    #[command(hide = true)]
+    Soak(cli::soak::Args),
     /// Model-check every SPEC §7 property over every interleaving up to a bound.
     Check(cli::check::Args),
     /// Draw a transcript, counterexample or race report as a sequence diagram.
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => cli::replay::main(&args),
         Command::Shrink(args) => cli::shrink::main(&args),
         Command::Demo(args) => cli::demo::main(&args),
+        Command::Soak(args) => cli::soak::main(&args),
         Command::Check(args) => cli::check::main(&args),
         Command::Diagram(args) => cli::diagram::main(&args),
         Command::Explore(args) => cli::explore::main(&args),

@@ -1,25 +1,18 @@
-//! Hands each output, in emission order, to the durable sink (durable ones
-//! only, as JSONL) and to every subscriber (all of them): lossless ones
-//! through an unbounded channel, bounded ones through a ring that drops the
-//! oldest and counts what it dropped (tokio's `broadcast`, one per
-//! subscriber).
-
-use std::io;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+//! Hands each output, in emission order, to every subscriber (all of them)
+//! and sets the durable ones aside for the journal, which encodes and writes
+//! them once the agent's lock is released. Lossless subscribers get an
+//! unbounded channel; bounded ones a ring that drops the oldest and counts
+//! what it dropped (tokio's `broadcast`, one per subscriber).
 
 use courier_core::Output;
-use courier_core::log::{SessionHeader, durable_line};
 use tokio::sync::broadcast;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::driver::panic_message;
-use crate::sink::Sink;
-
+#[derive(Default)]
 pub(crate) struct Fanout {
-    sink: Box<dyn Sink>,
-    /// The first write or flush error. After one, nothing more is written: a
-    /// log with a hole in it would mislead its reader.
-    failure: Option<io::Error>,
+    /// The open critical section's durable outputs, for
+    /// [`crate::journal::Journal::enqueue`]; emptied by it.
+    pub(crate) durable: Vec<Output>,
     /// A subscriber that dropped its receiver is forgotten at the next
     /// output.
     subscribers: Vec<Subscriber>,
@@ -47,23 +40,6 @@ impl Subscriber {
 }
 
 impl Fanout {
-    /// Starts the log with its `session` header.
-    pub(crate) fn new(sink: Box<dyn Sink>, session_id: &str) -> Self {
-        let mut fanout = Self::resumed(sink);
-        fanout.write(&SessionHeader::new(session_id).line());
-        fanout
-    }
-
-    /// Goes on with a log that already has its header (a resume).
-    pub(crate) fn resumed(sink: Box<dyn Sink>) -> Self {
-        Self {
-            sink,
-            failure: None,
-            subscribers: Vec::new(),
-            closed: false,
-        }
-    }
-
     /// Adds a subscriber; once closed, it is dropped at once, so its
     /// stream starts ended.
     pub(crate) fn subscribe(&mut self, subscriber: Subscriber) {
@@ -72,62 +48,18 @@ impl Fanout {
         }
     }
 
-    /// Ends every subscription (their streams end once read) and flushes the
-    /// log: nothing more will be delivered.
+    /// Ends every subscription (their streams end once read): nothing more
+    /// will be delivered.
     pub(crate) fn close(&mut self) {
         self.closed = true;
         self.subscribers.clear();
-        self.flush_sink();
     }
 
-    pub(crate) fn deliver(&mut self, output: &Output) {
-        if let Some(line) = durable_line(output) {
-            self.write(&line);
-        }
-        // A turn's end is where a reader of the file expects a whole turn.
-        if let Output::TurnEnd { .. } = output {
-            self.flush_sink();
-        }
+    pub(crate) fn deliver(&mut self, output: Output) {
         self.subscribers
-            .retain(|subscriber| subscriber.send(output));
-    }
-
-    /// Flushes, then reports the first error the sink ever returned.
-    pub(crate) fn flush(&mut self) -> io::Result<()> {
-        self.flush_sink();
-        self.failure()
-    }
-
-    /// The first error the sink ever reported (a copy: `io::Error` is not
-    /// `Clone`).
-    pub(crate) fn failure(&self) -> io::Result<()> {
-        match &self.failure {
-            None => Ok(()),
-            Some(error) => Err(io::Error::new(error.kind(), error.to_string())),
+            .retain(|subscriber| subscriber.send(&output));
+        if output.is_durable() {
+            self.durable.push(output);
         }
-    }
-
-    fn write(&mut self, line: &str) {
-        self.guarded(|sink| sink.write_line(line));
-    }
-
-    fn flush_sink(&mut self) {
-        self.guarded(|sink| sink.flush());
-    }
-
-    /// Calls the user's sink unless it already failed; a panic in it is its
-    /// failure, so it never unwinds through the agent's lock.
-    fn guarded(&mut self, call: impl FnOnce(&mut dyn Sink) -> io::Result<()>) {
-        if self.failure.is_some() {
-            return;
-        }
-        let sink = &mut *self.sink;
-        self.failure = match catch_unwind(AssertUnwindSafe(|| call(sink))) {
-            Ok(result) => result.err(),
-            Err(payload) => Some(io::Error::other(format!(
-                "the sink panicked: {}",
-                panic_message(payload.as_ref())
-            ))),
-        };
     }
 }

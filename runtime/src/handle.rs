@@ -20,6 +20,7 @@ use crate::driver::DriverTask;
 use crate::error::Error;
 use crate::fanout::Subscriber;
 use crate::hooks::{HookPanic, PreStepHook, StepHook};
+use crate::journal::Durability;
 use crate::observer::Observer;
 use crate::resume::{ResumeError, repair_in_place};
 use crate::shared::Shared;
@@ -43,27 +44,42 @@ impl Handle {
         step_hook: S,
         sink: impl Sink,
     ) -> (Self, DriverTask<P, S>) {
-        Self::build(session_id, pre_step_hook, step_hook, Box::new(sink), None)
+        Self::with_durability(
+            session_id,
+            Durability::default(),
+            pre_step_hook,
+            step_hook,
+            sink,
+        )
     }
 
-    /// [`Handle::new`], plus an `observer` handed every transition (input,
-    /// answer, outputs) in the core's order, so a test can run a checker
-    /// that needs the inputs too. See [`Observer`] for what it must not do.
+    /// [`Handle::new`] with the log written as `durability` says.
+    pub fn with_durability<P: PreStepHook, S: StepHook>(
+        session_id: &str,
+        durability: Durability,
+        pre_step_hook: P,
+        step_hook: S,
+        sink: impl Sink,
+    ) -> (Self, DriverTask<P, S>) {
+        let shared = Shared::new(Box::new(sink), session_id, None, durability);
+        Self::build(shared, pre_step_hook, step_hook)
+    }
+
+    /// [`Handle::with_durability`], plus an `observer` handed every
+    /// transition (input, answer, outputs) in the core's order, so a test
+    /// can run a checker that needs the inputs too. See [`Observer`] for
+    /// what it must not do.
     pub fn with_observer<P: PreStepHook, S: StepHook>(
         session_id: &str,
+        durability: Durability,
         pre_step_hook: P,
         step_hook: S,
         sink: impl Sink,
         observer: impl Observer,
     ) -> (Self, DriverTask<P, S>) {
         let observer: Box<dyn Observer> = Box::new(observer);
-        Self::build(
-            session_id,
-            pre_step_hook,
-            step_hook,
-            Box::new(sink),
-            Some(observer),
-        )
+        let shared = Shared::new(Box::new(sink), session_id, Some(observer), durability);
+        Self::build(shared, pre_step_hook, step_hook)
     }
 
     /// Resumes the agent whose log is the file at `path` (SPEC §11), written
@@ -79,22 +95,30 @@ impl Handle {
         pre_step_hook: P,
         step_hook: S,
     ) -> Result<(Self, DriverTask<P, S>), ResumeError> {
+        Self::resume_with(path, Durability::default(), pre_step_hook, step_hook)
+    }
+
+    /// [`Handle::resume`], going on with the log written as `durability`
+    /// says (the repair itself is always synced).
+    pub fn resume_with<P: PreStepHook, S: StepHook>(
+        path: impl AsRef<Path>,
+        durability: Durability,
+        pre_step_hook: P,
+        step_hook: S,
+    ) -> Result<(Self, DriverTask<P, S>), ResumeError> {
         let path = path.as_ref();
         let kept = repair_in_place(path)?;
         let sink = JsonlFile::append(path)?;
-        let shared = Arc::new(Shared::resumed(kept.replay.resume(), Box::new(sink)));
-        let driver = DriverTask::new(Arc::clone(&shared), pre_step_hook, step_hook);
-        Ok((Self { shared }, driver))
+        let shared = Shared::resumed(kept.replay.resume(), Box::new(sink), durability);
+        Ok(Self::build(shared, pre_step_hook, step_hook))
     }
 
     fn build<P: PreStepHook, S: StepHook>(
-        session_id: &str,
+        shared: Shared,
         pre_step_hook: P,
         step_hook: S,
-        sink: Box<dyn Sink>,
-        observer: Option<Box<dyn Observer>>,
     ) -> (Self, DriverTask<P, S>) {
-        let shared = Arc::new(Shared::new(sink, session_id, observer));
+        let shared = Arc::new(shared);
         let driver = DriverTask::new(Arc::clone(&shared), pre_step_hook, step_hook);
         (Self { shared }, driver)
     }
@@ -190,15 +214,20 @@ impl Handle {
     }
 
     /// Disposes the agent (discards everything pending, aborts the turn, and
-    /// refuses every later insertion), waits until it is idle, and flushes
-    /// the log. Fails with the first error the sink ever reported
-    /// ([`Error::Log`]), with [`Error::DriverGone`] (nothing disposed: the log
-    /// stays as a crash leaves it), or, inside one of this agent's own hooks,
-    /// with [`Error::InsideHook`] once the disposal started: the turn that
-    /// hook belongs to is aborted, so its future is dropped at its next
-    /// suspension.
+    /// refuses every later insertion), waits until it is idle, and writes
+    /// and syncs the log, whatever the durability policy. Fails with the
+    /// first error the sink ever reported ([`Error::Log`], after the
+    /// disposal all the same), with [`Error::DriverGone`] (nothing disposed:
+    /// the log stays as a crash leaves it), or, inside one of this agent's
+    /// own hooks, with [`Error::InsideHook`] once the disposal started: the
+    /// turn that hook belongs to is aborted, so its future is dropped at its
+    /// next suspension.
     pub async fn dispose(&self) -> Result<(), Error> {
-        self.shared.input(Input::Dispose)?;
+        match self.shared.input(Input::Dispose) {
+            // The disposal was applied; the log's failure is reported last.
+            Ok(()) | Err(Error::Log(_)) => {}
+            Err(error) => return Err(error),
+        }
         self.when_idle().await?;
         self.shared.flush().map_err(Error::Log)
     }

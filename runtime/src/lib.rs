@@ -6,17 +6,19 @@
 //!
 //! All delivery decisions stay in the core; this crate only serializes
 //! inputs (one mutex), wakes the driver task without losing a wake, routes
-//! outputs to a [`Sink`] (the durable ones, as the dsh JSONL session log) and
-//! to subscribers ([`Handle::subscribe`]), and resolves [`Handle::when_idle`]
-//! waiters. An optional [`Observer`] sees each [`Transition`] whole, for
+//! outputs to subscribers ([`Handle::subscribe`]) and the durable ones to a
+//! [`Sink`] (as the dsh JSONL session log, encoded and written outside the
+//! lock, in order, as the [`Durability`] policy says), and resolves
+//! [`Handle::when_idle`] waiters. An optional [`Observer`] sees each [`Transition`] whole, for
 //! external checkers such as `courier_check::Monitor`.
 //!
 //! [`Handle::resume`] starts from a log file after a crash (SPEC §11), read
 //! by [`kept`], the one reader of kept logs (`courier repair` uses it too).
 //!
-//! Executor-agnostic: nothing here spawns, sleeps or reads a clock, so the
-//! embedder spawns [`DriverTask::run`] where it likes (the `courier demo` CLI
-//! and `examples/embed.rs` use tokio), and the loom suite (`tests/loom.rs`,
+//! Executor-agnostic: nothing here spawns a task, so the embedder spawns
+//! [`DriverTask::run`] where it likes (the `courier demo` CLI and
+//! `examples/embed.rs` use tokio; only `Durability::WriteBehind` starts a
+//! thread of its own, which reads the clock for its window), and the loom suite (`tests/loom.rs`,
 //! under `--cfg loom`, where the `sync` shim swaps in loom's primitives) runs
 //! the real driver task under `loom::future::block_on`.
 //!
@@ -42,6 +44,7 @@ mod error;
 mod fanout;
 mod handle;
 mod hooks;
+mod journal;
 pub mod kept;
 mod observer;
 mod resume;
@@ -56,6 +59,7 @@ pub use hooks::{
     Boundary, Hook, HookPanic, PreStepHook, PreStepHookFn, StepCall, StepHook, StepHookFn,
     pre_step_hook_fn, step_hook_fn,
 };
+pub use journal::Durability;
 pub use observer::{Observer, Transition};
 pub use resume::ResumeError;
 pub use sink::{JsonlFile, MemoryLog, Sink};

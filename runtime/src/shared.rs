@@ -1,8 +1,12 @@
 //! The sync layer: the core behind one mutex, with the driver task's wake slot
 //! and the `when_idle` tickets beside it. Each handle call and each driver
 //! task completion is one critical section that runs the core's transition,
-//! hands its outputs to the fanout in emission order and picks whom to wake;
-//! wakers run after the lock is released.
+//! hands its outputs to the subscribers in emission order, queues the
+//! durable ones in the journal and picks whom to wake. After the lock is
+//! released, the journal writes as the durability policy says (under `Sync`
+//! the call waits for its lines to be synced, and learns of a sink failure),
+//! then the wakers run: a `when_idle` that resolves under `Sync` finds the
+//! turn's lines durable.
 //!
 //! Why no wake is lost: the driver task looks for work and parks its waker in
 //! one critical section, and an input that gives it work (starts a core
@@ -17,18 +21,21 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::task::{Context, Poll, Waker};
 
+use courier_core::log::SessionHeader;
 use courier_core::{Agent as Core, AwaitPoint, Inbox, Input, Message, Output, Status};
 
 use crate::driver::{inside_hook_of, panic_message};
 use crate::error::Error;
 use crate::fanout::{Fanout, Subscriber};
 use crate::hooks::HookPanic;
+use crate::journal::{Durability, Journal, WriterThread};
 use crate::observer::{Observer, Transition};
 use crate::sink::Sink;
-use crate::sync::{Mutex, lock};
+use crate::sync::{Arc, Mutex, lock};
 
 /// What the driver task must do next for the core.
 pub(crate) enum Job {
@@ -58,6 +65,8 @@ const HOOK_PANICS_KEPT: usize = 64;
 
 pub(crate) struct Shared {
     locked: Mutex<Locked>,
+    journal: Arc<Journal>,
+    writer: WriterThread,
 }
 
 struct Locked {
@@ -92,17 +101,39 @@ struct Tickets {
 }
 
 impl Shared {
+    /// A fresh agent; its log starts with the `session` header.
     pub(crate) fn new(
         sink: Box<dyn Sink>,
         session_id: &str,
         observer: Option<Box<dyn Observer>>,
+        durability: Durability,
     ) -> Self {
+        let header = SessionHeader::new(session_id).line();
+        Self::build(Core::new(), sink, Some(&header), observer, durability)
+    }
+
+    /// Goes on with `core`, resumed from a log the sink appends to. Its
+    /// queued first outputs are the closers, which the resume already wrote
+    /// durably: they are dropped here, not written twice.
+    pub(crate) fn resumed(mut core: Core, sink: Box<dyn Sink>, durability: Durability) -> Self {
+        while core.poll_output().is_some() {}
+        Self::build(core, sink, None, None, durability)
+    }
+
+    fn build(
+        core: Core,
+        sink: Box<dyn Sink>,
+        header: Option<&str>,
+        observer: Option<Box<dyn Observer>>,
+        durability: Durability,
+    ) -> Self {
+        let (journal, writer) = Journal::new(sink, header, durability);
         let locked = Locked {
-            core: Core::new(),
+            core,
             driver_task: None,
             entered: Vec::new(),
             idle: Tickets::default(),
-            fanout: Fanout::new(sink, session_id),
+            fanout: Fanout::default(),
             handles: 1,
             wake: Vec::new(),
             observer,
@@ -112,58 +143,53 @@ impl Shared {
         };
         Self {
             locked: Mutex::new(locked),
+            journal,
+            writer,
         }
     }
 
-    /// Goes on with `core`, resumed from a log the sink appends to. Its
-    /// queued first outputs are the closers, which the resume already wrote
-    /// durably: they are dropped here, not written twice.
-    pub(crate) fn resumed(mut core: Core, sink: Box<dyn Sink>) -> Self {
-        while core.poll_output().is_some() {}
-        let locked = Locked {
-            core,
-            driver_task: None,
-            entered: Vec::new(),
-            idle: Tickets::default(),
-            fanout: Fanout::resumed(sink),
-            handles: 1,
-            wake: Vec::new(),
-            observer: None,
-            driver: Driver::Serving,
-            observer_panic: None,
-            hook_panics: Vec::new(),
-        };
-        Self {
-            locked: Mutex::new(locked),
-        }
-    }
-
-    /// One critical section; wakes whoever it chose after unlocking.
+    /// One critical section. After unlocking, it lets the journal write as
+    /// the policy asks (a write error is kept there, for later calls and
+    /// `dispose`), then wakes whoever the section chose.
     fn with<R>(&self, body: impl FnOnce(&mut Locked) -> R) -> R {
+        self.section(body).0
+    }
+
+    /// [`Shared::with`], also returning how the section's lines were
+    /// written: an error when this caller's sync met the sink's failure.
+    fn section<R>(&self, body: impl FnOnce(&mut Locked) -> R) -> (R, io::Result<()>) {
         let mut locked = lock(&self.locked);
         let result = body(&mut locked);
-        let wake = std::mem::take(&mut locked.wake);
+        let settle = self.journal.enqueue(&mut locked.fanout.durable);
+        let wake = mem::take(&mut locked.wake);
         drop(locked);
+        let synced = settle.map_or(Ok(()), |position| self.journal.sync_through(position));
         for waker in wake {
             waker.wake();
         }
-        result
+        (result, synced)
     }
 
     /// A client input: one transition of the core, unless nothing would
-    /// serve what it starts.
+    /// serve what it starts, or the log can no longer record it (a cancel
+    /// or a dispose still winds the agent down).
     pub(crate) fn input(&self, input: Input) -> Result<(), Error> {
         debug_assert!(
             !input.is_completion(),
             "completions belong to the driver task"
         );
         debug_assert!(input != Input::WhenIdle, "a waiter needs its ticket");
-        self.with(|locked| {
-            locked.served(&input)?;
+        let winds_down = matches!(input, Input::Cancel { .. } | Input::Dispose);
+        if !winds_down {
+            self.journal.failure().map_err(Error::Log)?;
+        }
+        let (result, synced) = self.section(|locked| {
+            locked.served()?;
             locked.run(input)?;
-            locked.fanout.failure().map_err(Error::Log)?;
             locked.observer_failure()
-        })
+        });
+        result?;
+        synced.map_err(Error::Log)
     }
 
     /// The driver task's completion of the point it was awaiting.
@@ -200,7 +226,7 @@ impl Shared {
             if locked.idle.resolved(ticket) {
                 return Poll::Ready(Ok(()));
             }
-            if let Err(error) = locked.served(&Input::WhenIdle) {
+            if let Err(error) = locked.served() {
                 return Poll::Ready(Err(error));
             }
             if inside_hook {
@@ -269,14 +295,16 @@ impl Shared {
 
     /// The driver task is being dropped: whatever it was serving stays
     /// unserved. Waiters wake (to their error, or to an `idle` that came),
-    /// subscriptions end, and the log is flushed as far as it got.
+    /// subscriptions end, and the log is synced as far as it got.
     pub(crate) fn driver_gone(&self) {
         self.with(|locked| {
             locked.driver = Driver::Gone;
-            let waiting = std::mem::take(&mut locked.idle.waiting);
+            let waiting = mem::take(&mut locked.idle.waiting);
             locked.wake.extend(waiting.into_values());
             locked.fanout.close();
         });
+        // Kept in the journal for whoever asks next.
+        let _ = self.journal.sync_all();
     }
 
     pub(crate) fn status(&self) -> Status {
@@ -287,8 +315,10 @@ impl Shared {
         self.with(|locked| locked.core.inbox().clone())
     }
 
+    /// Writes and syncs every line queued so far; the first error the sink
+    /// ever returned, if any.
     pub(crate) fn flush(&self) -> io::Result<()> {
-        self.with(|locked| locked.fanout.flush())
+        self.journal.sync_all()
     }
 
     pub(crate) fn handle_cloned(&self) {
@@ -308,42 +338,28 @@ impl Shared {
     }
 
     /// The last handle disposes, so the driver task ends instead of waiting
-    /// for inputs that can no longer come; without a driver task it only
-    /// flushes the log. Never panics: it runs in `Drop`.
+    /// for inputs that can no longer come (without a driver task, there is
+    /// nothing to end). Never panics: it runs in `Drop`.
     pub(crate) fn handle_dropped(&self) {
         self.with(|locked| {
             locked.handles = locked.handles.saturating_sub(1);
-            if locked.handles > 0 || locked.core.is_disposed() {
-                return;
-            }
-            match locked.driver {
+            let last = locked.handles == 0 && !locked.core.is_disposed();
+            if last && let Driver::Serving = locked.driver {
                 // Dispose is never refused.
-                Driver::Serving => drop(locked.run(Input::Dispose)),
-                Driver::Gone => drop(locked.fanout.flush()),
+                drop(locked.run(Input::Dispose));
             }
         });
     }
 }
 
 impl Locked {
-    /// Whether `input` can be served: a driver task runs, or the agent is
-    /// disposed (then the core answers for itself, refusing insertions);
-    /// and the log still takes lines, unless the input only winds the agent
-    /// down (a cancel, a dispose, a waiter), which must stay possible.
-    fn served(&self, input: &Input) -> Result<(), Error> {
-        if let Driver::Gone = self.driver
-            && !self.core.is_disposed()
-        {
-            return Err(Error::DriverGone);
+    /// Whether a call can be served: a driver task runs, or the agent is
+    /// disposed (then the core answers for itself, refusing insertions).
+    fn served(&self) -> Result<(), Error> {
+        match self.driver {
+            Driver::Gone if !self.core.is_disposed() => Err(Error::DriverGone),
+            Driver::Gone | Driver::Serving => Ok(()),
         }
-        let winds_down = matches!(
-            input,
-            Input::Cancel { .. } | Input::Dispose | Input::WhenIdle
-        );
-        if winds_down {
-            return Ok(());
-        }
-        self.fanout.failure().map_err(Error::Log)
     }
 
     /// The observer's panic, once: the observer is dropped after it (it
@@ -414,10 +430,10 @@ impl Locked {
                 | Output::Status { .. }
                 | Output::Error { .. } => {}
             }
-            self.fanout.deliver(&output);
             if let Some(record) = record.as_deref_mut() {
-                record.push(output);
+                record.push(output.clone());
             }
+            self.fanout.deliver(output);
         }
     }
 
@@ -450,6 +466,13 @@ impl Locked {
             },
         };
         Poll::Ready(Some(job))
+    }
+}
+
+impl Drop for Shared {
+    /// The write-behind thread writes the last lines before the agent goes.
+    fn drop(&mut self) {
+        self.journal.close(&mut self.writer);
     }
 }
 

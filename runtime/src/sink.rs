@@ -1,7 +1,7 @@
 //! Where the durable outputs go: a session log in the dsh JSONL shapes of
-//! `courier_core::log`, header first. The runtime writes every line under the
-//! agent's lock, so the log keeps the core's emission order, and flushes at
-//! every turn end and on dispose, so a reader never waits on a whole session.
+//! `courier_core::log`, header first. The runtime's journal
+//! (`crate::journal`) writes the lines in the core's emission order, outside
+//! the agent's lock, and syncs as the [`crate::Durability`] policy says.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -9,15 +9,17 @@ use std::path::Path;
 
 use crate::sync::{Arc, Mutex, lock};
 
-/// A destination for log lines. Writes happen inside the agent's critical
-/// section, so an implementation should buffer rather than block. Its
-/// first error (or panic, which is caught) is its last: nothing is written
-/// after it, the call that met it returns [`crate::Error::Log`], later work
-/// is refused with it, and `dispose` reports it.
+/// A destination for log lines. Called outside the agent's lock, by one
+/// writer at a time, in the log's order. Its first error (or panic, which
+/// is caught) is its last: nothing is written after it, the call that met
+/// it returns [`crate::Error::Log`] (under `Sync`), later work is refused
+/// with it, and `dispose` reports it.
 pub trait Sink: Send + 'static {
     /// Appends one JSONL line, given without its newline.
     fn write_line(&mut self, line: &str) -> io::Result<()>;
-    /// Makes every line written so far durable.
+    /// Makes every line written so far durable (for a file, written and
+    /// `fsync`'d): the runtime calls it when its [`crate::Durability`] says
+    /// the lines must survive a crash.
     fn flush(&mut self) -> io::Result<()>;
 }
 
@@ -59,8 +61,8 @@ impl Sink for MemoryLog {
     }
 }
 
-/// A JSONL file behind a buffer: lines reach the disk when the runtime
-/// flushes (turn end, dispose) or when the buffer fills.
+/// A JSONL file behind a buffer: lines reach the operating system when the
+/// buffer fills or the runtime flushes, and the disk at that flush (`fdatasync`).
 pub struct JsonlFile {
     writer: BufWriter<File>,
 }
@@ -89,6 +91,7 @@ impl Sink for JsonlFile {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.writer.flush()
+        self.writer.flush()?;
+        self.writer.get_ref().sync_data()
     }
 }

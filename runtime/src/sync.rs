@@ -1,12 +1,20 @@
-//! The one door to synchronization primitives: `std::sync` in a normal build,
-//! loom's models under `--cfg loom`, so the loom suite explores the very code
-//! the runtime runs. No other file imports `std::sync` or `thread_local!`;
-//! both builds have the same call sites.
+//! The one door to synchronization primitives: `std::sync` and `std::thread`
+//! in a normal build, loom's models under `--cfg loom`, so the loom suite
+//! explores the very code the runtime runs. No other file imports
+//! `std::sync` or declares a thread-local; both builds have the same call
+//! sites.
+
+use std::sync::PoisonError;
+use std::time::Duration;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+#[cfg(loom)]
+pub(crate) use loom::thread;
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+#[cfg(not(loom))]
+pub(crate) use std::thread;
 
 #[cfg(not(loom))]
 std::thread_local! {
@@ -24,7 +32,22 @@ loom::thread_local! {
 /// good as any: it is taken, not spread (a panic here, in a `Drop` during
 /// unwinding, would abort the process).
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waits on `condvar`, giving `guard` up meanwhile; poisoning as in [`lock`].
+pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    condvar.wait(guard).unwrap_or_else(PoisonError::into_inner)
+}
+
+/// [`wait`], for at most `timeout`.
+pub(crate) fn wait_timeout<'a, T>(
+    condvar: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: Duration,
+) -> MutexGuard<'a, T> {
+    let (guard, _) = condvar
+        .wait_timeout(guard, timeout)
+        .unwrap_or_else(PoisonError::into_inner);
+    guard
 }

@@ -24,7 +24,7 @@ use std::future::ready;
 use std::sync::Arc as OutsideArc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use courier_core::{CancelCause, Output, PreStepDecision, StepOutcome};
+use courier_core::{CancelCause, Output, PreStepDecision, StepOutcome, Target};
 use courier_runtime::{
     DriverTask, Handle, MemoryLog, PreStepHook, StepHook, pre_step_hook_fn, step_hook_fn,
 };
@@ -110,6 +110,44 @@ fn sends(racy: bool) {
 #[test]
 fn concurrent_sends_are_each_claimed_once_and_none_is_lost() {
     explore("sends", || sends(false));
+}
+
+/// The journal under `Durability::Sync`: each send returns only once its
+/// own line is written, even when the other client holds the writer's token
+/// (it waits, then shares that writer's sync or writes the rest itself),
+/// and the log keeps the order the agent's lock gave the two sends. No
+/// driver task: the injects start no turn.
+fn synced_sends() {
+    let (agent, _driver, log) = agent();
+    let written = |log: &MemoryLog, id: &str| {
+        let lines = log.lines();
+        lines
+            .iter()
+            .position(|line| line.contains(&format!(r#""id":"{id}""#)))
+    };
+    let client = agent.clone();
+    let client_log = log.clone();
+    let sender = thread::spawn(move || {
+        client.inject("A").expect("A is fresh");
+        assert!(written(&client_log, "A").is_some(), "A returned unwritten");
+    });
+    agent.inject("B").expect("B is fresh");
+    assert!(written(&log, "B").is_some(), "B returned unwritten");
+    sender.join().expect("the sender does not panic");
+    let (a, b) = (written(&log, "A"), written(&log, "B"));
+    let inbox = agent.inbox();
+    let pending: Vec<&str> = inbox
+        .list(Target::NextStep)
+        .iter()
+        .map(|message| message.id().as_str())
+        .collect();
+    let logged = if a < b { ["A", "B"] } else { ["B", "A"] };
+    assert_eq!(pending, logged, "the log's order is the lock's");
+}
+
+#[test]
+fn a_synced_send_returns_after_its_line_is_written() {
+    explore("synced", synced_sends);
 }
 
 /// A keep-inbox cancel races a client's followup while turn 1 runs, and the

@@ -21,6 +21,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use courier_check::Monitor;
 use courier_core::{
@@ -28,7 +29,8 @@ use courier_core::{
     Target, Wakeup,
 };
 use courier_runtime::{
-    Boundary, Error, Handle, JsonlFile, StepCall, Transition, pre_step_hook_fn, step_hook_fn,
+    Boundary, Durability, Error, Handle, JsonlFile, StepCall, Transition, pre_step_hook_fn,
+    step_hook_fn,
 };
 use ledger::{Counts, Ledger};
 use serde_json::Value;
@@ -395,7 +397,19 @@ async fn run(
         let observed = Arc::clone(&observed);
         move |transition| lock(&observed).observe(transition)
     };
-    let (agent, driver) = Handle::with_observer("stress", pre_step_hook, step_hook, sink, observer);
+    // Written behind: this test is about order and delivery, and one fsync
+    // per call would make it a disk benchmark. Dispose writes the rest.
+    let durability = Durability::WriteBehind {
+        max_delay: Duration::from_millis(1),
+    };
+    let (agent, driver) = Handle::with_observer(
+        "stress",
+        durability,
+        pre_step_hook,
+        step_hook,
+        sink,
+        observer,
+    );
     let listener = tokio::spawn(listen(agent.subscribe()));
     let driver = tokio::spawn(driver.run());
     let clients: Vec<_> = (0..TASKS)

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use courier_core::{CancelCause, Output, PreStepDecision, Refusal, Status, StepOutcome};
 use courier_runtime::{
-    DriverTask, Error, Handle, Hook, Lagged, MemoryLog, PreStepHook, Sink, StepCall, StepHook,
-    pre_step_hook_fn, step_hook_fn,
+    DriverTask, Durability, Error, Handle, Hook, Lagged, MemoryLog, PreStepHook, Sink, StepCall,
+    StepHook, pre_step_hook_fn, step_hook_fn,
 };
 
 /// Far longer than any of these waits needs; only a hang reaches it.
@@ -402,6 +402,7 @@ fn sink_panic_in_an_observer_does_not_poison_the_agent() {
     };
     let (agent, driver) = Handle::with_observer(
         "wedge",
+        Durability::Sync,
         passing(),
         step_hook_fn(|_| ready(StepOutcome::Completed)),
         MemoryLog::new(),

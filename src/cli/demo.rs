@@ -5,6 +5,12 @@
 //! script, `model` lines the fake model, and the rest are the core's outputs
 //! in transcript form (live ones start with `~`), printed as they happen.
 //!
+//! `courier demo --crash` tells a crash instead: the driver dies mid-step
+//! (in process: the tokio runtime and every handle vanish without a
+//! dispose, as in a kill, and only the log file stays), then
+//! `Handle::resume` starts from the file. It prints the closers the resume
+//! appended, the resumed inbox and turn number, and the next turn.
+//!
 //! The output is deterministic: the runtime is single-threaded, and the
 //! script waits at points the session must reach (the model entered a step,
 //! the agent is idle) before printing. The cancel and the latched send are
@@ -12,13 +18,13 @@
 //! aborted turn is still running.
 
 use std::future::ready;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use courier_core::transcript::command_line;
-use courier_core::{CancelCause, Input, Message, PreStepDecision, Source, StepOutcome};
+use courier_core::{CancelCause, Input, Message, PreStepDecision, Source, StepOutcome, Target};
 use courier_runtime::{
-    Handle, JsonlFile, MemoryLog, Notifications, StepCall, StepHook, pre_step_hook_fn,
+    Handle, JsonlFile, MemoryLog, Notifications, StepCall, StepHook, kept, pre_step_hook_fn,
 };
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -28,12 +34,17 @@ pub(crate) struct Args {
     /// Also write the durable session log, as JSONL, to FILE.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Crash the driver mid-turn and resume from the log file (a temporary
+    /// one unless `--log` names it).
+    #[arg(long)]
+    crash: bool,
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a single-threaded tokio runtime");
+    if args.crash {
+        return crash_main(args.log.as_deref());
+    }
+    let runtime = current_thread();
     let (events, step_hook) = ScriptedStepHook::new();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let (agent, driver) = match &args.log {
@@ -68,6 +79,88 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a single-threaded tokio runtime")
+}
+
+/// `courier demo --crash`: the log goes to `log`, or to a temporary file
+/// removed at the end.
+fn crash_main(log: Option<&Path>) -> ExitCode {
+    let temporary = std::env::temp_dir().join(format!("courier-demo-{}.jsonl", std::process::id()));
+    let path = log.unwrap_or(&temporary);
+    let told = crash_and_resume(path);
+    if log.is_none() {
+        // Nothing to keep: the story is printed.
+        let _ = std::fs::remove_file(&temporary);
+    }
+    match told {
+        Ok(()) => {
+            if let Some(path) = log {
+                println!("log written to {}", path.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {}: {error}", path.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn crash_and_resume(path: &Path) -> Result<(), String> {
+    let file = JsonlFile::create(path).map_err(|error| format!("cannot create: {error}"))?;
+    let (events, step_hook) = ScriptedStepHook::new();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let (agent, driver) = Handle::new("demo", pre_step_hook, step_hook, file);
+    let runtime = current_thread();
+    runtime.block_on(async {
+        tokio::spawn(driver.run());
+        let mut session = Session {
+            printer: agent.subscribe(),
+            events,
+        };
+        session.before_the_crash(&agent).await;
+    });
+    // The crash: the driver task dies with its runtime, mid-step, and no
+    // handle is dropped (dropping the last one would dispose the agent,
+    // which a killed process never does). Under the default `Sync` policy
+    // every accepted call's lines are in the file already.
+    std::mem::forget(agent);
+    drop(runtime);
+
+    let kept = kept::read_file(path).map_err(|error| error.to_string())?;
+    println!("> resume             (the log file is all that is left)");
+    for closer in kept.closers() {
+        println!("  {closer}   (closer, appended to the file)");
+    }
+    let (events, step_hook) = ScriptedStepHook::new();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let (agent, driver) =
+        Handle::resume(path, pre_step_hook, step_hook).map_err(|error| error.to_string())?;
+    let inbox = agent.inbox();
+    for target in [Target::NextStep, Target::NextTurn] {
+        let ids: Vec<&str> = inbox.list(target).iter().map(|m| m.id().as_str()).collect();
+        println!("  resumed {target}: [{}]", ids.join(" "));
+    }
+    println!("  resumed idle; the next turn is {}", kept.next_turn());
+    let runtime = current_thread();
+    runtime.block_on(async {
+        let driver = tokio::spawn(driver.run());
+        let mut session = Session {
+            printer: agent.subscribe(),
+            events,
+        };
+        session.after_the_resume(&agent).await;
+        let written = agent.dispose().await;
+        session.print_outputs();
+        drop(agent);
+        driver.await.expect("the driver does not panic");
+        written.map_err(|error| format!("writing the log: {error}"))
+    })
 }
 
 /// What the fake model tells the script.
@@ -171,6 +264,38 @@ impl Session {
         self.say("followup C         (turn 2 is aborted but running: the wake is latched)");
         agent.followup("C").expect("C is fresh");
         self.print_outputs();
+        self.until_step().await;
+        self.finish_turn(agent).await;
+        self.say("dispose");
+    }
+
+    /// Turn 1 until the crash: the model is mid-step when it comes.
+    async fn before_the_crash(&mut self, agent: &Handle) {
+        println!("# > the script, `model` the fake model, the rest the core's outputs (~ live)");
+        self.say("followup A");
+        agent.followup("A").expect("A is fresh");
+        self.until_step().await;
+        self.say("steer S            (during step 1.1: it waits for step 1.2)");
+        agent.steer("S").expect("S is fresh");
+        self.say("followup B         (it waits for turn 2)");
+        agent.followup("B").expect("B is fresh");
+        self.print_outputs();
+        self.say(
+            "crash              (mid-step 1.1: the driver and the handles vanish; the file stays)",
+        );
+    }
+
+    /// After the resume: nothing was woken (SPEC §11), so a followup wakes
+    /// the agent, whose turn takes what the crash left pending.
+    async fn after_the_resume(&mut self, agent: &Handle) {
+        self.say("followup C");
+        agent.followup("C").expect("C is fresh");
+        self.until_step().await;
+        self.say("step completed     (turn 2 ends; C, still waiting, opens turn 3)");
+        self.events
+            .answers
+            .send(StepOutcome::Completed)
+            .expect("the model listens");
         self.until_step().await;
         self.finish_turn(agent).await;
         self.say("dispose");

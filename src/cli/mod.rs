@@ -12,6 +12,7 @@ pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod shrink;
 pub(crate) mod sim;
+pub(crate) mod soak;
 pub(crate) mod validate;
 
 use courier::variant::MutantArg;

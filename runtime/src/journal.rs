@@ -1,0 +1,306 @@
+//! The ordered off-lock writer of the durable log. Under the agent's lock a
+//! transition only moves its durable outputs into the journal's queue (one
+//! short lock, no encoding, no I/O), so the queue holds them in the core's
+//! emission order. Encoding (`durable_line`) and the sink's I/O happen after
+//! the agent's lock is released, by whoever holds the writer's token: the
+//! [`Sink`] itself, taken out of the journal's state while it is in use, so
+//! at most one batch is written at a time and batches leave the queue in
+//! order. No sink code ever runs under the agent's lock, and every sink
+//! error is kept and returned to whoever asked for the lines it failed on.
+//!
+//! How the lines reach the disk is the [`Durability`] policy:
+//! - `Sync`: the caller writes its own lines (and every line queued before
+//!   them) and syncs before its call returns. Callers that arrive while
+//!   another one writes wait for it and then write everything queued
+//!   meanwhile with one sync: group commit.
+//! - `WriteBehind { max_delay }`: the caller returns at once; a writer
+//!   thread, woken when an empty queue receives work, waits `max_delay`
+//!   (dsh's fixed batching window), then writes and syncs the whole queue.
+//!   A caller that finds more than [`BACKLOG_MAX`] outputs queued writes
+//!   them itself, so the queue stays bounded when producers outrun the
+//!   writer.
+
+use std::io;
+use std::mem;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+use courier_core::Output;
+use courier_core::log::durable_line;
+
+use crate::driver::panic_message;
+use crate::sink::Sink;
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard, lock, thread, wait, wait_timeout};
+
+/// When the durable log lines of a transition reach the disk.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Durability {
+    /// Every call's durable lines are written and synced (`fsync` for a
+    /// [`crate::JsonlFile`]) before the call returns: an accepted send
+    /// survives any crash. Concurrent callers share one sync (group
+    /// commit). The driver task's completions wait too, blocking the thread
+    /// that polls it for the sync (as every call blocks its caller). The
+    /// default: see the README for why.
+    #[default]
+    Sync,
+    /// Calls return before their lines are written; a writer thread writes
+    /// and syncs them at most `max_delay` after an idle queue got its first
+    /// line (dsh's write-behind policy). A crash loses at most the lines of
+    /// that window, and accepted sends among them; dispose still syncs.
+    WriteBehind {
+        /// The batching window.
+        max_delay: Duration,
+    },
+}
+
+/// Queued outputs beyond which a write-behind caller writes the queue
+/// itself instead of leaving it to the writer thread.
+pub(crate) const BACKLOG_MAX: usize = 1 << 16;
+
+/// How far the log is, counted in durable outputs since the journal began.
+pub(crate) type Position = u64;
+
+pub(crate) struct Journal {
+    state: Mutex<State>,
+    /// A batch was written (or failed): waiters for a position recheck.
+    written: Condvar,
+    /// Work for the write-behind thread, or the journal closed.
+    work: Condvar,
+    durability: Durability,
+}
+
+struct State {
+    /// Durable outputs not yet taken by a writer, in emission order.
+    queue: Vec<Output>,
+    /// The last batch's emptied buffer, swapped in for the queue at the
+    /// next take, so a steady load allocates no batch.
+    spare: Vec<Output>,
+    /// Outputs ever queued: the position of the last one.
+    queued: Position,
+    /// Outputs written to the sink and synced.
+    synced: Position,
+    /// The writer's token: `None` while a writer has it out.
+    sink: Option<Box<dyn Sink>>,
+    /// The first error the sink returned. After one, nothing more is
+    /// written: a log with a hole in it would mislead its reader.
+    failure: Option<io::Error>,
+    /// Callers blocked on `written`, so a writer skips the notify when none.
+    waiting: usize,
+    /// The write-behind thread will look at the queue without a wake: it is
+    /// running, or timing a window.
+    armed: bool,
+    /// No more outputs come; the write-behind thread writes what is left and
+    /// stops.
+    closed: bool,
+}
+
+/// The write-behind thread, joined when the journal closes.
+pub(crate) struct WriterThread(Option<thread::JoinHandle<()>>);
+
+impl Journal {
+    /// A journal writing to `sink`, after `first` (the header of a new log)
+    /// is written and synced there. With `WriteBehind`, also the thread
+    /// that writes behind.
+    pub(crate) fn new(
+        mut sink: Box<dyn Sink>,
+        first: Option<&str>,
+        durability: Durability,
+    ) -> (Arc<Self>, WriterThread) {
+        let failure = first.and_then(|line| {
+            let written = guarded(|| sink.write_line(line).and_then(|()| sink.flush()));
+            written.err()
+        });
+        let state = State {
+            queue: Vec::new(),
+            spare: Vec::new(),
+            queued: 0,
+            synced: 0,
+            sink: Some(sink),
+            failure,
+            waiting: 0,
+            armed: false,
+            closed: false,
+        };
+        let journal = Arc::new(Self {
+            state: Mutex::new(state),
+            written: Condvar::new(),
+            work: Condvar::new(),
+            durability,
+        });
+        let writer = match durability {
+            Durability::Sync => None,
+            Durability::WriteBehind { max_delay } => {
+                let behind = Arc::clone(&journal);
+                Some(thread::spawn(move || behind.write_behind(max_delay)))
+            }
+        };
+        (journal, WriterThread(writer))
+    }
+
+    /// Queues a transition's durable outputs (the caller holds the agent's
+    /// lock, which is what orders them). Returns the position the caller
+    /// must pass to [`Journal::sync_through`] once it has released the
+    /// agent's lock: always under `Sync`; under `WriteBehind` only when the
+    /// queue is over [`BACKLOG_MAX`], so the caller helps the writer.
+    pub(crate) fn enqueue(&self, outputs: &mut Vec<Output>) -> Option<Position> {
+        if outputs.is_empty() {
+            return None;
+        }
+        let mut state = lock(&self.state);
+        state.queued += outputs.len() as u64;
+        if state.failure.is_some() {
+            // Nothing more is written after a failure; the caller who asks
+            // gets the error.
+            outputs.clear();
+        } else {
+            state.queue.append(outputs);
+        }
+        let position = state.queued;
+        let backlog = state.queue.len();
+        let wake = !mem::replace(&mut state.armed, true);
+        drop(state);
+        match self.durability {
+            Durability::Sync => Some(position),
+            Durability::WriteBehind { .. } => {
+                if wake {
+                    self.work.notify_one();
+                }
+                (backlog > BACKLOG_MAX).then_some(position)
+            }
+        }
+    }
+
+    /// The first error the sink ever reported (a copy: `io::Error` is not
+    /// `Clone`).
+    pub(crate) fn failure(&self) -> io::Result<()> {
+        match &lock(&self.state).failure {
+            None => Ok(()),
+            Some(error) => Err(io::Error::new(error.kind(), error.to_string())),
+        }
+    }
+
+    /// Writes and syncs every output queued so far, under any policy (a
+    /// flush, or `dispose`); returns the first error the sink ever reported.
+    pub(crate) fn sync_all(&self) -> io::Result<()> {
+        let queued = lock(&self.state).queued;
+        self.sync_through(queued)
+    }
+
+    /// Returns once everything up to `position` is written and synced, by
+    /// this caller or by the writer that had the token: whoever takes the
+    /// token writes the whole queue, so waiters that arrived meanwhile share
+    /// its one sync.
+    pub(crate) fn sync_through(&self, position: Position) -> io::Result<()> {
+        let mut state = lock(&self.state);
+        loop {
+            if let Some(error) = &state.failure {
+                return Err(io::Error::new(error.kind(), error.to_string()));
+            }
+            if state.synced >= position {
+                return Ok(());
+            }
+            state = match state.sink.take() {
+                Some(sink) => self.write_batch(state, sink),
+                None => {
+                    state.waiting += 1;
+                    let mut state = wait(&self.written, state);
+                    state.waiting -= 1;
+                    state
+                }
+            };
+        }
+    }
+
+    /// With the token (`sink`) out: takes the whole queue, encodes and writes
+    /// it and syncs with the journal's lock released, then puts the token
+    /// back and wakes the waiters.
+    fn write_batch<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        mut sink: Box<dyn Sink>,
+    ) -> MutexGuard<'a, State> {
+        let spare = mem::take(&mut state.spare);
+        let mut batch = mem::replace(&mut state.queue, spare);
+        let end = state.queued;
+        drop(state);
+        let written = guarded(|| write_lines(&mut *sink, &batch).and_then(|()| sink.flush()));
+        batch.clear();
+        let mut state = lock(&self.state);
+        state.sink = Some(sink);
+        state.spare = batch;
+        match written {
+            Ok(()) => state.synced = end,
+            Err(error) => {
+                state.failure.get_or_insert(error);
+                // Queued while this batch failed: never written either.
+                state.queue.clear();
+            }
+        }
+        if state.waiting > 0 {
+            self.written.notify_all();
+        }
+        state
+    }
+
+    /// The write-behind thread: sleeps until an empty queue gets work, lets
+    /// the window pass, writes and syncs the queue; on close, writes what is
+    /// left and stops.
+    fn write_behind(&self, max_delay: Duration) {
+        let mut state = lock(&self.state);
+        loop {
+            while state.queue.is_empty() && !state.closed {
+                state.armed = false;
+                state = wait(&self.work, state);
+            }
+            let deadline = Instant::now() + max_delay;
+            while !state.closed {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                state = wait_timeout(&self.work, state, deadline - now);
+            }
+            let closed = state.closed;
+            let queued = state.queued;
+            drop(state);
+            // An error is kept in the state, for the caller who asks.
+            let _ = self.sync_through(queued);
+            state = lock(&self.state);
+            if closed && state.queue.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// No more outputs come: the write-behind thread writes the rest and
+    /// stops (joined here), so a dropped agent's last lines reach the disk.
+    pub(crate) fn close(&self, writer: &mut WriterThread) {
+        lock(&self.state).closed = true;
+        self.work.notify_one();
+        if let Some(thread) = writer.0.take() {
+            // It catches its sink's panics, so it ends; this runs in `Drop`,
+            // which must not panic either way.
+            drop(thread.join());
+        }
+    }
+}
+
+/// Calls the user's sink; a panic in it is its failure, so it never
+/// unwinds through the writer (which holds the writer's token) or a lock.
+fn guarded(call: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+    catch_unwind(AssertUnwindSafe(call)).unwrap_or_else(|payload| {
+        Err(io::Error::other(format!(
+            "the sink panicked: {}",
+            panic_message(payload.as_ref())
+        )))
+    })
+}
+
+/// Encodes each output to its JSONL line and writes it, in order.
+fn write_lines(sink: &mut dyn Sink, batch: &[Output]) -> io::Result<()> {
+    for output in batch {
+        let line = durable_line(output).expect("only durable outputs are queued");
+        sink.write_line(&line)?;
+    }
+    Ok(())
+}
