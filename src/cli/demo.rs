@@ -12,8 +12,10 @@
 //! aborted turn is still running.
 
 use std::future::ready;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use courier::files::Staged;
 
 use courier_core::transcript::command_line;
 use courier_core::{CancelCause, Input, Message, PreStepDecision, Source, StepOutcome};
@@ -36,15 +38,24 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         .expect("a single-threaded tokio runtime");
     let (events, step_hook) = ScriptedStepHook::new();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
-    let (agent, driver) = match &args.log {
-        None => Handle::new("demo", pre_step_hook, step_hook, MemoryLog::new()),
-        Some(path) => match JsonlFile::create(path) {
-            Ok(file) => Handle::new("demo", pre_step_hook, step_hook, file),
-            Err(error) => {
-                eprintln!("error: {}: cannot create: {error}", path.display());
-                return ExitCode::from(2);
-            }
-        },
+    // The log is written beside its path and renamed over it once whole.
+    let staged = match args.log.as_deref().map(stage).transpose() {
+        Ok(staged) => staged,
+        Err(error) => {
+            let path = args.log.as_deref().unwrap_or(Path::new(""));
+            eprintln!("error: --log {}: cannot create: {error}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let (agent, driver, staged) = match staged {
+        None => {
+            let (agent, driver) = Handle::new("demo", pre_step_hook, step_hook, MemoryLog::new());
+            (agent, driver, None)
+        }
+        Some((staged, file)) => {
+            let (agent, driver) = Handle::new("demo", pre_step_hook, step_hook, file);
+            (agent, driver, Some(staged))
+        }
     };
     let written = runtime.block_on(async {
         let driver = tokio::spawn(driver.run());
@@ -59,6 +70,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         driver.await.expect("the driver does not panic");
         written
     });
+    let written = written.and_then(|()| staged.map_or(Ok(()), Staged::commit));
     match (written, &args.log) {
         (Ok(()), Some(path)) => println!("log written to {}", path.display()),
         (Ok(()), None) => {}
@@ -68,6 +80,13 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// A session log file beside `path`, renamed over it by `Staged::commit`.
+fn stage(path: &Path) -> std::io::Result<(Staged, JsonlFile)> {
+    let staged = Staged::new(path)?;
+    let file = JsonlFile::create(staged.path())?;
+    Ok((staged, file))
 }
 
 /// What the fake model tells the script.
