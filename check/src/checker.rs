@@ -185,7 +185,8 @@ impl Checker {
                 let Output::Spliced(splice) = output else {
                     return None;
                 };
-                (splice.target == target).then(|| splice.start..splice.start + splice.inserted.len())
+                (splice.target == target)
+                    .then(|| splice.start..splice.start + splice.inserted.len())
             });
             same_at(0) && same_at(ghost.len() - 1) && windows.flatten().all(same_at)
         })

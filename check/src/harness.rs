@@ -34,7 +34,9 @@ impl Monitor {
             return None;
         }
         let inbox_matches = |checker: &Checker| {
-            inbox.map_or(Ok(()), |i| checker.check_inbox_after(i, &transition.outputs))
+            inbox.map_or(Ok(()), |i| {
+                checker.check_inbox_after(i, &transition.outputs)
+            })
         };
         let checked = self
             .checker

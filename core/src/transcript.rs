@@ -755,14 +755,11 @@ impl Script {
                 text.push_str(line);
                 text.push_str(newline);
             }
-            // A blank line ends the block; one is needed before whatever
-            // follows, and none is added at the end of the file.
+            // A blank line ends the block (unless one follows already).
             match &block.blank {
                 Some(blank) => text.push_str(blank),
-                None if items.peek().is_some_and(|next| !is_blank_text(next)) => {
-                    text.push_str(newline);
-                }
-                None => {}
+                None if items.peek().is_some_and(is_blank_text) => {}
+                None => text.push_str(newline),
             }
         }
         text
@@ -770,7 +767,7 @@ impl Script {
 }
 
 /// Whether `item` is a blank line.
-fn is_blank_text(item: &Item) -> bool {
+fn is_blank_text(item: &&Item) -> bool {
     matches!(item, Item::Text(raw) if raw.trim().is_empty())
 }
 

@@ -37,7 +37,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let outputs: Vec<Output<'_>> = args
         .out
         .iter()
-        .map(|path| Output { flag: "--out", path })
+        .map(|path| Output {
+            flag: "--out",
+            path,
+        })
         .collect();
     if let Err(error) = files::check_paths(&[&args.file], &outputs) {
         eprintln!("error: {error}");

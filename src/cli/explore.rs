@@ -46,7 +46,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let address = match TcpListener::bind(asked).and_then(|probe| probe.local_addr()) {
         Ok(address) => address,
         Err(error) => {
-            eprintln!("error: --port {}: cannot listen on {asked}: {error}", args.port);
+            eprintln!(
+                "error: --port {}: cannot listen on {asked}: {error}",
+                args.port
+            );
             return ExitCode::from(2);
         }
     };

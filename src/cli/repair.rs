@@ -109,16 +109,15 @@ fn listed(ids: &[String]) -> String {
 /// `files::check_paths`), or any file that exists (user data is never
 /// overwritten).
 fn refused_out(log: &Path, out: &Path) -> Option<String> {
-    let output = Output { flag: "--out", path: out };
+    let output = Output {
+        flag: "--out",
+        path: out,
+    };
     if let Err(error) = files::check_paths(&[log], &[output]) {
         return Some(error);
     }
-    out.exists().then(|| {
-        format!(
-            "--out {} exists: refused (write a new file)",
-            out.display()
-        )
-    })
+    out.exists()
+        .then(|| format!("--out {} exists: refused (write a new file)", out.display()))
 }
 
 /// Writes the kept bytes of `log` and what a resume appends to `out`,

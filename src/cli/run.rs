@@ -20,6 +20,7 @@ use courier::variant::MutantArg;
 use courier_core::Agent;
 use courier_core::transcript::{Mismatch, Script, Stalled, parse_command};
 
+use super::against;
 use super::rules::{Divergence, Earlier, Rule, classify};
 use similar::{ChangeTag, TextDiff};
 
@@ -131,8 +132,12 @@ impl Engine<'_> {
             Engine::Core(prototype) => script
                 .run(prototype)
                 .map_err(|(line, stalled)| Broke::Stalled(line, stalled)),
-            Engine::External(command) => super::against::run_script(script, command)
-                .map_err(|(line, reason)| Broke::Unusable(line, reason)),
+            Engine::External(command) => {
+                super::against::run_script(script, command).map_err(|(line, broke)| match broke {
+                    against::Broke::Stalled(stalled) => Broke::Stalled(line, stalled),
+                    against::Broke::Protocol(reason) => Broke::Unusable(line, reason),
+                })
+            }
         }
     }
 }
@@ -158,7 +163,7 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &PathBuf) -> Verdict {
         Err(Broke::Stalled(line, stalled)) => {
             println!("FAIL {name}");
             println!("  {name}:{line}: liveness: {stalled}");
-            return Verdict::Failed(None);
+            return Verdict::Failed(args.against.as_ref().map(|_| None));
         }
         Err(Broke::Unusable(line, reason)) => {
             eprintln!("error: {name}:{line}: {reason}");

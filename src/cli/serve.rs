@@ -38,7 +38,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let mut bytes = Vec::new();
     for number in 1.. {
         bytes.clear();
-        match (&mut input).take(LINE_MAX + 1).read_until(b'\n', &mut bytes) {
+        match (&mut input)
+            .take(LINE_MAX + 1)
+            .read_until(b'\n', &mut bytes)
+        {
             Ok(0) => return ExitCode::SUCCESS,
             Ok(read) if read as u64 > LINE_MAX => {
                 eprintln!("error: stdin line {number}: longer than {LINE_MAX} bytes");

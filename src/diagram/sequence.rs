@@ -147,23 +147,23 @@ pub(super) fn shown(rows: &[Row], broken: Option<usize>) -> Vec<Shown> {
 fn marks(rows: &[Row]) -> impl Iterator<Item = Vec<Mark>> {
     let mut awaiting = Awaiting::Nothing;
     rows.iter().map(move |row| match row {
-            Row::Input(transition) => row_marks(transition, &mut awaiting),
-            Row::Restart {
-                lose,
-                lost,
-                closers,
-            } => {
-                // The resumed agent starts afresh; its closers (or what a
-                // planted bug prints instead) say what it then awaits.
-                awaiting = Awaiting::Nothing;
-                let mut marks = restart_marks(*lose, lost, closers);
-                closers
-                    .iter()
-                    .for_each(|output| follow(&mut awaiting, output));
-                marks.extend(await_mark(&awaiting));
-                marks
-            }
-        })
+        Row::Input(transition) => row_marks(transition, &mut awaiting),
+        Row::Restart {
+            lose,
+            lost,
+            closers,
+        } => {
+            // The resumed agent starts afresh; its closers (or what a
+            // planted bug prints instead) say what it then awaits.
+            awaiting = Awaiting::Nothing;
+            let mut marks = restart_marks(*lose, lost, closers);
+            closers
+                .iter()
+                .for_each(|output| follow(&mut awaiting, output));
+            marks.extend(await_mark(&awaiting));
+            marks
+        }
+    })
 }
 
 /// A restart row: the crash band, each lost event where it was drawn but
