@@ -3,7 +3,7 @@
 //! panics, memory stays bounded, and exit codes and messages tell the truth.
 //! Each test is named for its class.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

@@ -102,10 +102,10 @@ fn transcript(bytes: &[u8]) {
     for line in text.lines() {
         let _answer = parse_command(line);
     }
-    if let Ok(script) = Script::parse(&text) {
-        if let Ok(actual) = script.run(&Agent::new()) {
-            let _rendered = script.render(&actual);
-        }
+    if let Ok(script) = Script::parse(&text)
+        && let Ok(actual) = script.run(&Agent::new())
+    {
+        let _rendered = script.render(&actual);
     }
 }
 

@@ -12,7 +12,7 @@
 //! and line). `--rewrite` leaves a passing file untouched and replaces a
 //! failing one atomically.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use courier::files;
@@ -142,7 +142,7 @@ impl Engine<'_> {
     }
 }
 
-fn run_file(args: &Args, engine: &Engine<'_>, file: &PathBuf) -> Verdict {
+fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
     let name = file.display();
     let text = match files::read_capped(file, files::TRANSCRIPT_MAX) {
         Ok(text) => text,
