@@ -478,3 +478,17 @@ fn truthful_a_diff_of_trailing_whitespace_shows_it() {
     assert!(stdout.contains("- turn/start 1··"), "{stdout}");
     assert!(stdout.contains("+ turn/start 1\n"), "{stdout}");
 }
+
+#[test]
+fn bounded_memory_a_report_too_long_to_draw_is_refused() {
+    let folder = folder();
+    let inputs = courier::diagram::INPUTS_DRAWN_MAX + 1;
+    let trace = (0..inputs).map(|k| followup(&format!("m{k}"))).collect();
+    let path = write(&folder, "huge.json", report(trace));
+    let (code, _, stderr) = run(&["diagram", &text(&path)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{inputs} inputs: too long to draw usefully")),
+        "{stderr}"
+    );
+}

@@ -3,7 +3,8 @@
 //! run through this build's core and checker (the picture shows what the
 //! code does now), and the first broken property is marked at its row.
 //! A trace longer than `ROWS_DRAWN_MAX` rows is drawn in part (the start and
-//! the rows up to the broken one), saying so. Exit 0 when drawn, 2 when the
+//! the rows up to the broken one), saying so; one of more than
+//! `INPUTS_DRAWN_MAX` inputs is refused. Exit 0 when drawn, 2 when the
 //! file cannot be read or parsed, or `--out` is the input, a folder or
 //! cannot be written (it is replaced whole or left as it was).
 

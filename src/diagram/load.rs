@@ -25,10 +25,12 @@ use crate::variant::fresh_agent;
 pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
     if crate::files::is_report(file)? {
         let report = crate::files::read_report(file)?;
+        drawable(report.trace.len())?;
         return from_report(file, &report, mutant);
     }
     let text = crate::files::read_capped(file, crate::files::TRANSCRIPT_MAX)?;
     let script = Script::parse(&text).map_err(|error| error.to_string())?;
+    drawable(script.blocks().count())?;
     let named = named_variant(&text);
     let (agent, variant, note) = match (mutant, &named) {
         (Some(flag), _) => (flagged(flag)?, Some(flag), None),
@@ -79,6 +81,23 @@ pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result
         diagram.broken = Some((last, violation));
     }
     Ok(diagram)
+}
+
+/// The most inputs a file may hold to be drawn: every row is kept while the
+/// run is checked (the picture shows [`super::ROWS_DRAWN_MAX`] of them), so
+/// this bounds the memory a diagram takes.
+pub const INPUTS_DRAWN_MAX: usize = 100_000;
+
+/// Refuses a trace of `inputs` too long to draw usefully.
+fn drawable(inputs: usize) -> Result<(), String> {
+    if inputs <= INPUTS_DRAWN_MAX {
+        return Ok(());
+    }
+    Err(format!(
+        "{inputs} inputs: too long to draw usefully (at most {INPUTS_DRAWN_MAX}); \
+         `courier shrink` makes a minimal trace of a race report, and `courier replay` \
+         checks a trace of any length"
+    ))
 }
 
 /// A fresh agent of the variant `--mutant` names; its error names the flag.
