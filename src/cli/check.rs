@@ -124,7 +124,8 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
             let violation = &counterexample.violation;
             println!("violation: {}", violation.property);
             println!("  {}", violation.detail);
-            match write_transcript(args, space, &counterexample) {
+            let text = transcript(args, space, &counterexample);
+            match files::replace(&args.out, &text) {
                 Ok(()) => {
                     let length = counterexample.trace.len();
                     let noun = if length == 1 { "command" } else { "commands" };
@@ -132,7 +133,9 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
                     println!("shortest counterexample ({length} {noun}) written to {out}");
                 }
                 Err(error) => {
+                    // The search is not lost: the counterexample goes to stdout.
                     eprintln!("error: --out {}: cannot write: {error}", args.out.display());
+                    println!("shortest counterexample:\n{text}");
                     return ExitCode::from(2);
                 }
             }
@@ -144,18 +147,13 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
 
 /// The counterexample as a transcript of the explored variant, with a line
 /// saying how to replay it.
-fn write_transcript(
-    args: &Args,
-    space: &Space,
-    counterexample: &Counterexample,
-) -> std::io::Result<()> {
+fn transcript(args: &Args, space: &Space, counterexample: &Counterexample) -> String {
     let out = args.out.display();
     let replay = match &args.mutant {
         Some(name) => format!("# replay: courier run --mutant {name} {out}\n"),
         None => format!("# replay: courier run {out}\n"),
     };
-    let text = replay + &counterexample.transcript(&space.fresh_agent());
-    files::replace(&args.out, text)
+    replay + &counterexample.transcript(&space.fresh_agent())
 }
 
 /// Prints where the counterexample's diagram goes; writes it with `--diagram`,

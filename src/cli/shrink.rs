@@ -46,8 +46,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     };
     let mut text = header(&report, &shrunk.violation.detail);
     text.push_str(&transcript(&prototype, &shrunk.trace));
-    if let Err(error) = files::replace(&args.out, text) {
+    if let Err(error) = files::replace(&args.out, &text) {
+        // The search is not lost: the transcript goes to stdout.
         eprintln!("error: --out {}: cannot write: {error}", args.out.display());
+        print!("{text}");
         return ExitCode::from(2);
     }
     println!(

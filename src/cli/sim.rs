@@ -287,6 +287,8 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
             "error: {}: cannot write the report: {error}",
             path.display()
         );
+        // The run is deterministic: the seed alone brings the report back.
+        println!("rerun: {}", rerun_command(args, run.seed));
         return ExitCode::from(2);
     }
     let shown = path.display();
