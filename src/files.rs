@@ -112,15 +112,26 @@ pub fn replace_with(
 /// A file being written beside its target, renamed over it by
 /// [`Staged::commit`]; dropped uncommitted, it is deleted and the target is
 /// untouched. For writers that need a path of their own (a session log).
+/// A target that exists and is not a regular file (`/dev/null`, a FIFO) has
+/// nothing to keep whole and must not be replaced: it is written in place.
 #[derive(Debug)]
-pub struct Staged {
-    temporary: NamedTempFile,
-    target: PathBuf,
-    permissions: Option<Permissions>,
+pub struct Staged(Stage);
+
+#[derive(Debug)]
+enum Stage {
+    /// A temporary file beside a regular (or new) file.
+    Beside {
+        temporary: NamedTempFile,
+        target: PathBuf,
+        permissions: Option<Permissions>,
+    },
+    /// A device or pipe, opened for writing.
+    InPlace { file: File, target: PathBuf },
 }
 
 impl Staged {
-    /// A fresh temporary file in `target`'s folder.
+    /// A fresh temporary file in `target`'s folder (or the target itself,
+    /// opened, when it is a device or a pipe).
     pub fn new(target: &Path) -> io::Result<Staged> {
         if target.is_dir() {
             return Err(io::Error::new(
@@ -130,7 +141,11 @@ impl Staged {
         }
         // Replace the file a link names, not the link.
         let target = fs::canonicalize(target).unwrap_or_else(|_| target.to_owned());
-        let permissions = fs::metadata(&target).ok().map(|meta| meta.permissions());
+        let metadata = fs::metadata(&target).ok();
+        if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
+            let file = fs::OpenOptions::new().write(true).open(&target)?;
+            return Ok(Staged(Stage::InPlace { file, target }));
+        }
         let name = target.file_name().map_or_else(
             || "courier".into(),
             |name| name.to_string_lossy().into_owned(),
@@ -139,32 +154,41 @@ impl Staged {
             .prefix(&format!(".{name}."))
             .suffix(".tmp")
             .tempfile_in(folder_of(&target))?;
-        Ok(Staged {
+        Ok(Staged(Stage::Beside {
             temporary,
             target,
-            permissions,
-        })
+            permissions: metadata.map(|meta| meta.permissions()),
+        }))
     }
 
-    /// The temporary file's path.
+    /// The path to write: the temporary file's (or the device's).
     pub fn path(&self) -> &Path {
-        self.temporary.path()
+        match &self.0 {
+            Stage::Beside { temporary, .. } => temporary.path(),
+            Stage::InPlace { target, .. } => target,
+        }
     }
 
-    /// The temporary file, open for writing.
+    /// The file, open for writing.
     pub fn file(&mut self) -> &mut File {
-        self.temporary.as_file_mut()
+        match &mut self.0 {
+            Stage::Beside { temporary, .. } => temporary.as_file_mut(),
+            Stage::InPlace { file, .. } => file,
+        }
     }
 
     /// Syncs the temporary file and renames it over the target; the rename
     /// is made durable by syncing the folder (best effort: not every file
     /// system can sync a folder).
     pub fn commit(self) -> io::Result<()> {
-        let Staged {
-            temporary,
-            target,
-            permissions,
-        } = self;
+        let (temporary, target, permissions) = match self.0 {
+            Stage::Beside {
+                temporary,
+                target,
+                permissions,
+            } => (temporary, target, permissions),
+            Stage::InPlace { mut file, .. } => return file.flush(),
+        };
         temporary.as_file().sync_all()?;
         let permissions = match permissions {
             Some(permissions) => permissions,

@@ -254,6 +254,18 @@ fn never_destroy_an_output_that_is_a_folder_is_an_error_naming_it() {
     }
 }
 
+#[cfg(unix)]
+#[test]
+fn never_destroy_a_device_output_is_written_in_place_not_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let folder = folder();
+    let transcript = write(&folder, "x.txn", PASSING);
+    let (code, _, stderr) = run(&["diagram", &text(&transcript), "--out", "/dev/null"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let kind = std::fs::metadata("/dev/null").unwrap().file_type();
+    assert!(kind.is_char_device(), "/dev/null is still a device");
+}
+
 #[test]
 fn never_destroy_a_report_is_recognized_by_content_not_by_its_name() {
     let folder = folder();
