@@ -108,7 +108,7 @@ fn never_destroy_a_full_disk_mid_write_leaves_the_old_file_whole() {
 }
 
 #[test]
-fn never_destroy_dashes_inside_an_expected_block_are_a_layout_error() {
+fn never_destroy_a_missing_blank_line_is_a_layout_error_naming_the_line() {
     let folder = folder();
     // The blank line after the first block is missing: reading on would
     // merge the comment and the second command into its outputs.
@@ -127,6 +127,16 @@ fn never_destroy_dashes_inside_an_expected_block_are_a_layout_error() {
         );
     }
     assert_eq!(std::fs::read_to_string(&path).unwrap(), merged);
+    // A comment alone (no next command) would be swallowed just the same.
+    let commented = "followup A\n----\nspliced next-turn@0 +A\n# why A\n";
+    let path = write(&folder, "commented.txn", commented);
+    let (code, _, stderr) = run(&["run", "--rewrite", &text(&path)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("commented.txn:4: a comment inside an expected block"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), commented);
 }
 
 #[test]

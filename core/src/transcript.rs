@@ -643,8 +643,9 @@ impl Script {
     /// Splits a file into comments and blocks. Commands are parsed only when
     /// run, so an unknown command is an `error:` line, not a layout error;
     /// but a file where no line is a command is not a transcript (a README,
-    /// a JSON report), and a `----` inside an expected block means a blank
-    /// line is missing before a command (reading on would swallow it).
+    /// a JSON report), and a `----` or a `#` comment inside an expected
+    /// block means a blank line is missing (reading on would swallow the
+    /// user's lines as outputs, which `--rewrite` then replaces).
     pub fn parse(text: &str) -> Result<Script, LayoutError> {
         let (text, bom) = match text.strip_prefix('\u{feff}') {
             Some(rest) => (rest, true),
@@ -787,11 +788,20 @@ fn block<'a>(
             written.push_str(dashes);
             let mut expected = Vec::new();
             while let Some((number, output, raw)) = lines.next_if(|line| !is_blank(line)) {
+                // No output starts with `#` or is `----`: either line is
+                // the user's, and `--rewrite` would replace it with outputs.
                 if output == "----" {
                     return Err(LayoutError {
                         line: number,
                         reason: "`----` inside an expected block: a blank line must end \
                                  the block before the next command",
+                    });
+                }
+                if output.starts_with('#') {
+                    return Err(LayoutError {
+                        line: number,
+                        reason: "a comment inside an expected block: a blank line must end \
+                                 the block before it",
                     });
                 }
                 written.push_str(raw);
