@@ -111,32 +111,45 @@ fn never_destroy_a_full_disk_mid_write_leaves_the_old_file_whole() {
 fn never_destroy_a_missing_blank_line_is_a_layout_error_naming_the_line() {
     let folder = folder();
     // The blank line after the first block is missing: reading on would
-    // merge the comment and the second command into its outputs.
-    let merged = "followup A\n----\nspliced next-turn@0 +A\n# note\nfollowup B\n----\nx\n";
-    let path = write(&folder, "merged.txn", merged);
-    for arguments in [&["run", "--rewrite"][..], &["run"], &["diagram"]] {
-        let mut arguments = arguments.to_vec();
-        let file = text(&path);
-        arguments.push(&file);
-        let (code, _, stderr) = run(&arguments);
-        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
-        assert!(
-            stderr.contains("merged.txn:6: `----` inside an expected block")
-                || stderr.contains("merged.txn: line 6: `----` inside an expected block"),
-            "{arguments:?}: {stderr}"
-        );
+    // merge the next command (and a comment) into its outputs, and
+    // `--rewrite` would replace them. Issue 16's example, then the same
+    // without the comment, then a comment alone.
+    let cases = [
+        (
+            "merged.txn",
+            "followup A\n----\nspliced next-turn@0 +A\n# note\nfollowup B\n----\nx\n",
+            4,
+            "a comment inside an expected block",
+        ),
+        (
+            "dashes.txn",
+            "followup A\n----\nspliced next-turn@0 +A\nfollowup B\n----\nx\n",
+            5,
+            "`----` inside an expected block",
+        ),
+        (
+            "commented.txn",
+            "followup A\n----\nspliced next-turn@0 +A\n# why A\n",
+            4,
+            "a comment inside an expected block",
+        ),
+    ];
+    for (name, content, line, reason) in cases {
+        let path = write(&folder, name, content);
+        for command in [&["run", "--rewrite"][..], &["run"], &["diagram"]] {
+            let file = text(&path);
+            let arguments = [command, &[file.as_str()]].concat();
+            let (code, _, stderr) = run(&arguments);
+            assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+            let run_form = format!("{name}:{line}: {reason}");
+            let diagram_form = format!("{name}: line {line}: {reason}");
+            assert!(
+                stderr.contains(&run_form) || stderr.contains(&diagram_form),
+                "{arguments:?}: {stderr}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
     }
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), merged);
-    // A comment alone (no next command) would be swallowed just the same.
-    let commented = "followup A\n----\nspliced next-turn@0 +A\n# why A\n";
-    let path = write(&folder, "commented.txn", commented);
-    let (code, _, stderr) = run(&["run", "--rewrite", &text(&path)]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("commented.txn:4: a comment inside an expected block"),
-        "{stderr}"
-    );
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), commented);
 }
 
 #[test]

@@ -748,7 +748,9 @@ impl Script {
                 text.push_str(&block.raw);
                 continue;
             }
-            text.push_str(&block.command);
+            // The command line as written, trailing spaces and all.
+            let written = block.raw.lines().next().unwrap_or_default();
+            text.push_str(written);
             text.push_str(newline);
             text.push_str("----");
             text.push_str(newline);
@@ -910,6 +912,31 @@ mod tests {
             .map(|mismatch| mismatch.block.line)
             .collect();
         assert_eq!(lines, [6, 8]);
+    }
+
+    #[test]
+    fn a_passing_file_renders_to_itself_byte_for_byte() {
+        let file = "\u{feff}# c\r\n  status  \r\n----\r\nidle\r\n\r\n\r\ninbox\r\n----\r\nnext-turn:\r\nnext-step:";
+        let script = Script::parse(file).unwrap();
+        let actual = script.run(&Agent::new()).unwrap();
+        assert_eq!(script.mismatches(&actual), []);
+        assert_eq!(script.render(&actual), file);
+        // A changed block is written in the file's own line ending.
+        let stale = file.replace("idle", "busy");
+        let script = Script::parse(&stale).unwrap();
+        assert_eq!(script.render(&actual), file);
+    }
+
+    #[test]
+    fn only_stimuli_that_read_back_as_themselves_are_transcribable() {
+        let input = |id: &str| Stimulus::Input(Input::followup(Message::text(id, Source::user())));
+        assert_eq!(check_transcribable(&input("A-1.b_2")), Ok(()));
+        assert_eq!(check_transcribable(&Stimulus::Restart { lose: 3 }), Ok(()));
+        for id in ["A\n----\nB", "A B", "-A", ""] {
+            assert!(check_transcribable(&input(id)).is_err(), "{id:?}");
+        }
+        let spaced = Stimulus::Input(Input::followup(Message::text("A", Source::of_kind("a b"))));
+        assert!(check_transcribable(&spaced).is_err());
     }
 
     #[test]

@@ -178,6 +178,21 @@ mod tests {
     }
 
     #[test]
+    fn a_report_whose_ids_are_not_transcript_ids_is_refused() {
+        let mut bad = report();
+        bad.trace.push(input(Input::followup(Message::text(
+            "B\n----",
+            Source::user(),
+        ))));
+        match Report::parse(&bad.to_json()) {
+            Err(ReportError::Stimulus { index: 3, line }) => {
+                assert_eq!(line, "followup B\n----");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn a_report_round_trips() {
         let report = report();
         assert_eq!(Report::parse(&report.to_json()).expect("parses"), report);
