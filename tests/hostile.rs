@@ -515,11 +515,11 @@ fn truthful_a_diff_of_trailing_whitespace_shows_it() {
 }
 
 #[test]
-fn bounded_memory_a_report_too_long_to_draw_is_refused() {
+fn bounded_memory_a_trace_too_long_to_draw_is_refused() {
     let folder = folder();
     let inputs = courier::diagram::INPUTS_DRAWN_MAX + 1;
-    let trace = (0..inputs).map(|k| followup(&format!("m{k}"))).collect();
-    let path = write(&folder, "huge.json", report(trace));
+    let huge: String = (0..inputs).map(|k| format!("inject m{k}\n")).collect();
+    let path = write(&folder, "huge.txn", huge);
     let (code, _, stderr) = run(&["diagram", &text(&path)]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
