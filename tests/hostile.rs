@@ -395,6 +395,16 @@ fn bounded_memory_an_endless_input_is_refused_at_the_cap() {
         let (code, _, stderr) = run(&[command, "/dev/zero"]);
         assert_eq!(code, Some(2), "{command}: {stderr}");
     }
+    // The protocol server reads a line at a time, each capped.
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let output = courier()
+        .arg("serve-protocol")
+        .stdin(zero)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("stdin line 1: longer than"), "{stderr}");
 }
 
 #[test]
