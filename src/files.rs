@@ -28,35 +28,36 @@ pub struct Output<'a> {
 }
 
 /// Refuses the outputs of one command before anything is written: a folder,
-/// a path in a missing folder, the same file as an input, or the same file
-/// as another output. The error names the flag and the path.
+/// a read-only file (the rename would go around its mode), a path in a
+/// missing folder, the same file as an input, or the same file as another
+/// output (also through a link). The error names the flag and the path.
 pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), String> {
-    let inputs: Vec<(&Path, Option<PathBuf>)> = inputs
+    let inputs: Vec<(&Path, Option<Identity>)> = inputs
         .iter()
-        .map(|input| (*input, canonical(input)))
+        .map(|input| (*input, Identity::of(input)))
         .collect();
-    let mut seen: Vec<(Output<'_>, PathBuf)> = Vec::new();
+    let mut seen: Vec<(Output<'_>, Identity)> = Vec::new();
     for output in outputs {
         let Output { flag, path } = *output;
         let shown = path.display();
-        if path.is_dir() {
-            return Err(format!("{flag} {shown}: is a folder, not a file"));
+        if let Some(refusal) = unwritable(path) {
+            return Err(format!("{flag} {shown}: {refusal}"));
         }
-        let Some(resolved) = canonical(path) else {
+        let Some(resolved) = Identity::of(path) else {
             return Err(format!(
                 "{flag} {shown}: its folder does not exist (or it names no file)"
             ));
         };
         if let Some((input, _)) = inputs
             .iter()
-            .find(|(_, input)| input.as_ref() == Some(&resolved))
+            .find(|(_, input)| input.as_ref().is_some_and(|input| input.same(&resolved)))
         {
             return Err(format!(
                 "{flag} {shown} is the input {}: refused (it would be overwritten)",
                 input.display()
             ));
         }
-        if let Some((other, _)) = seen.iter().find(|(_, other)| *other == resolved) {
+        if let Some((other, _)) = seen.iter().find(|(_, other)| other.same(&resolved)) {
             return Err(format!(
                 "{flag} {shown} and {} {} are the same file: refused",
                 other.flag,
@@ -66,6 +67,53 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
         seen.push((*output, resolved));
     }
     Ok(())
+}
+
+/// Why `path` cannot be an output, if it cannot: a folder, or a read-only
+/// file (a rename over it would go around its mode).
+fn unwritable(path: &Path) -> Option<&'static str> {
+    let meta = fs::metadata(path).ok()?;
+    if meta.is_dir() {
+        Some("is a folder, not a file")
+    } else if meta.permissions().readonly() {
+        Some("is read-only: refused")
+    } else {
+        None
+    }
+}
+
+/// Which file a path names: its canonical path (for a file not written yet,
+/// its canonical folder joined with its name) and, for a file that exists,
+/// its device and inode, so a hard link to an input is that input too.
+#[derive(PartialEq, Eq, Debug)]
+struct Identity {
+    path: PathBuf,
+    node: Option<(u64, u64)>,
+}
+
+impl Identity {
+    fn of(path: &Path) -> Option<Identity> {
+        Some(Identity {
+            path: canonical(path)?,
+            node: node(path),
+        })
+    }
+
+    /// Whether both name the same file.
+    fn same(&self, other: &Identity) -> bool {
+        self.path == other.path || (self.node.is_some() && self.node == other.node)
+    }
+}
+
+#[cfg(unix)]
+fn node(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|meta| (meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn node(_: &Path) -> Option<(u64, u64)> {
+    None
 }
 
 /// The canonical path of `path`, or of its folder joined with its name when
@@ -133,11 +181,8 @@ impl Staged {
     /// A fresh temporary file in `target`'s folder (or the target itself,
     /// opened, when it is a device or a pipe).
     pub fn new(target: &Path) -> io::Result<Staged> {
-        if target.is_dir() {
-            return Err(io::Error::new(
-                io::ErrorKind::IsADirectory,
-                "is a folder, not a file",
-            ));
+        if let Some(refusal) = unwritable(target) {
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, refusal));
         }
         // Replace the file a link names, not the link.
         let target = fs::canonicalize(target).unwrap_or_else(|_| target.to_owned());

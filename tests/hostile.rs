@@ -277,6 +277,25 @@ fn never_destroy_an_output_that_is_a_folder_is_an_error_naming_it() {
     }
 }
 
+#[test]
+fn never_destroy_a_hard_link_to_the_input_or_a_read_only_file_is_refused() {
+    let folder = folder();
+    let transcript = write(&folder, "x.txn", PASSING.replace("idle\n", "busy\n"));
+    let link = folder.path().join("link.txn");
+    std::fs::hard_link(&transcript, &link).unwrap();
+    let (code, _, stderr) = run(&["diagram", &text(&transcript), "--out", &text(&link)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("is the input"), "{stderr}");
+    let mut permissions = std::fs::metadata(&transcript).unwrap().permissions();
+    permissions.set_readonly(true);
+    std::fs::set_permissions(&transcript, permissions).unwrap();
+    let (code, stdout, stderr) = run(&["run", "--rewrite", &text(&transcript)]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("is read-only"), "{stderr}");
+    let kept = std::fs::read_to_string(&transcript).unwrap();
+    assert_eq!(kept, PASSING.replace("idle\n", "busy\n"));
+}
+
 #[cfg(unix)]
 #[test]
 fn never_destroy_a_device_output_is_written_in_place_not_replaced() {
