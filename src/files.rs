@@ -1,15 +1,20 @@
-//! A user's files are sacred: every file a command writes goes through here.
+//! A user's files are sacred: every file a command reads or writes goes
+//! through here.
 //!
 //! [`check_paths`] refuses, before anything is written, an output that is a
-//! folder, lies in a folder that does not exist, or is the same file as an
-//! input or as another output of the same command (compared as canonical
-//! paths; a file not yet written is its canonical folder plus its name).
-//! [`replace`] and [`Staged`] write through a temporary file in the target's
-//! own folder and rename it over the target, so a full disk, a kill or a
-//! write error leaves the old file whole (or no file at all).
+//! folder or read-only, lies in a folder that does not exist, or is the same
+//! file as an input or as another output of the same command (compared as
+//! canonical paths, a file not yet written being its canonical folder plus
+//! its name, and by inode). [`replace`] and [`Staged`] write through a
+//! temporary file in the target's own folder and rename it over the target,
+//! so a full disk, a kill or a write error leaves the old file whole (or no
+//! file at all); a device or pipe is written in place.
 //!
-//! [`read_capped`] reads an input whole only up to a cap, so `courier run
-//! /dev/zero` is an error, not gigabytes.
+//! [`read_capped`] reads a transcript whole only up to [`TRANSCRIPT_MAX`],
+//! so `courier run /dev/zero` is an error, not gigabytes; [`is_report`] and
+//! [`read_report`] tell a race report by content and stream it.
+//! [`exit_on_environment_failure`] and [`flush_stdout`] make a closed or
+//! full stdout an exit 2, not a panic.
 
 use std::fs::{self, File, Permissions};
 use std::io::{self, Read, Write};
