@@ -1,5 +1,7 @@
 //! The `courier` package: the CLI's shared pieces (sequence diagrams and the
-//! variant a command runs); the engines live in their own crates.
+//! variant a command runs, how it reads and writes a user's files); the
+//! engines live in their own crates.
 
 pub mod diagram;
+pub mod files;
 pub mod variant;

@@ -44,7 +44,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    match Courier::parse().command {
+    courier::files::exit_on_environment_failure();
+    let code = run(Courier::parse().command);
+    courier::files::flush_stdout().unwrap_or(code)
+}
+
+fn run(command: Command) -> ExitCode {
+    match command {
         Command::Run(args) => cli::run::main(&args),
         Command::Validate(args) => cli::validate::main(&args),
         Command::Sim(args) => cli::sim::main(&args),

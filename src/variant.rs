@@ -64,13 +64,15 @@ pub fn agent_of(bug: Option<Mutant>) -> Result<Agent, String> {
 }
 
 /// A fresh agent running `bug`; `None` is the correct design. This build has
-/// none of the planted code, so every bug is refused.
+/// none of the planted code, so every bug is refused (the caller says where
+/// the name came from: a flag, a report field, a comment).
 #[cfg(not(feature = "mutants"))]
 pub fn agent_of(bug: Option<Mutant>) -> Result<Agent, String> {
     match bug {
         None => Ok(Agent::new()),
         Some(bug) => Err(format!(
-            "--mutant {bug}: this build has no planted bugs; rebuild with `--features mutants`"
+            "`{bug}` is a planted bug, and this build has none; rebuild with \
+             `--features mutants`"
         )),
     }
 }

@@ -33,7 +33,11 @@ impl Monitor {
         if self.broken.is_some() {
             return None;
         }
-        let inbox_matches = |checker: &Checker| inbox.map_or(Ok(()), |i| checker.check_inbox(i));
+        let inbox_matches = |checker: &Checker| {
+            inbox.map_or(Ok(()), |i| {
+                checker.check_inbox_after(i, &transition.outputs)
+            })
+        };
         let checked = self
             .checker
             .observe(transition)

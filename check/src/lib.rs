@@ -14,7 +14,7 @@ mod mutant;
 mod property;
 pub mod validate;
 
-pub use checker::{Checker, Kept, mix};
+pub use checker::{Checker, Kept, WHOLE_LIST_MAX, mix};
 pub use fingerprint::{Ranks, fingerprint, hash_with};
 pub use goal::GoalRounds;
 pub use harness::{Harness, Hooks, Monitor, NoHooks, Restarted, Step};

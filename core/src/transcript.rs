@@ -546,10 +546,35 @@ pub fn stimulus_line(stimulus: &Stimulus) -> String {
     }
 }
 
-/// One item of a transcript file, kept so `--rewrite` preserves the file.
+/// Whether `stimulus` prints as a command line that reads back as the same
+/// stimulus, so a transcript of it parses and means it (a trace read from a
+/// file may hold an id with a newline, a space in a source or a cause).
+pub fn check_transcribable(stimulus: &Stimulus) -> Result<(), BadCommand> {
+    let line = stimulus_line(stimulus);
+    let same = match (parse_command(&line), stimulus) {
+        (Ok(Command::Input(parsed)), Stimulus::Input(input)) => parsed == *input,
+        (Ok(Command::Restart { lose: parsed }), Stimulus::Restart { lose }) => parsed == *lose,
+        (
+            Ok(
+                Command::Input(_)
+                | Command::Restart { .. }
+                | Command::Run
+                | Command::Inbox
+                | Command::Status,
+            )
+            | Err(_),
+            _,
+        ) => false,
+    };
+    if same { Ok(()) } else { Err(BadCommand(line)) }
+}
+
+/// One item of a transcript file, kept verbatim so `--rewrite` preserves
+/// the file byte for byte wherever its outputs did not change.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Item {
-    /// A comment or blank line outside a block, verbatim.
+    /// A comment or blank line outside a block, as written (with its line
+    /// ending, if it has one).
     Text(String),
     /// A command with its expected output.
     Block(Block),
@@ -560,10 +585,15 @@ pub enum Item {
 pub struct Block {
     /// 1-based line of the command.
     pub line: usize,
-    /// The command as written.
+    /// The command as written, less trailing whitespace.
     pub command: String,
     /// The expected lines; `None` when the block has no `----`.
     pub expected: Option<Vec<String>>,
+    /// The block as written: the command line through the blank line that
+    /// ends it (when there is one), line endings included.
+    raw: String,
+    /// The blank line that ended the block as written, if any.
+    blank: Option<String>,
 }
 
 /// A block whose printed lines differ from its expected ones.
@@ -593,25 +623,50 @@ impl fmt::Display for LayoutError {
 impl std::error::Error for LayoutError {}
 
 /// A parsed transcript file.
-#[derive(Clone, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Script {
     /// Comments, blank lines and blocks in file order.
     pub items: Vec<Item>,
+    /// The file's line ending (`\r\n` when its first line ends so), used for
+    /// the lines `--rewrite` writes anew.
+    newline: &'static str,
+    /// Whether the file began with a UTF-8 byte order mark (kept out of the
+    /// first command, and written back by [`Script::render`]).
+    bom: bool,
 }
+
+/// One line of the file: its 1-based number, its text without the line
+/// ending, and the line as written.
+type Line<'a> = (usize, &'a str, &'a str);
 
 impl Script {
     /// Splits a file into comments and blocks. Commands are parsed only when
-    /// run, so an unknown command is an `error:` line, not a layout error.
+    /// run, so an unknown command is an `error:` line, not a layout error;
+    /// but a file where no line is a command is not a transcript (a README,
+    /// a JSON report), and a `----` or a `#` comment inside an expected
+    /// block means a blank line is missing (reading on would swallow the
+    /// user's lines as outputs, which `--rewrite` then replaces).
     pub fn parse(text: &str) -> Result<Script, LayoutError> {
-        let mut items = Vec::new();
+        let (text, bom) = match text.strip_prefix('\u{feff}') {
+            Some(rest) => (rest, true),
+            None => (text, false),
+        };
+        let newline = match text.split_once('\n') {
+            Some((first, _)) if first.ends_with('\r') => "\r\n",
+            _ => "\n",
+        };
         let mut lines = text
-            .lines()
+            .split_inclusive('\n')
             .enumerate()
-            .map(|(index, line)| (index + 1, line))
+            .map(|(index, raw)| {
+                let line = raw.strip_suffix('\n').unwrap_or(raw);
+                (index + 1, line.strip_suffix('\r').unwrap_or(line), raw)
+            })
             .peekable();
-        while let Some((number, line)) = lines.next() {
+        let mut items = Vec::new();
+        while let Some((number, line, raw)) = lines.next() {
             if line.trim().is_empty() || line.starts_with('#') {
-                items.push(Item::Text(line.to_owned()));
+                items.push(Item::Text(raw.to_owned()));
                 continue;
             }
             if line == "----" {
@@ -620,25 +675,24 @@ impl Script {
                     reason: "`----` without a command before it",
                 });
             }
-            let expected = match lines.peek() {
-                Some((_, "----")) => {
-                    lines.next();
-                    let mut expected = Vec::new();
-                    while let Some((_, output)) = lines.next_if(|(_, l)| !l.trim().is_empty()) {
-                        expected.push(output.to_owned());
-                    }
-                    lines.next_if(|(_, l)| l.trim().is_empty());
-                    Some(expected)
-                }
-                _ => None,
-            };
-            items.push(Item::Block(Block {
-                line: number,
-                command: line.trim_end().to_owned(),
-                expected,
-            }));
+            items.push(Item::Block(block(number, line, raw, &mut lines)?));
         }
-        Ok(Script { items })
+        let script = Script {
+            items,
+            newline,
+            bom,
+        };
+        if let Some(first) = script.blocks().next()
+            && script
+                .blocks()
+                .all(|block| parse_command(&block.command).is_err())
+        {
+            return Err(LayoutError {
+                line: first.line,
+                reason: "not a transcript: no line is a command (SPEC §9)",
+            });
+        }
+        Ok(script)
     }
 
     /// The blocks in order.
@@ -672,30 +726,104 @@ impl Script {
             .collect()
     }
 
-    /// The file with every block's expected lines replaced by `actual`
-    /// (one entry per block), keeping commands and comments.
+    /// The file with every mismatching block's expected lines replaced by
+    /// `actual` (one entry per block). Everything else is written as it was,
+    /// byte for byte (comments, blank lines, line endings, a byte order
+    /// mark), so a passing file renders to itself.
     pub fn render(&self, actual: &[Vec<String>]) -> String {
-        let mut text = String::new();
+        let newline = self.newline;
+        let mut text = String::from(if self.bom { "\u{feff}" } else { "" });
         let mut outputs = actual.iter();
-        for item in &self.items {
-            match item {
-                Item::Text(line) => {
-                    text.push_str(line);
-                    text.push('\n');
+        let mut items = self.items.iter().peekable();
+        while let Some(item) = items.next() {
+            let block = match item {
+                Item::Text(raw) => {
+                    text.push_str(raw);
+                    continue;
                 }
-                Item::Block(block) => {
-                    text.push_str(&block.command);
-                    text.push_str("\n----\n");
-                    for line in outputs.next().into_iter().flatten() {
-                        text.push_str(line);
-                        text.push('\n');
-                    }
-                    text.push('\n');
-                }
+                Item::Block(block) => block,
+            };
+            let printed = outputs.next().map_or(&[][..], Vec::as_slice);
+            if block.expected.as_deref() == Some(printed) {
+                text.push_str(&block.raw);
+                continue;
+            }
+            // The command line as written, trailing spaces and all.
+            let written = block.raw.lines().next().unwrap_or_default();
+            text.push_str(written);
+            text.push_str(newline);
+            text.push_str("----");
+            text.push_str(newline);
+            for line in printed {
+                text.push_str(line);
+                text.push_str(newline);
+            }
+            // A blank line ends the block (unless one follows already).
+            match &block.blank {
+                Some(blank) => text.push_str(blank),
+                None if items.peek().is_some_and(is_blank_text) => {}
+                None => text.push_str(newline),
             }
         }
         text
     }
+}
+
+/// Whether `item` is a blank line.
+fn is_blank_text(item: &&Item) -> bool {
+    matches!(item, Item::Text(raw) if raw.trim().is_empty())
+}
+
+/// Reads the block whose command is `line` (numbered `number`, written
+/// `raw`): its `----` and expected lines up to a blank line.
+fn block<'a>(
+    number: usize,
+    line: &str,
+    raw: &str,
+    lines: &mut std::iter::Peekable<impl Iterator<Item = Line<'a>>>,
+) -> Result<Block, LayoutError> {
+    let mut written = raw.to_owned();
+    let is_blank = |(_, line, _): &Line<'_>| line.trim().is_empty();
+    let expected = match lines.next_if(|(_, line, _)| *line == "----") {
+        None => None,
+        Some((_, _, dashes)) => {
+            written.push_str(dashes);
+            let mut expected = Vec::new();
+            while let Some((number, output, raw)) = lines.next_if(|line| !is_blank(line)) {
+                // No output starts with `#` or is `----`: either line is
+                // the user's, and `--rewrite` would replace it with outputs.
+                if output == "----" {
+                    return Err(LayoutError {
+                        line: number,
+                        reason: "`----` inside an expected block: a blank line must end \
+                                 the block before the next command",
+                    });
+                }
+                if output.starts_with('#') {
+                    return Err(LayoutError {
+                        line: number,
+                        reason: "a comment inside an expected block: a blank line must end \
+                                 the block before it",
+                    });
+                }
+                written.push_str(raw);
+                expected.push(output.to_owned());
+            }
+            Some(expected)
+        }
+    };
+    let blank = match expected {
+        Some(_) => lines.next_if(is_blank).map(|(_, _, raw)| raw.to_owned()),
+        None => None,
+    };
+    written.push_str(blank.as_deref().unwrap_or_default());
+    Ok(Block {
+        line: number,
+        command: line.trim_end().to_owned(),
+        expected,
+        raw: written,
+        blank,
+    })
 }
 
 #[cfg(test)]
@@ -784,6 +912,31 @@ mod tests {
             .map(|mismatch| mismatch.block.line)
             .collect();
         assert_eq!(lines, [6, 8]);
+    }
+
+    #[test]
+    fn a_passing_file_renders_to_itself_byte_for_byte() {
+        let file = "\u{feff}# c\r\n  status  \r\n----\r\nidle\r\n\r\n\r\ninbox\r\n----\r\nnext-turn:\r\nnext-step:";
+        let script = Script::parse(file).unwrap();
+        let actual = script.run(&Agent::new()).unwrap();
+        assert_eq!(script.mismatches(&actual), []);
+        assert_eq!(script.render(&actual), file);
+        // A changed block is written in the file's own line ending.
+        let stale = file.replace("idle", "busy");
+        let script = Script::parse(&stale).unwrap();
+        assert_eq!(script.render(&actual), file);
+    }
+
+    #[test]
+    fn only_stimuli_that_read_back_as_themselves_are_transcribable() {
+        let input = |id: &str| Stimulus::Input(Input::followup(Message::text(id, Source::user())));
+        assert_eq!(check_transcribable(&input("A-1.b_2")), Ok(()));
+        assert_eq!(check_transcribable(&Stimulus::Restart { lose: 3 }), Ok(()));
+        for id in ["A\n----\nB", "A B", "-A", ""] {
+            assert!(check_transcribable(&input(id)).is_err(), "{id:?}");
+        }
+        let spaced = Stimulus::Input(Input::followup(Message::text("A", Source::of_kind("a b"))));
+        assert!(check_transcribable(&spaced).is_err());
     }
 
     #[test]

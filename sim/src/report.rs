@@ -3,7 +3,9 @@
 //! generator changes); the seed and configuration say where it came from.
 
 use courier_check::Property;
-use courier_core::Stimulus;
+use std::io::{BufReader, Read};
+
+use courier_core::{Stimulus, transcript};
 use serde::{Deserialize, Serialize};
 
 use crate::swarm::Swarm;
@@ -57,23 +59,64 @@ pub enum ReportError {
         /// The version the file declares.
         found: u64,
     },
+    /// A stimulus that is not a transcript command (an id outside SPEC
+    /// §10's alphabet, a space in a source).
+    #[error(
+        "trace[{index}] is not a transcript command: {line:?} (ids match \
+         `[A-Za-z0-9][A-Za-z0-9_.-]*`, SPEC §10)"
+    )]
+    Stimulus {
+        /// Its 0-based position in the trace.
+        index: usize,
+        /// The command line it prints as.
+        line: String,
+    },
+}
+
+/// The one field read before the rest: the format version (any JSON value,
+/// so a wrong type is reported as such); every other field is skipped.
+#[derive(Deserialize)]
+struct Versioned {
+    format: Option<serde_json::Value>,
 }
 
 impl Report {
     /// Parses a report, checking the format version before the shape so a
     /// report from another version says so instead of failing on a field.
     pub fn parse(text: &str) -> Result<Report, ReportError> {
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|error| ReportError::Malformed(error.to_string()))?;
-        let found = value
-            .get("format")
+        Self::read(text.as_bytes(), text.as_bytes())
+    }
+
+    /// [`Report::parse`] over two readers of the same bytes, streamed: the
+    /// first is read for the format version only (nothing else is kept), the
+    /// second for the report. A report of a million stimuli never needs its
+    /// text, or a JSON tree of it, in memory beside the trace.
+    pub fn read(version: impl Read, whole: impl Read) -> Result<Report, ReportError> {
+        let malformed = |error: serde_json::Error| ReportError::Malformed(error.to_string());
+        let Versioned { format } =
+            serde_json::from_reader(BufReader::new(version)).map_err(malformed)?;
+        let found = format
             .ok_or_else(|| ReportError::Malformed("no `format` field".to_owned()))?
             .as_u64()
             .ok_or_else(|| ReportError::Malformed("`format` is not a number".to_owned()))?;
         if !(REPORT_FORMAT_OLDEST..=REPORT_FORMAT).contains(&found) {
             return Err(ReportError::Version { found });
         }
-        serde_json::from_value(value).map_err(|error| ReportError::Malformed(error.to_string()))
+        let report: Report = serde_json::from_reader(BufReader::new(whole)).map_err(malformed)?;
+        report.check_transcribable()?;
+        Ok(report)
+    }
+
+    /// Every stimulus must print as a transcript command that reads back as
+    /// itself (ids as SPEC §10 spells them, sources and causes without
+    /// spaces), or `courier shrink` would write a transcript that does not
+    /// parse, or that means something else.
+    fn check_transcribable(&self) -> Result<(), ReportError> {
+        for (index, stimulus) in self.trace.iter().enumerate() {
+            transcript::check_transcribable(stimulus)
+                .map_err(|bad| ReportError::Stimulus { index, line: bad.0 })?;
+        }
+        Ok(())
     }
 
     /// The report as pretty JSON with a final newline.
@@ -131,6 +174,21 @@ mod tests {
                 Stimulus::Restart { lose: 2 },
                 input(Input::WhenIdle),
             ],
+        }
+    }
+
+    #[test]
+    fn a_report_whose_ids_are_not_transcript_ids_is_refused() {
+        let mut bad = report();
+        bad.trace.push(input(Input::followup(Message::text(
+            "B\n----",
+            Source::user(),
+        ))));
+        match Report::parse(&bad.to_json()) {
+            Err(ReportError::Stimulus { index: 3, line }) => {
+                assert_eq!(line, "followup B\n----");
+            }
+            other => panic!("{other:?}"),
         }
     }
 

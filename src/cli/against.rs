@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use courier_core::transcript::{Command, RUN_INPUTS_MAX, Script, parse_command};
+use courier_core::transcript::{Command, RUN_INPUTS_MAX, Script, Stalled, parse_command};
 use courier_core::{AwaitPoint, Input, Output, PreStepDecision, Status, StepOutcome, Stimulus};
 use serde_json::Value;
 
@@ -183,7 +183,7 @@ impl Peer {
     }
 
     /// `run`: feed `pass` / `completed` while the queried status is running.
-    fn run(&mut self) -> Result<Vec<String>, String> {
+    fn run(&mut self) -> Result<Vec<String>, Broke> {
         let mut printed = Vec::new();
         for _ in 0..RUN_INPUTS_MAX {
             let input = match self.status()? {
@@ -199,21 +199,20 @@ impl Peer {
             };
             printed.extend(self.apply(&Stimulus::Input(input))?);
         }
-        Err(format!(
-            "run did not reach idle within {RUN_INPUTS_MAX} completions"
-        ))
+        Err(Broke::Stalled(Stalled))
     }
 
     /// Executes one transcript command and returns what it printed.
-    fn execute(&mut self, line: &str) -> Result<Vec<String>, String> {
-        match parse_command(line) {
+    fn execute(&mut self, line: &str) -> Result<Vec<String>, Broke> {
+        let printed = match parse_command(line) {
             Err(bad) => Ok(vec![format!("error: {bad}")]),
             Ok(Command::Input(input)) => self.apply(&Stimulus::Input(input)),
             Ok(Command::Restart { lose }) => self.apply(&Stimulus::Restart { lose }),
             Ok(Command::Inbox) => self.inbox(),
-            Ok(Command::Status) => Ok(vec![self.status()?.to_string()]),
-            Ok(Command::Run) => self.run(),
-        }
+            Ok(Command::Status) => self.status().map(|status| vec![status.to_string()]),
+            Ok(Command::Run) => return self.run(),
+        };
+        printed.map_err(Broke::Protocol)
     }
 }
 
@@ -256,11 +255,25 @@ fn printed(value: &Value) -> Result<String, String> {
 
 /// Runs every block of `script` on a fresh process of `command`, returning
 /// what each printed, or the block's line and why the run broke off.
+/// Why a transcript's run on another implementation broke off.
+pub(crate) enum Broke {
+    /// A `run` did not reach idle within the cap: a liveness failure.
+    Stalled(Stalled),
+    /// The implementation could not be run or broke the protocol.
+    Protocol(String),
+}
+
+impl From<String> for Broke {
+    fn from(reason: String) -> Self {
+        Broke::Protocol(reason)
+    }
+}
+
 pub(crate) fn run_script(
     script: &Script,
     command: &str,
-) -> Result<Vec<Vec<String>>, (usize, String)> {
-    let mut peer = Peer::spawn(command).map_err(|error| (0, error))?;
+) -> Result<Vec<Vec<String>>, (usize, Broke)> {
+    let mut peer = Peer::spawn(command).map_err(|error| (0, Broke::Protocol(error)))?;
     script
         .blocks()
         .map(|block| {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use courier::files::{self, Output};
 use courier::variant::MutantArg;
 use courier_model::{Bounds, Checked, Counterexample, Counts, Space, Verdict};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -32,9 +33,9 @@ pub(crate) struct Args {
     /// or in the middle of an input's durable writes.
     #[arg(long, default_value_t = Bounds::default().restarts)]
     restarts: u8,
-    /// Worker threads (default: every core).
-    #[arg(long)]
-    threads: Option<usize>,
+    /// Worker threads (default: every core; at most 256).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
     /// Hash states by their ids as written (measures what symmetry saves).
     #[arg(long)]
     no_symmetry: bool,
@@ -64,9 +65,25 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         steps: args.steps,
         restarts: args.restarts,
     };
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let svg = courier::diagram::svg_beside(&args.out);
+    let mut outputs = vec![Output {
+        flag: "--out",
+        path: &args.out,
+    }];
+    if args.diagram {
+        outputs.push(Output {
+            flag: "--diagram (beside --out)",
+            path: &svg,
+        });
+    }
+    if let Err(error) = files::check_paths(&[], &outputs) {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
     let variant = args.mutant.map(MutantArg::name).unwrap_or("default");
     println!(
         "courier check: variant={variant} messages={} cancels={} edits={} steps={} \
@@ -107,14 +124,20 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
             let violation = &counterexample.violation;
             println!("violation: {}", violation.property);
             println!("  {}", violation.detail);
-            match write_transcript(args, space, &counterexample) {
+            let text = transcript(args, space, &counterexample);
+            match files::replace(&args.out, &text) {
                 Ok(()) => {
                     let length = counterexample.trace.len();
                     let noun = if length == 1 { "command" } else { "commands" };
                     let out = args.out.display();
                     println!("shortest counterexample ({length} {noun}) written to {out}");
                 }
-                Err(error) => eprintln!("error: {}: cannot write: {error}", args.out.display()),
+                Err(error) => {
+                    // The search is not lost: the counterexample goes to stdout.
+                    eprintln!("error: --out {}: cannot write: {error}", args.out.display());
+                    println!("shortest counterexample:\n{text}");
+                    return ExitCode::from(2);
+                }
             }
             print_diagram(args);
             ExitCode::from(1)
@@ -124,18 +147,13 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
 
 /// The counterexample as a transcript of the explored variant, with a line
 /// saying how to replay it.
-fn write_transcript(
-    args: &Args,
-    space: &Space,
-    counterexample: &Counterexample,
-) -> std::io::Result<()> {
+fn transcript(args: &Args, space: &Space, counterexample: &Counterexample) -> String {
     let out = args.out.display();
     let replay = match &args.mutant {
         Some(name) => format!("# replay: courier run --mutant {name} {out}\n"),
         None => format!("# replay: courier run {out}\n"),
     };
-    let text = replay + &counterexample.transcript(&space.fresh_agent());
-    std::fs::write(&args.out, text)
+    replay + &counterexample.transcript(&space.fresh_agent())
 }
 
 /// Prints where the counterexample's diagram goes; writes it with `--diagram`,
@@ -150,7 +168,7 @@ fn print_diagram(args: &Args) {
     let drawn =
         courier::diagram::load(&args.out, args.mutant.map(MutantArg::name)).and_then(|diagram| {
             let text = diagram.render(courier::diagram::Format::Svg);
-            std::fs::write(&svg, text).map_err(|error| error.to_string())
+            files::replace(&svg, text).map_err(|error| error.to_string())
         });
     match drawn {
         Ok(()) => println!("diagram: {}", svg.display()),

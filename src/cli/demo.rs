@@ -21,6 +21,8 @@ use std::future::ready;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use courier::files::Staged;
+
 use courier_core::transcript::command_line;
 use courier_core::{CancelCause, Input, Message, PreStepDecision, Source, StepOutcome, Target};
 use courier_runtime::{
@@ -47,15 +49,24 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let runtime = current_thread();
     let (events, step_hook) = ScriptedStepHook::new();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
-    let (agent, driver) = match &args.log {
-        None => Handle::new("demo", pre_step_hook, step_hook, MemoryLog::new()),
-        Some(path) => match JsonlFile::create(path) {
-            Ok(file) => Handle::new("demo", pre_step_hook, step_hook, file),
-            Err(error) => {
-                eprintln!("error: {}: cannot create: {error}", path.display());
-                return ExitCode::from(2);
-            }
-        },
+    // The log is written beside its path and renamed over it once whole.
+    let staged = match args.log.as_deref().map(stage).transpose() {
+        Ok(staged) => staged,
+        Err(error) => {
+            let path = args.log.as_deref().unwrap_or(Path::new(""));
+            eprintln!("error: --log {}: cannot create: {error}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let (agent, driver, staged) = match staged {
+        None => {
+            let (agent, driver) = Handle::new("demo", pre_step_hook, step_hook, MemoryLog::new());
+            (agent, driver, None)
+        }
+        Some((staged, file)) => {
+            let (agent, driver) = Handle::new("demo", pre_step_hook, step_hook, file);
+            (agent, driver, Some(staged))
+        }
     };
     let written = runtime.block_on(async {
         let driver = tokio::spawn(driver.run());
@@ -69,6 +80,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         drop(agent);
         driver.await.expect("the driver does not panic");
         written
+    });
+    let written = written.map_err(|error| error.to_string()).and_then(|()| {
+        staged
+            .map_or(Ok(()), Staged::commit)
+            .map_err(|e| e.to_string())
     });
     match (written, &args.log) {
         (Ok(()), Some(path)) => println!("log written to {}", path.display()),
@@ -90,13 +106,25 @@ fn current_thread() -> tokio::runtime::Runtime {
 /// `courier demo --crash`: the log goes to `log`, or to a temporary file
 /// removed at the end.
 fn crash_main(log: Option<&Path>) -> ExitCode {
+    // A log the user names is written beside it and renamed over it whole.
+    let staged = match log.map(Staged::new).transpose() {
+        Ok(staged) => staged,
+        Err(error) => {
+            let path = log.unwrap_or(Path::new(""));
+            eprintln!("error: --log {}: cannot create: {error}", path.display());
+            return ExitCode::from(2);
+        }
+    };
     let temporary = std::env::temp_dir().join(format!("courier-demo-{}.jsonl", std::process::id()));
-    let path = log.unwrap_or(&temporary);
-    let told = crash_and_resume(path);
-    if log.is_none() {
+    let told = crash_and_resume(staged.as_ref().map_or(temporary.as_path(), Staged::path));
+    let told = match staged {
+        Some(staged) => told.and_then(|()| staged.commit().map_err(|error| error.to_string())),
         // Nothing to keep: the story is printed.
-        let _ = std::fs::remove_file(&temporary);
-    }
+        None => {
+            let _ = std::fs::remove_file(&temporary);
+            told
+        }
+    };
     match told {
         Ok(()) => {
             if let Some(path) = log {
@@ -105,6 +133,7 @@ fn crash_main(log: Option<&Path>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
+            let path = log.unwrap_or(&temporary);
             eprintln!("error: {}: {error}", path.display());
             ExitCode::from(2)
         }
@@ -161,6 +190,13 @@ fn crash_and_resume(path: &Path) -> Result<(), String> {
         driver.await.expect("the driver does not panic");
         written.map_err(|error| format!("writing the log: {error}"))
     })
+}
+
+/// A session log file beside `path`, renamed over it by `Staged::commit`.
+fn stage(path: &Path) -> std::io::Result<(Staged, JsonlFile)> {
+    let staged = Staged::new(path)?;
+    let file = JsonlFile::create(staged.path())?;
+    Ok((staged, file))
 }
 
 /// What the fake model tells the script.

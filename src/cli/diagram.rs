@@ -2,18 +2,24 @@
 //! [--mutant NAME]`: draws a run as a sequence diagram. The file's inputs are
 //! run through this build's core and checker (the picture shows what the
 //! code does now), and the first broken property is marked at its row.
-//! Exit 0 when drawn, 2 when the file cannot be read, parsed or written.
+//! A trace longer than `ROWS_DRAWN_MAX` rows is drawn in part (the start and
+//! the rows up to the broken one), saying so; one of more than
+//! `INPUTS_DRAWN_MAX` inputs is refused. Exit 0 when drawn, 2 when the
+//! file cannot be read or parsed, or `--out` is the input, a folder or
+//! cannot be written (it is replaced whole or left as it was).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use courier::diagram::{Format, load};
+use courier::files::{self, Output};
 use courier::variant::MutantArg;
 
 /// Arguments of `courier diagram`.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// A transcript or checker counterexample (.txn), or a simulator race report (.json).
+    /// A transcript or checker counterexample, or a simulator race report
+    /// (told apart by content: a report is a JSON object).
     #[arg(value_name = "FILE")]
     file: PathBuf,
     /// Write the diagram here instead of printing it.
@@ -29,6 +35,18 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
+    let outputs: Vec<Output<'_>> = args
+        .out
+        .iter()
+        .map(|path| Output {
+            flag: "--out",
+            path,
+        })
+        .collect();
+    if let Err(error) = files::check_paths(&[&args.file], &outputs) {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
     let diagram = match load(&args.file, args.mutant.map(MutantArg::name)) {
         Ok(diagram) => diagram,
         Err(error) => {
@@ -36,19 +54,22 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    for note in diagram.notes.iter().chain(&diagram.elision()) {
+        eprintln!("{note}");
+    }
     eprintln!("{}", diagram.verdict());
     let text = diagram.render(args.format);
     let Some(out) = &args.out else {
         print!("{text}");
         return ExitCode::SUCCESS;
     };
-    match std::fs::write(out, text) {
+    match files::replace(out, text) {
         Ok(()) => {
             println!("diagram: {}", out.display());
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("error: {}: cannot write: {error}", out.display());
+            eprintln!("error: --out {}: cannot write: {error}", out.display());
             ExitCode::from(2)
         }
     }

@@ -24,7 +24,7 @@ pub(crate) struct Args {
     /// Explore a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME")]
     mutant: Option<MutantArg>,
-    /// The port on 127.0.0.1.
+    /// The port on 127.0.0.1 (0: any free port, printed).
     #[arg(long, default_value_t = 3000)]
     port: u16,
 }
@@ -38,12 +38,21 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         restarts: args.restarts,
         ..Bounds::default()
     };
-    let address = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
+    let asked = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
     // The Explorer's server panics on a port it cannot bind; say why instead.
-    if let Err(error) = TcpListener::bind(address) {
-        eprintln!("error: cannot listen on {address}: {error}");
-        return ExitCode::from(2);
-    }
+    // Binding first also turns `--port 0` into the port the system picked,
+    // which is the one printed and served (freed just before the server
+    // binds it again).
+    let address = match TcpListener::bind(asked).and_then(|probe| probe.local_addr()) {
+        Ok(address) => address,
+        Err(error) => {
+            eprintln!(
+                "error: --port {}: cannot listen on {asked}: {error}",
+                args.port
+            );
+            return ExitCode::from(2);
+        }
+    };
     if let Err(error) = ctrlc::set_handler(|| {
         println!("explorer stopped");
         std::process::exit(0);

@@ -21,6 +21,6 @@ use courier::variant::MutantArg;
 /// after printing why it cannot be had (a usage error: exit 2).
 pub(crate) fn agent(mutant: Option<MutantArg>) -> Option<courier_core::Agent> {
     courier::variant::agent_of(mutant.map(|arg| arg.0))
-        .inspect_err(|error| eprintln!("error: {error}"))
+        .inspect_err(|error| eprintln!("error: --mutant: {error}"))
         .ok()
 }

@@ -13,10 +13,12 @@
 //! the line), or `--out` names the input or any file that exists (it is
 //! never overwritten); 1 when the output cannot be written.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use courier::files::{self, Output, Staged};
 
 use courier_core::Target;
 use courier_runtime::kept::{self, KeptLog};
@@ -103,56 +105,27 @@ fn listed(ids: &[String]) -> String {
     }
 }
 
-/// Why `out` may not be written: it is the input, or any file that exists
-/// (user data is never overwritten).
+/// Why `out` may not be written: it is the input or a folder (see
+/// `files::check_paths`), or any file that exists (user data is never
+/// overwritten).
 fn refused_out(log: &Path, out: &Path) -> Option<String> {
-    let named = out.display();
-    if same_file(log, out) {
-        return Some(format!(
-            "--out {named} is the input {}: refused",
-            log.display()
-        ));
+    let output = Output {
+        flag: "--out",
+        path: out,
+    };
+    if let Err(error) = files::check_paths(&[log], &[output]) {
+        return Some(error);
     }
     out.exists()
-        .then(|| format!("--out {named} exists: refused (write a new file)"))
-}
-
-/// Whether `out` is `log` itself (the same path, or a link to it).
-fn same_file(log: &Path, out: &Path) -> bool {
-    match (fs::canonicalize(log), fs::canonicalize(out)) {
-        (Ok(log), Ok(out)) => log == out,
-        _ => log == out,
-    }
+        .then(|| format!("--out {} exists: refused (write a new file)", out.display()))
 }
 
 /// Writes the kept bytes of `log` and what a resume appends to `out`,
 /// through a temporary file beside it, so `out` is whole or absent.
 fn write_repaired(log: &Path, kept: &KeptLog, out: &Path) -> io::Result<()> {
-    let folder = match out.parent() {
-        Some(folder) if !folder.as_os_str().is_empty() => folder,
-        _ => Path::new("."),
-    };
-    let file_name = out
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "--out names no file"))?;
-    let temporary = folder.join(format!(
-        ".{}.{}.tmp",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
-    let written = write_new(log, kept, &temporary).and_then(|()| fs::rename(&temporary, out));
-    if written.is_err() {
-        // Best effort: the temporary file is ours, never the input.
-        let _removed = fs::remove_file(&temporary);
-    }
-    written?;
-    // The rename is durable once the folder is.
-    File::open(folder).and_then(|folder| folder.sync_all())
-}
-
-fn write_new(log: &Path, kept: &KeptLog, path: &Path) -> io::Result<()> {
-    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
-    let copied = io::copy(&mut File::open(log)?.take(kept.kept_bytes), &mut file)?;
+    let mut staged = Staged::new(out)?;
+    let file = staged.file();
+    let copied = io::copy(&mut File::open(log)?.take(kept.kept_bytes), file)?;
     if copied != kept.kept_bytes {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
@@ -160,5 +133,5 @@ fn write_new(log: &Path, kept: &KeptLog, path: &Path) -> io::Result<()> {
         ));
     }
     file.write_all(kept.appended_lines().as_bytes())?;
-    file.sync_all()
+    staged.commit()
 }

@@ -75,9 +75,11 @@ pub(crate) fn load(path: &Path) -> Result<(Report, Agent), ExitCode> {
         eprintln!("error: {shown}: {message}");
         ExitCode::from(2)
     };
-    let text =
-        std::fs::read_to_string(path).map_err(|error| fail(format!("cannot read: {error}")))?;
-    let report = Report::parse(&text).map_err(|error| fail(error.to_string()))?;
-    let prototype = courier::variant::fresh_agent(report.mutant.as_deref()).map_err(fail)?;
+    if path.is_dir() {
+        return Err(fail("cannot read: is a folder".to_owned()));
+    }
+    let report = courier::files::read_report(path).map_err(fail)?;
+    let prototype = courier::variant::fresh_agent(report.mutant.as_deref())
+        .map_err(|error| fail(format!("the report's `mutant` field: {error}")))?;
     Ok((report, prototype))
 }

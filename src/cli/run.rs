@@ -5,17 +5,22 @@
 //! differing block is a divergence, classified by a named rule (SPEC §6,
 //! see `rules.rs`) or `unexplained`, and a summary counts them per rule.
 //! Exit 0 when all pass (with `--against`: when every divergence is explained,
-//! unless `--strict`), 1 when any differs otherwise, 2 when a file cannot be
-//! read or parsed, or the implementation cannot be spawned or breaks the
-//! protocol (naming the file and line).
+//! unless `--strict`), 1 when any differs otherwise or a `run` stalls (a
+//! liveness failure), 2 when a file cannot be read or parsed (is not a
+//! transcript, or is larger than [`files::TRANSCRIPT_MAX`]), or the
+//! implementation cannot be spawned or breaks the protocol (naming the file
+//! and line). `--rewrite` leaves a passing file untouched and replaces a
+//! failing one atomically.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use courier::files;
 use courier::variant::MutantArg;
 use courier_core::Agent;
-use courier_core::transcript::{Mismatch, Runner, Script, parse_command};
+use courier_core::transcript::{Mismatch, Runner, Script, Stalled, parse_command};
 
+use super::against;
 use super::rules::{Divergence, Earlier, Judged, Rule, print_gaps};
 use similar::{ChangeTag, TextDiff};
 
@@ -114,24 +119,38 @@ enum Engine<'a> {
     External(String),
 }
 
+/// Why a file's run broke off, at its line.
+enum Broke {
+    /// A `run` hit the completion cap: the transcript is fine, the agent is
+    /// not live (a liveness failure, exit 1).
+    Stalled(usize, Stalled),
+    /// The implementation could not be run or broke the protocol (exit 2).
+    Unusable(usize, String),
+}
+
 impl Engine<'_> {
     /// What each block printed, or the line where the run broke off and why.
-    fn run(&self, script: &Script) -> Result<Vec<Vec<String>>, (usize, String)> {
+    fn run(&self, script: &Script) -> Result<Vec<Vec<String>>, Broke> {
         match self {
             Engine::Core(prototype) => script
                 .run(prototype)
-                .map_err(|(line, stalled)| (line, stalled.to_string())),
-            Engine::External(command) => super::against::run_script(script, command),
+                .map_err(|(line, stalled)| Broke::Stalled(line, stalled)),
+            Engine::External(command) => {
+                super::against::run_script(script, command).map_err(|(line, broke)| match broke {
+                    against::Broke::Stalled(stalled) => Broke::Stalled(line, stalled),
+                    against::Broke::Protocol(reason) => Broke::Unusable(line, reason),
+                })
+            }
         }
     }
 }
 
-fn run_file(args: &Args, engine: &Engine<'_>, file: &PathBuf) -> Verdict {
+fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
     let name = file.display();
-    let text = match std::fs::read_to_string(file) {
+    let text = match files::read_capped(file, files::TRANSCRIPT_MAX) {
         Ok(text) => text,
         Err(error) => {
-            eprintln!("error: {name}: cannot read: {error}");
+            eprintln!("error: {name}: {error}");
             return Verdict::Broken;
         }
     };
@@ -144,23 +163,31 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &PathBuf) -> Verdict {
     };
     let actual = match engine.run(&script) {
         Ok(actual) => actual,
-        Err((line, reason)) => {
+        Err(Broke::Stalled(line, stalled)) => {
+            println!("FAIL {name}");
+            println!("  {name}:{line}: liveness: {stalled}");
+            return Verdict::Failed(args.against.as_ref().map(|_| Judged::Unexplained(None)));
+        }
+        Err(Broke::Unusable(line, reason)) => {
             eprintln!("error: {name}:{line}: {reason}");
             return Verdict::Broken;
         }
     };
+    let mismatches = script.mismatches(&actual);
     if args.rewrite {
-        let rewritten = script.render(&actual);
-        if rewritten != text {
-            if let Err(error) = std::fs::write(file, rewritten) {
-                eprintln!("error: {name}: cannot write: {error}");
-                return Verdict::Broken;
-            }
-            println!("rewrote {name}");
+        // A passing file is left alone, byte for byte; a rewrite keeps
+        // everything but the changed blocks' outputs (see `Script::render`)
+        // and replaces the file whole or not at all.
+        if mismatches.is_empty() {
+            return Verdict::Passed;
         }
+        if let Err(error) = files::replace(file, script.render(&actual)) {
+            eprintln!("error: {name}: cannot write: {error} (the file is as it was)");
+            return Verdict::Broken;
+        }
+        println!("rewrote {name}");
         return Verdict::Passed;
     }
-    let mismatches = script.mismatches(&actual);
     if mismatches.is_empty() {
         println!("ok   {name}");
         return Verdict::Passed;
@@ -220,8 +247,25 @@ fn print_mismatch(name: &str, Mismatch { block, actual }: Mismatch<'_>) {
             ChangeTag::Insert => "+",
             ChangeTag::Equal => " ",
         };
-        print!("    {sign} {change}");
+        print!("    {sign} {}", visible_trailing_whitespace(change.value()));
     }
+}
+
+/// A diff line whose trailing whitespace shows: spaces as `·` and tabs as
+/// `→` after the last visible character, so two lines that differ only
+/// there do not print alike.
+fn visible_trailing_whitespace(line: &str) -> String {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    let text = line.trim_end();
+    let trailing: String = line[text.len()..]
+        .chars()
+        .map(|space| match space {
+            ' ' => '·',
+            '\t' => '→',
+            other => other,
+        })
+        .collect();
+    format!("{text}{trailing}\n")
 }
 
 fn lines_text(lines: &[String]) -> String {

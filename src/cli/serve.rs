@@ -2,9 +2,10 @@
 //! protocol of docs/PROTOCOL.md, on stdin and stdout, so `courier run
 //! --against` can test any implementation of the design, this one included.
 //! Exit 0 at the end of stdin or when stdout closes, 2 when stdin cannot be
-//! read or the mutant cannot be had.
+//! read (or holds a line longer than 16 MiB), stdout cannot be written, or
+//! the mutant cannot be had.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, ErrorKind, Read, Write};
 use std::process::ExitCode;
 
 use courier::variant::MutantArg;
@@ -23,6 +24,10 @@ pub(crate) struct Args {
 /// The marker that ends every answer: the client reads up to it.
 const SETTLED: &str = r#"{"settled":true}"#;
 
+/// The longest request line read (a request names one input; a line this
+/// long is not one, and reading it whole would take the memory it asks).
+const LINE_MAX: u64 = 16 << 20;
+
 pub(crate) fn main(args: &Args) -> ExitCode {
     let Some(agent) = super::agent(args.mutant) else {
         return ExitCode::from(2);
@@ -33,8 +38,15 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let mut bytes = Vec::new();
     for number in 1.. {
         bytes.clear();
-        match input.read_until(b'\n', &mut bytes) {
+        match (&mut input)
+            .take(LINE_MAX + 1)
+            .read_until(b'\n', &mut bytes)
+        {
             Ok(0) => return ExitCode::SUCCESS,
+            Ok(read) if read as u64 > LINE_MAX => {
+                eprintln!("error: stdin line {number}: longer than {LINE_MAX} bytes");
+                return ExitCode::from(2);
+            }
             Ok(_) => {}
             Err(error) => {
                 eprintln!("error: cannot read stdin: {error}");
@@ -44,9 +56,14 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         let Some(lines) = answer(&mut runner, number, &bytes) else {
             continue;
         };
-        // A closed stdout means the client is gone: nothing left to say.
-        if write_answer(&mut output, &lines).is_err() {
-            return ExitCode::SUCCESS;
+        match write_answer(&mut output, &lines) {
+            Ok(()) => {}
+            // A closed stdout means the client is gone: nothing left to say.
+            Err(error) if error.kind() == ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: cannot write stdout: {error}");
+                return ExitCode::from(2);
+            }
         }
     }
     ExitCode::SUCCESS

@@ -3,11 +3,14 @@
 //! writes it as a transcript recorded on the report's variant (restarts as
 //! `restart lose=N`, then an `inbox` query), so
 //! `courier run [--mutant NAME] FILE.txn` replays it. Exit 0 when written,
-//! 2 when the report cannot be read or does not reproduce.
+//! 2 when the report cannot be read or does not reproduce, or `--out` is the
+//! report or a folder or cannot be written (checked before the work; the
+//! file is replaced whole or left as it was).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use courier::files::{self, Output};
 use courier_sim::{shrink, transcript};
 
 /// Arguments of `courier shrink`.
@@ -22,6 +25,14 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
+    let out = Output {
+        flag: "--out",
+        path: &args.out,
+    };
+    if let Err(error) = files::check_paths(&[&args.report], &[out]) {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
     let (report, prototype) = match super::replay::load(&args.report) {
         Ok(loaded) => loaded,
         Err(code) => return code,
@@ -35,8 +46,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     };
     let mut text = header(&report, &shrunk.violation.detail);
     text.push_str(&transcript(&prototype, &shrunk.trace));
-    if let Err(error) = std::fs::write(&args.out, text) {
-        eprintln!("error: {}: cannot write: {error}", args.out.display());
+    if let Err(error) = files::replace(&args.out, &text) {
+        // The search is not lost: the transcript goes to stdout.
+        eprintln!("error: --out {}: cannot write: {error}", args.out.display());
+        print!("{text}");
         return ExitCode::from(2);
     }
     println!(

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use courier::diagram::Format;
+use courier::files::{self, Output};
 use courier::variant::MutantArg;
 use courier_core::Agent;
 use courier_sim::{Failure, Plan, REPORT_FORMAT, Report, Restarts, SeedRun, draw, evaluate, sweep};
@@ -37,7 +38,7 @@ pub(crate) struct Args {
     /// Where to write the race report of a failure (default `race-<seed>.json`).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Worker threads (the result does not depend on it).
+    /// Worker threads (the result does not depend on it; at most one per seed).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     jobs: u16,
     /// Run only shard I of N (1-based): a contiguous slice of the seed range.
@@ -108,10 +109,31 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         };
         return against::main(seeds, args.restarts(), &prototype, &command, &args.out);
     }
-    print_banner(args, &seeds);
+    if let Some(report) = &args.report {
+        let svg = courier::diagram::svg_beside(report);
+        let mut outputs = vec![Output {
+            flag: "--report",
+            path: report,
+        }];
+        if args.diagram {
+            outputs.push(Output {
+                flag: "--diagram (beside --report)",
+                path: &svg,
+            });
+        }
+        if let Err(error) = files::check_paths(&[], &outputs) {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    }
+    // More workers than seeds would only wait.
+    let jobs = usize::try_from(seeds.end - seeds.start)
+        .unwrap_or(usize::MAX)
+        .min(usize::from(args.jobs));
+    print_banner(args, &seeds, jobs);
     let plan = Plan {
         seeds: seeds.clone(),
-        jobs: usize::from(args.jobs),
+        jobs,
         check_determinism: args.check_determinism,
         coverage: !args.no_coverage,
         bound: args.coverage_bound.map(bound::bounds),
@@ -165,7 +187,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
 /// The banner: one seed prints every swarm knob it drew (TigerBeetle's
 /// VOPR); a range prints the run's settings. Either says whether the core's
 /// debug assertions are compiled in (the invariant sweep runs regardless).
-fn print_banner(args: &Args, seeds: &Range<u64>) {
+fn print_banner(args: &Args, seeds: &Range<u64>, jobs: usize) {
     let mutant = args.mutant.map(MutantArg::name).unwrap_or("none");
     let asserts = if cfg!(debug_assertions) {
         "on"
@@ -190,9 +212,9 @@ fn print_banner(args: &Args, seeds: &Range<u64>) {
             "on"
         };
         println!(
-            "sim seeds={}..{} mutant={mutant} jobs={} restarts={restarts} \
+            "sim seeds={}..{} mutant={mutant} jobs={jobs} restarts={restarts} \
              report-format={REPORT_FORMAT}",
-            seeds.start, seeds.end, args.jobs
+            seeds.start, seeds.end
         );
     }
     println!("core debug assertions: {asserts}");
@@ -224,7 +246,7 @@ fn print_diagram(args: &Args, path: &Path, report: &Report) {
         return;
     }
     let drawn = courier::diagram::from_report(path, report, None).and_then(|diagram| {
-        std::fs::write(&svg, diagram.render(Format::Svg)).map_err(|error| error.to_string())
+        files::replace(&svg, diagram.render(Format::Svg)).map_err(|error| error.to_string())
     });
     match drawn {
         Ok(()) => println!("diagram: {}", svg.display()),
@@ -260,11 +282,13 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     println!("violation: {} seed={}", violation.property, run.seed);
     println!("detail: {}", violation.detail);
     println!("outputs: {}", report.output_hash);
-    if let Err(error) = std::fs::write(&path, report.to_json()) {
+    if let Err(error) = files::replace(&path, report.to_json()) {
         eprintln!(
             "error: {}: cannot write the report: {error}",
             path.display()
         );
+        // The run is deterministic: the seed alone brings the report back.
+        println!("rerun: {}", rerun_command(args, run.seed));
         return ExitCode::from(2);
     }
     let shown = path.display();

@@ -1,5 +1,5 @@
-//! Reading a run to draw: a transcript or checker counterexample (`.txn`) or
-//! a simulator race report (`.json`), re-run on a fresh agent of its variant
+//! Reading a run to draw: a transcript or checker counterexample or a
+//! simulator race report (told apart by content), re-run on a fresh agent of its variant
 //! through the core and the checker. A transcript names its variant in a
 //! comment line `# mutant: NAME` (shrunk traces) or `# replay: courier run
 //! --mutant NAME ...` (counterexamples), a report in its `mutant` field; an
@@ -9,32 +9,52 @@ use std::path::{Path, PathBuf};
 
 use courier_check::Violation;
 use courier_core::transcript::Script;
-use courier_core::{Agent, Input};
+use courier_core::{Agent, Mutant};
 use courier_sim::Report;
 
+use super::Diagram;
 use super::trace::Tracer;
-use super::{Diagram, Format};
+use crate::variant::fresh_agent;
 
 /// Reads `file` and runs it on a fresh agent of `mutant`, else of the
-/// variant the file names, else the correct design. A `.json` file is a
-/// race report, anything else a transcript.
+/// variant the file names, else the correct design. A file is a race report
+/// when its content is a JSON object (whatever its name), else a transcript.
+/// A variant the file names that this build lacks (a regression's `# mutant:`
+/// line on the default build) draws the correct design, with a note saying
+/// so and how to draw the planted bug.
 pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
-    let text = std::fs::read_to_string(file).map_err(|error| format!("cannot read: {error}"))?;
-    if file
-        .extension()
-        .is_some_and(|extension| extension == "json")
-    {
-        let report = Report::parse(&text).map_err(|error| error.to_string())?;
+    if crate::files::is_report(file)? {
+        let report = crate::files::read_report(file)?;
+        drawable(report.trace.len())?;
         return from_report(file, &report, mutant);
     }
+    let text = crate::files::read_capped(file, crate::files::TRANSCRIPT_MAX)?;
     let script = Script::parse(&text).map_err(|error| error.to_string())?;
+    drawable(script.blocks().count())?;
     let named = named_variant(&text);
-    let variant = mutant.or(named.as_deref());
-    let mut tracer = Tracer::new(crate::variant::fresh_agent(variant)?);
+    let (agent, variant, note) = match (mutant, &named) {
+        (Some(flag), _) => (flagged(flag)?, Some(flag), None),
+        (None, None) => (fresh_agent(None)?, None, None),
+        (None, Some((line, name))) => match fresh_agent(Some(name)) {
+            Ok(agent) => (agent, Some(name.as_str()), None),
+            // A planted bug this build lacks: the correct design is drawn.
+            Err(error) if name.parse::<Mutant>().is_ok() => {
+                let note = format!(
+                    "note: line {line} names the variant: {error}; drawing the correct \
+                     design instead"
+                );
+                (fresh_agent(None)?, None, Some(note))
+            }
+            Err(error) => return Err(format!("line {line} names the variant: {error}")),
+        },
+    };
+    let mut tracer = Tracer::new(agent);
     tracer
         .run_script(&script)
         .map_err(|(line, stalled)| format!("line {line}: {stalled}"))?;
-    Ok(tracer.finish(title(file, variant)))
+    let mut diagram = tracer.finish(title(file, variant));
+    diagram.notes.extend(note);
+    Ok(diagram)
 }
 
 /// A race report's trace, run on its variant (or `mutant`). A liveness
@@ -42,8 +62,13 @@ pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
 /// verdict over the whole trace, not one transition's, so when the re-run
 /// breaks nothing the report's own violation is marked at its last row.
 pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result<Diagram, String> {
+    let agent = match (mutant, &report.mutant) {
+        (Some(flag), _) => flagged(flag)?,
+        (None, named) => fresh_agent(named.as_deref())
+            .map_err(|error| format!("the report's `mutant` field: {error}"))?,
+    };
     let variant = mutant.or(report.mutant.as_deref());
-    let mut tracer = Tracer::new(crate::variant::fresh_agent(variant)?);
+    let mut tracer = Tracer::new(agent);
     tracer.apply_all(report.trace.iter().cloned());
     let title = format!("{} seed {}", title(file, variant), report.seed);
     let mut diagram = tracer.finish(title);
@@ -58,9 +83,32 @@ pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result
     Ok(diagram)
 }
 
-/// The planted bug a transcript's comments name, if any.
-fn named_variant(text: &str) -> Option<String> {
-    text.lines().find_map(|line| {
+/// The most inputs a file may hold to be drawn: every row is kept while the
+/// run is checked (the picture shows [`super::ROWS_DRAWN_MAX`] of them), so
+/// this bounds the memory a diagram takes.
+pub const INPUTS_DRAWN_MAX: usize = 100_000;
+
+/// Refuses a trace of `inputs` too long to draw usefully.
+fn drawable(inputs: usize) -> Result<(), String> {
+    if inputs <= INPUTS_DRAWN_MAX {
+        return Ok(());
+    }
+    Err(format!(
+        "{inputs} inputs: too long to draw usefully (at most {INPUTS_DRAWN_MAX}); \
+         `courier shrink` makes a minimal trace of a race report, and `courier replay` \
+         checks a trace of any length"
+    ))
+}
+
+/// A fresh agent of the variant `--mutant` names; its error names the flag.
+fn flagged(mutant: &str) -> Result<Agent, String> {
+    fresh_agent(Some(mutant)).map_err(|error| format!("--mutant: {error}"))
+}
+
+/// The planted bug a transcript's comments name, if any, and the 1-based
+/// line naming it.
+fn named_variant(text: &str) -> Option<(usize, String)> {
+    text.lines().enumerate().find_map(|(index, line)| {
         let comment = line.strip_prefix('#')?.trim();
         let name = match comment.strip_prefix("mutant:") {
             Some(name) => name.trim(),
@@ -71,7 +119,7 @@ fn named_variant(text: &str) -> Option<String> {
                 words.next()?
             }
         };
-        Some(name.to_owned())
+        Some((index + 1, name.to_owned()))
     })
 }
 
@@ -92,22 +140,6 @@ pub fn svg_beside(file: &Path) -> PathBuf {
     file.with_extension("svg")
 }
 
-/// Runs `inputs` on `agent` (fresh, of the variant `mutant` names) and
-/// writes the SVG beside `file`, the counterexample or report they came
-/// from; returns the SVG's path.
-pub fn write_beside(
-    file: &Path,
-    mutant: Option<&str>,
-    agent: Agent,
-    inputs: impl IntoIterator<Item = Input>,
-) -> std::io::Result<PathBuf> {
-    let mut tracer = Tracer::new(agent);
-    tracer.feed_all(inputs);
-    let svg = svg_beside(file);
-    std::fs::write(&svg, tracer.finish(title(file, mutant)).render(Format::Svg))?;
-    Ok(svg)
-}
-
 #[cfg(test)]
 mod tests {
     use super::named_variant;
@@ -115,9 +147,9 @@ mod tests {
     #[test]
     fn a_transcript_names_its_variant_in_a_comment() {
         let replay = "# replay: courier run --mutant no-latch ce.txn\n\nfollowup A\n";
-        assert_eq!(named_variant(replay).as_deref(), Some("no-latch"));
+        assert_eq!(named_variant(replay), Some((1, "no-latch".to_owned())));
         let shrunk = "# pins: x\n# mutant: early-idle\n";
-        assert_eq!(named_variant(shrunk).as_deref(), Some("early-idle"));
+        assert_eq!(named_variant(shrunk), Some((2, "early-idle".to_owned())));
         assert_eq!(named_variant("# replay: courier run ce.txn\n"), None);
         assert_eq!(named_variant("# m01 · planted bug `no-latch`\n"), None);
     }

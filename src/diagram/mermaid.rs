@@ -3,7 +3,7 @@
 use std::fmt::{self, Write};
 
 use super::Diagram;
-use super::sequence::{Lane, Mark, Style, marks};
+use super::sequence::{Lane, Mark, Shown, Style, shown};
 
 /// The diagram as Mermaid text: one participant per lane, a note opening
 /// each row, and the broken row boxed in red with the violation under it.
@@ -24,7 +24,16 @@ impl fmt::Display for Mermaid<'_> {
             writeln!(text, "    participant {} as {}", alias(lane), lane.title())?;
         }
         let everyone = format!("{},{}", alias(Lane::Client), alias(Lane::StepHook));
-        for (index, row_marks) in marks(&diagram.rows).iter().enumerate() {
+        let broken_row = diagram.broken.as_ref().map(|(row, _)| *row);
+        for shown in shown(&diagram.rows, broken_row) {
+            let (index, row_marks) = match shown {
+                Shown::Row(index, row_marks) => (index, row_marks),
+                Shown::Elided { from, to } => {
+                    let elided = super::elided(from, to);
+                    writeln!(text, "    Note over {everyone}: {}", escape(&elided))?;
+                    continue;
+                }
+            };
             let broken = diagram
                 .broken
                 .as_ref()
@@ -34,7 +43,7 @@ impl fmt::Display for Mermaid<'_> {
                 text.write_str("    rect rgb(253, 226, 226)\n")?;
             }
             writeln!(text, "    Note over {everyone}: row {}", index + 1)?;
-            for mark in row_marks {
+            for mark in &row_marks {
                 line(text, mark, &everyone)?;
             }
             if let Some(violation) = broken {

@@ -17,8 +17,8 @@ pub mod trace;
 use courier_check::Violation;
 use courier_core::{Output, Transition};
 
-pub use load::{from_report, load, svg_beside, title, write_beside};
-pub use sequence::Lane;
+pub use load::{INPUTS_DRAWN_MAX, from_report, load, svg_beside, title};
+pub use sequence::{Lane, ROWS_DRAWN_MAX};
 
 /// A whole run, ready to draw.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -29,6 +29,9 @@ pub struct Diagram {
     pub rows: Vec<Row>,
     /// The first property that broke and the 0-based row where it did.
     pub broken: Option<(usize, Violation)>,
+    /// What the reader should know that the picture does not say (a
+    /// variant drawn instead of the one the file names), one line each.
+    pub notes: Vec<String>,
 }
 
 /// One row of the picture. A restart (SPEC §11) is not an input: nothing
@@ -80,6 +83,27 @@ impl Diagram {
         }
     }
 
+    /// A line saying which rows the picture leaves out, when it is longer
+    /// than [`ROWS_DRAWN_MAX`] rows.
+    pub fn elision(&self) -> Option<String> {
+        let broken = self.broken.as_ref().map(|(row, _)| *row);
+        let gaps: Vec<String> = sequence::shown(&self.rows, broken)
+            .into_iter()
+            .filter_map(|shown| match shown {
+                sequence::Shown::Elided { from, to } => Some(format!("{}-{to}", from + 1)),
+                sequence::Shown::Row(..) => None,
+            })
+            .collect();
+        (!gaps.is_empty()).then(|| {
+            format!(
+                "note: {} rows, more than the {ROWS_DRAWN_MAX} a picture draws: rows {} \
+                 are left out (`courier replay` and `courier shrink` read them all)",
+                self.rows.len(),
+                gaps.join(", ")
+            )
+        })
+    }
+
     /// The inputs drawn, and the restarts when there are any.
     fn counted(&self) -> String {
         let restarts = self
@@ -94,4 +118,13 @@ impl Diagram {
             _ => format!("{inputs} inputs and {restarts} restarts"),
         }
     }
+}
+
+/// The text standing in for rows `from..to` (0-based) left out.
+fn elided(from: usize, to: usize) -> String {
+    format!(
+        "... rows {}-{to} not drawn ({} rows: a picture this long is scrolled, not read) ...",
+        from + 1,
+        to - from
+    )
 }

@@ -98,29 +98,72 @@ enum Awaiting {
     Step(u64, u64),
 }
 
+/// The most rows a picture draws: beyond it a picture is scrolled, not
+/// read, and its text grows past what viewers open.
+pub const ROWS_DRAWN_MAX: usize = 2_000;
+
+/// What a renderer draws in order: a row (0-based) with its marks, or a
+/// run of rows left out.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(super) enum Shown {
+    /// One row and its marks.
+    Row(usize, Vec<Mark>),
+    /// Rows `from..to` (0-based), not drawn.
+    Elided { from: usize, to: usize },
+}
+
+/// The rows drawn (each with its marks) and the runs left out: every row
+/// up to [`ROWS_DRAWN_MAX`]; past it the first half of that many, then the
+/// half that ends at the broken row (or at the end). Every row's marks are
+/// still worked out in order (each row's await follows from the ones
+/// before), in one pass.
+pub(super) fn shown(rows: &[Row], broken: Option<usize>) -> Vec<Shown> {
+    let half = ROWS_DRAWN_MAX / 2;
+    let kept = |index: usize| -> bool {
+        if rows.len() <= ROWS_DRAWN_MAX || index < half {
+            return true;
+        }
+        let end = broken.map_or(rows.len(), |row| row + 1).max(ROWS_DRAWN_MAX);
+        (end - half..end).contains(&index)
+    };
+    let mut shown = Vec::new();
+    for (index, marks) in marks(rows).enumerate() {
+        if kept(index) {
+            shown.push(Shown::Row(index, marks));
+            continue;
+        }
+        match shown.last_mut() {
+            Some(Shown::Elided { to, .. }) => *to = index + 1,
+            Some(Shown::Row(..)) | None => shown.push(Shown::Elided {
+                from: index,
+                to: index + 1,
+            }),
+        }
+    }
+    shown
+}
+
 /// The marks of every row, in order.
-pub(super) fn marks(rows: &[Row]) -> Vec<Vec<Mark>> {
+fn marks(rows: &[Row]) -> impl Iterator<Item = Vec<Mark>> {
     let mut awaiting = Awaiting::Nothing;
-    rows.iter()
-        .map(|row| match row {
-            Row::Input(transition) => row_marks(transition, &mut awaiting),
-            Row::Restart {
-                lose,
-                lost,
-                closers,
-            } => {
-                // The resumed agent starts afresh; its closers (or what a
-                // planted bug prints instead) say what it then awaits.
-                awaiting = Awaiting::Nothing;
-                let mut marks = restart_marks(*lose, lost, closers);
-                closers
-                    .iter()
-                    .for_each(|output| follow(&mut awaiting, output));
-                marks.extend(await_mark(&awaiting));
-                marks
-            }
-        })
-        .collect()
+    rows.iter().map(move |row| match row {
+        Row::Input(transition) => row_marks(transition, &mut awaiting),
+        Row::Restart {
+            lose,
+            lost,
+            closers,
+        } => {
+            // The resumed agent starts afresh; its closers (or what a
+            // planted bug prints instead) say what it then awaits.
+            awaiting = Awaiting::Nothing;
+            let mut marks = restart_marks(*lose, lost, closers);
+            closers
+                .iter()
+                .for_each(|output| follow(&mut awaiting, output));
+            marks.extend(await_mark(&awaiting));
+            marks
+        }
+    })
 }
 
 /// A restart row: the crash band, each lost event where it was drawn but

@@ -5,7 +5,7 @@
 use std::fmt::{self, Write};
 
 use super::Diagram;
-use super::sequence::{Lane, Mark, Style, marks};
+use super::sequence::{Lane, Mark, Shown, Style, shown};
 
 /// Horizontal space per lane.
 const LANE_WIDTH: usize = 190;
@@ -83,7 +83,22 @@ impl fmt::Display for Svg<'_> {
 /// below the last.
 fn draw_rows(body: &mut impl Write, diagram: &Diagram, width: usize) -> Result<usize, fmt::Error> {
     let mut y = ROWS_TOP;
-    for (index, row_marks) in marks(&diagram.rows).iter().enumerate() {
+    let broken_row = diagram.broken.as_ref().map(|(row, _)| *row);
+    for shown in shown(&diagram.rows, broken_row) {
+        let (index, row_marks) = match shown {
+            Shown::Row(index, row_marks) => (index, row_marks),
+            Shown::Elided { from, to } => {
+                write!(
+                    body,
+                    r##"<line x1="0" y1="{y}" x2="{width}" y2="{y}" stroke="#ddd"/><text class="await" x="{}" y="{}" text-anchor="middle">{}</text>"##,
+                    width / 2,
+                    y + 20,
+                    escape(&super::elided(from, to))
+                )?;
+                y += 30;
+                continue;
+            }
+        };
         let broken = diagram
             .broken
             .as_ref()

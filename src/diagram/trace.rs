@@ -86,6 +86,7 @@ impl Tracer {
             title: title.into(),
             rows: self.rows.rows,
             broken: self.rows.broken,
+            notes: Vec::new(),
         }
     }
 }

@@ -193,7 +193,6 @@ fn write_divergence(prototype: &Agent, compared: &Compared, out: &Path) -> Resul
     };
     let seed = compared.seed;
     let path = out.join(format!("divergence-{seed}.txn"));
-    let temporary = out.join(format!(".divergence-{seed}.txn.tmp"));
     let mut text = format!(
         "# divergence: seed={seed}, stimulus {index} (the last block), unexplained by any rule\n\
          # the other implementation printed there:\n"
@@ -211,8 +210,7 @@ fn write_divergence(prototype: &Agent, compared: &Compared, out: &Path) -> Resul
     }
     // A named directory that does not exist yet is the user's to create.
     std::fs::create_dir_all(out)
-        .and_then(|()| std::fs::write(&temporary, text))
-        .and_then(|()| std::fs::rename(&temporary, &path))
+        .and_then(|()| courier::files::replace(&path, text))
         .map_err(|error| format!("{}: cannot write: {error}", path.display()))?;
     Ok(path)
 }

@@ -1,0 +1,383 @@
+//! A user's files are sacred: every file a command reads or writes goes
+//! through here.
+//!
+//! [`check_paths`] refuses, before anything is written, an output that is a
+//! folder or read-only, lies in a folder that does not exist, or is the same
+//! file as an input or as another output of the same command (compared as
+//! canonical paths, a file not yet written being its canonical folder plus
+//! its name, and by inode). [`replace`] and [`Staged`] write through a
+//! temporary file in the target's own folder and rename it over the target,
+//! so a full disk, a kill or a write error leaves the old file whole (or no
+//! file at all); a device or pipe is written in place.
+//!
+//! [`read_capped`] reads a transcript whole only up to [`TRANSCRIPT_MAX`],
+//! so `courier run /dev/zero` is an error, not gigabytes; [`is_report`] and
+//! [`read_report`] tell a race report by content and stream it.
+//! [`exit_on_environment_failure`] and [`flush_stdout`] make a closed or
+//! full stdout an exit 2, not a panic.
+
+use std::fs::{self, File, Permissions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+
+/// An output a command will write: the flag that named it (`--out`, or a
+/// description such as `the diagram beside --out`) and its path.
+#[derive(Clone, Copy, Debug)]
+pub struct Output<'a> {
+    /// How the user named it, for the error.
+    pub flag: &'a str,
+    /// Where it goes.
+    pub path: &'a Path,
+}
+
+/// Refuses the outputs of one command before anything is written: a folder,
+/// a read-only file (the rename would go around its mode), a path in a
+/// missing folder, the same file as an input, or the same file as another
+/// output (also through a link). The error names the flag and the path.
+pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), String> {
+    let inputs: Vec<(&Path, Option<Identity>)> = inputs
+        .iter()
+        .map(|input| (*input, Identity::of(input)))
+        .collect();
+    let mut seen: Vec<(Output<'_>, Identity)> = Vec::new();
+    for output in outputs {
+        let Output { flag, path } = *output;
+        let shown = path.display();
+        if let Some(refusal) = unwritable(path) {
+            return Err(format!("{flag} {shown}: {refusal}"));
+        }
+        let Some(resolved) = Identity::of(path) else {
+            return Err(format!(
+                "{flag} {shown}: its folder does not exist (or it names no file)"
+            ));
+        };
+        if let Some((input, _)) = inputs
+            .iter()
+            .find(|(_, input)| input.as_ref().is_some_and(|input| input.same(&resolved)))
+        {
+            return Err(format!(
+                "{flag} {shown} is the input {}: refused (it would be overwritten)",
+                input.display()
+            ));
+        }
+        if let Some((other, _)) = seen.iter().find(|(_, other)| other.same(&resolved)) {
+            return Err(format!(
+                "{flag} {shown} and {} {} are the same file: refused",
+                other.flag,
+                other.path.display()
+            ));
+        }
+        seen.push((*output, resolved));
+    }
+    Ok(())
+}
+
+/// Why `path` cannot be an output, if it cannot: a folder, or a read-only
+/// file (a rename over it would go around its mode).
+fn unwritable(path: &Path) -> Option<&'static str> {
+    let meta = fs::metadata(path).ok()?;
+    if meta.is_dir() {
+        Some("is a folder, not a file")
+    } else if meta.permissions().readonly() {
+        Some("is read-only: refused")
+    } else {
+        None
+    }
+}
+
+/// Which file a path names: its canonical path (for a file not written yet,
+/// its canonical folder joined with its name) and, for a file that exists,
+/// its device and inode, so a hard link to an input is that input too.
+#[derive(PartialEq, Eq, Debug)]
+struct Identity {
+    path: PathBuf,
+    node: Option<(u64, u64)>,
+}
+
+impl Identity {
+    fn of(path: &Path) -> Option<Identity> {
+        Some(Identity {
+            path: canonical(path)?,
+            node: node(path),
+        })
+    }
+
+    /// Whether both name the same file.
+    fn same(&self, other: &Identity) -> bool {
+        self.path == other.path || (self.node.is_some() && self.node == other.node)
+    }
+}
+
+#[cfg(unix)]
+fn node(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|meta| (meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn node(_: &Path) -> Option<(u64, u64)> {
+    None
+}
+
+/// The canonical path of `path`, or of its folder joined with its name when
+/// the file does not exist yet; `None` when neither resolves.
+fn canonical(path: &Path) -> Option<PathBuf> {
+    if let Ok(resolved) = fs::canonicalize(path) {
+        return Some(resolved);
+    }
+    let name = path.file_name()?;
+    Some(fs::canonicalize(folder_of(path)).ok()?.join(name))
+}
+
+/// The folder a path's file lives in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    }
+}
+
+/// Writes `bytes` to `path` whole or not at all (see [`replace_with`]).
+pub fn replace(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
+    replace_with(path, |file| file.write_all(bytes.as_ref()))
+}
+
+/// Writes `path` through `write`, whole or not at all: `write` fills a
+/// temporary file in `path`'s folder, which is synced and renamed over
+/// `path`. If `write` fails (a full disk), `path` is as it was and the
+/// temporary file is gone. A link is followed, so the file it names is
+/// replaced, not the link; an existing file keeps its permissions.
+pub fn replace_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut staged = Staged::new(path)?;
+    {
+        let mut buffered = io::BufWriter::new(staged.file());
+        write(&mut buffered)?;
+        buffered.flush()?;
+    }
+    staged.commit()
+}
+
+/// A file being written beside its target, renamed over it by
+/// [`Staged::commit`]; dropped uncommitted, it is deleted and the target is
+/// untouched. For writers that need a path of their own (a session log).
+/// A target that exists and is not a regular file (`/dev/null`, a FIFO) has
+/// nothing to keep whole and must not be replaced: it is written in place.
+#[derive(Debug)]
+pub struct Staged(Stage);
+
+#[derive(Debug)]
+enum Stage {
+    /// A temporary file beside a regular (or new) file.
+    Beside {
+        temporary: NamedTempFile,
+        target: PathBuf,
+        permissions: Option<Permissions>,
+    },
+    /// A device or pipe, opened for writing.
+    InPlace { file: File, target: PathBuf },
+}
+
+impl Staged {
+    /// A fresh temporary file in `target`'s folder (or the target itself,
+    /// opened, when it is a device or a pipe).
+    pub fn new(target: &Path) -> io::Result<Staged> {
+        if let Some(refusal) = unwritable(target) {
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, refusal));
+        }
+        // Replace the file a link names, not the link.
+        let target = fs::canonicalize(target).unwrap_or_else(|_| target.to_owned());
+        let metadata = fs::metadata(&target).ok();
+        if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
+            let file = fs::OpenOptions::new().write(true).open(&target)?;
+            return Ok(Staged(Stage::InPlace { file, target }));
+        }
+        let name = target.file_name().map_or_else(
+            || "courier".into(),
+            |name| name.to_string_lossy().into_owned(),
+        );
+        let temporary = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempfile_in(folder_of(&target))?;
+        Ok(Staged(Stage::Beside {
+            temporary,
+            target,
+            permissions: metadata.map(|meta| meta.permissions()),
+        }))
+    }
+
+    /// The path to write: the temporary file's (or the device's).
+    pub fn path(&self) -> &Path {
+        match &self.0 {
+            Stage::Beside { temporary, .. } => temporary.path(),
+            Stage::InPlace { target, .. } => target,
+        }
+    }
+
+    /// The file, open for writing.
+    pub fn file(&mut self) -> &mut File {
+        match &mut self.0 {
+            Stage::Beside { temporary, .. } => temporary.as_file_mut(),
+            Stage::InPlace { file, .. } => file,
+        }
+    }
+
+    /// Syncs the temporary file and renames it over the target; the rename
+    /// is made durable by syncing the folder (best effort: not every file
+    /// system can sync a folder).
+    pub fn commit(self) -> io::Result<()> {
+        let (temporary, target, permissions) = match self.0 {
+            Stage::Beside {
+                temporary,
+                target,
+                permissions,
+            } => (temporary, target, permissions),
+            Stage::InPlace { mut file, .. } => return file.flush(),
+        };
+        temporary.as_file().sync_all()?;
+        let permissions = match permissions {
+            Some(permissions) => permissions,
+            None => default_permissions(temporary.as_file())?,
+        };
+        fs::set_permissions(temporary.path(), permissions)?;
+        temporary.persist(&target).map_err(|error| error.error)?;
+        if let Ok(folder) = File::open(folder_of(&target)) {
+            let _best_effort = folder.sync_all();
+        }
+        Ok(())
+    }
+}
+
+/// What a new file gets: readable by others as `fs::write` would leave it
+/// (the temporary file is private until renamed).
+#[cfg(unix)]
+fn default_permissions(file: &File) -> io::Result<Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut permissions = file.metadata()?.permissions();
+    permissions.set_mode(0o644);
+    Ok(permissions)
+}
+
+#[cfg(not(unix))]
+fn default_permissions(file: &File) -> io::Result<Permissions> {
+    Ok(file.metadata()?.permissions())
+}
+
+/// Reads `path` as UTF-8 text of at most `cap` bytes; a longer input (or an
+/// endless one, such as `/dev/zero`) is an error saying the cap, read no
+/// further than one byte past it.
+pub fn read_capped(path: &Path, cap: u64) -> Result<String, String> {
+    if path.is_dir() {
+        return Err("cannot read: is a folder".to_owned());
+    }
+    let file = File::open(path).map_err(|error| format!("cannot read: {error}"))?;
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| format!("cannot read: {error}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(format!(
+            "larger than {} MiB: refused (this command reads its input whole)",
+            cap >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|error| {
+        format!(
+            "not UTF-8 text (byte {} is invalid)",
+            error.utf8_error().valid_up_to() + 1
+        )
+    })
+}
+
+/// Makes a failure of the environment an exit, not a panic with a
+/// backtrace. std panics when stdout or stderr cannot be written (`print!`)
+/// and when a thread cannot be spawned (`thread::spawn`, in the simulator's
+/// and the model checker's workers); a user causes the first with `| head
+/// -1` or `> /dev/full`, the second with too many threads for the machine.
+/// A closed pipe (nobody reads any more) exits quietly; any other such
+/// failure prints one `error:` line; all exit 2. Every other panic is a bug
+/// and keeps the default report.
+pub fn exit_on_environment_failure() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        let printing = ["stdout", "stderr"]
+            .into_iter()
+            .find(|stream| message.starts_with(&format!("failed printing to {stream}:")));
+        let report = match printing {
+            Some(_) if broken_pipe(message) => None,
+            // Nowhere left to say it: the exit code does.
+            Some("stderr") => None,
+            Some(_) => Some(format!("error: cannot write to stdout: {message}")),
+            None if message.starts_with("failed to spawn thread") => {
+                Some(format!("error: cannot start a worker thread: {message}"))
+            }
+            None => return default(info),
+        };
+        if let Some(report) = report {
+            let _unreported = writeln!(io::stderr(), "{report}");
+        }
+        std::process::exit(2);
+    }));
+}
+
+/// Whether std's print failure names a closed pipe: its message ends with
+/// the `io::Error` it got, whose OS code the platform maps to a kind.
+fn broken_pipe(message: &str) -> bool {
+    message
+        .rsplit_once("(os error ")
+        .and_then(|(_, code)| code.strip_suffix(')')?.parse().ok())
+        .is_some_and(|code| io::Error::from_raw_os_error(code).kind() == io::ErrorKind::BrokenPipe)
+}
+
+/// Flushes what a command left in stdout's buffer (std would drop the
+/// error at exit): `Some(exit 2)` after saying why when it fails, quietly
+/// for a closed pipe.
+pub fn flush_stdout() -> Option<std::process::ExitCode> {
+    let error = io::stdout().flush().err()?;
+    if error.kind() != io::ErrorKind::BrokenPipe {
+        let _unreported = writeln!(io::stderr(), "error: cannot write to stdout: {error}");
+    }
+    Some(std::process::ExitCode::from(2))
+}
+
+/// The largest transcript read (they are read whole; the biggest written
+/// by hand or by `courier check` are a few kilobytes).
+pub const TRANSCRIPT_MAX: u64 = 64 << 20;
+
+/// Whether `path` holds a race report rather than a transcript, judged by
+/// content, not by name: a report is a JSON object, so its first byte past
+/// blanks (and a byte order mark) is `{`, which no transcript line starts
+/// with.
+pub fn is_report(path: &Path) -> Result<bool, String> {
+    if path.is_dir() {
+        return Err("cannot read: is a folder".to_owned());
+    }
+    let file = File::open(path).map_err(|error| format!("cannot read: {error}"))?;
+    let mut start = Vec::new();
+    file.take(4096)
+        .read_to_end(&mut start)
+        .map_err(|error| format!("cannot read: {error}"))?;
+    let start = start.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&start);
+    Ok(start
+        .iter()
+        .find(|byte| !byte.is_ascii_whitespace())
+        .is_some_and(|byte| *byte == b'{'))
+}
+
+/// Reads a race report, streamed (see [`courier_sim::Report::read`]): a
+/// report of a million stimuli needs memory for its trace, not for its text.
+pub fn read_report(path: &Path) -> Result<courier_sim::Report, String> {
+    let open = || File::open(path).map_err(|error| format!("cannot read: {error}"));
+    courier_sim::Report::read(open()?, open()?).map_err(|error| error.to_string())
+}
