@@ -40,7 +40,10 @@ struct Draws(u64);
 
 impl Draws {
     fn below(&mut self, bound: usize) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 33) % bound as u64) as usize
     }
 }
@@ -55,7 +58,9 @@ fn stay_linear_splices_keep_list_order_past_the_index_threshold() {
     for round in 0..300 {
         let start = draws.below(model.len() + 1);
         let removed = draws.below((model.len() - start).min(3) + 1);
-        let inserted: Vec<String> = (0..draws.below(6)).map(|k| format!("m{round}.{k}")).collect();
+        let inserted: Vec<String> = (0..draws.below(6))
+            .map(|k| format!("m{round}.{k}"))
+            .collect();
         let messages = inserted.iter().map(|id| Message::from(id.as_str()));
         let output = Output::Spliced(Splice {
             target: Target::NextTurn,
@@ -66,7 +71,11 @@ fn stay_linear_splices_keep_list_order_past_the_index_threshold() {
         });
         history.observe(&output).unwrap();
         model.splice(start..start + removed, inserted);
-        let listed: Vec<&str> = history.list(Target::NextTurn).iter().map(|id| id.as_str()).collect();
+        let listed: Vec<&str> = history
+            .list(Target::NextTurn)
+            .iter()
+            .map(|id| id.as_str())
+            .collect();
         assert_eq!(listed, model, "after round {round}");
     }
     assert!(model.len() > 100, "the list grew to {}", model.len());
@@ -77,17 +86,31 @@ fn stay_linear_a_pending_or_twice_admitted_id_is_found_in_a_long_list() {
     let ids: Vec<String> = (0..1000).map(|k| format!("p{k}")).collect();
     // An id inserted again while pending, found among 1000 (line 3), and
     // one inserted twice in one splice (line 3 of the second log).
-    let again = format!("{HEADER}\n{}\n{}\n", splice(0, &ids), splice(500, &ids[700..701]));
+    let again = format!(
+        "{HEADER}\n{}\n{}\n",
+        splice(0, &ids),
+        splice(500, &ids[700..701])
+    );
     assert_eq!(
         findings(&again),
-        [(3, "unique-pending: p700 inserted into next-turn while pending".to_owned())]
+        [(
+            3,
+            "unique-pending: p700 inserted into next-turn while pending".to_owned()
+        )]
     );
     let mut twice = ids[10..].to_vec();
     twice.push("p999".into());
-    let log = format!("{HEADER}\n{}\n{}\n", splice(0, &ids[..10]), splice(10, &twice));
+    let log = format!(
+        "{HEADER}\n{}\n{}\n",
+        splice(0, &ids[..10]),
+        splice(10, &twice)
+    );
     assert_eq!(
         findings(&log),
-        [(3, "unique-pending: p999 inserted into next-turn while pending".to_owned())]
+        [(
+            3,
+            "unique-pending: p999 inserted into next-turn while pending".to_owned()
+        )]
     );
     // The 1001st context message of a step repeats the 900th.
     let mut step = vec![
@@ -96,11 +119,17 @@ fn stay_linear_a_pending_or_twice_admitted_id_is_found_in_a_long_list() {
         r#"{"type":"step/start","data":{"turn":1,"step":1}}"#.into(),
     ];
     for id in ids.iter().chain(&ids[899..900]) {
-        step.push(format!(r#"{{"type":"user/message","data":{}}}"#, message(id)));
+        step.push(format!(
+            r#"{{"type":"user/message","data":{}}}"#,
+            message(id)
+        ));
     }
     assert_eq!(
         findings(&(step.join("\n") + "\n")),
-        [(1004, "admission: user/message p899 admitted twice in step 1.1".to_owned())]
+        [(
+            1004,
+            "admission: user/message p899 admitted twice in step 1.1".to_owned()
+        )]
     );
 }
 
@@ -139,7 +168,13 @@ fn bounded_memory_json_streams_every_finding_of_a_file_on_its_line() {
 #[test]
 fn truthful_errors_a_line_that_is_not_an_object_is_unreadable_at_its_line() {
     let folder = tempfile::tempdir().unwrap();
-    for line in [r#"["x"]"#, r#"["session/end-seed"]"#, "3", "null", r#""turn/start""#] {
+    for line in [
+        r#"["x"]"#,
+        r#"["session/end-seed"]"#,
+        "3",
+        "null",
+        r#""turn/start""#,
+    ] {
         let file = folder.path().join("array.jsonl");
         std::fs::write(&file, format!("{HEADER}\n{line}\n")).unwrap();
         let output = courier(&["validate", file.to_str().unwrap()]);

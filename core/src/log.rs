@@ -16,8 +16,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-pub use legacy::Conversions;
 use legacy::At;
+pub use legacy::Conversions;
 
 use crate::event::Output;
 
@@ -127,13 +127,19 @@ impl fmt::Display for LineError {
     /// A parse error without serde_json's "at line 1" (the caller names the line).
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let error = match self {
-            Self::Refused(reason) => return write!(formatter, "refused as dsh refuses it: {reason}"),
+            Self::Refused(reason) => {
+                return write!(formatter, "refused as dsh refuses it: {reason}");
+            }
             Self::NotJson(error) | Self::Shape(error) => error,
         };
         let text = error.to_string();
         let position = format!(" at line {} column {}", error.line(), error.column());
         match text.strip_suffix(&position) {
-            Some(message) => write!(formatter, "cannot parse: {message} (column {})", error.column()),
+            Some(message) => write!(
+                formatter,
+                "cannot parse: {message} (column {})",
+                error.column()
+            ),
             None => write!(formatter, "cannot parse: {text}"),
         }
     }
@@ -265,7 +271,9 @@ fn packed_members(kind: &str, data: Option<&RawValue>) -> Result<u64, LineError>
         args: Option<Vec<IgnoredAny>>,
     }
     let members = data.and_then(|data| serde_json::from_str::<Members>(data.get()).ok());
-    let count = members.and_then(|m| m.texts.or(m.args)).map_or(0, |m| m.len());
+    let count = members
+        .and_then(|m| m.texts.or(m.args))
+        .map_or(0, |m| m.len());
     match count {
         0 => Err(LineError::Refused(format!(
             "malformed {kind} storage row: texts must be a non-empty string array"
@@ -418,7 +426,12 @@ mod tests {
 
     #[test]
     fn a_line_must_be_an_object_with_each_key_once_however_spaced() {
-        for line in [r#"["x"]"#, r#"["session/end-seed"]"#, "3", r#""turn/start""#] {
+        for line in [
+            r#"["x"]"#,
+            r#"["session/end-seed"]"#,
+            "3",
+            r#""turn/start""#,
+        ] {
             assert!(
                 matches!(parse_line(line), Err(LineError::Shape(_))),
                 "{line}"
@@ -465,7 +478,8 @@ mod tests {
     fn a_pre_identity_message_gets_dsh_s_legacy_id_from_its_event_number() {
         let packed = r#"{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[0,0],"texts":["a","b","c"]}}"#;
         let legacy = r#"{"type":"user/message","data":{"content":[],"source":{"kind":"user"}},"surfaceOp":"append"}"#;
-        let numbered = r#"{"type":"user/message","seq":40,"data":{"content":"x","source":{"kind":"user"}}}"#;
+        let numbered =
+            r#"{"type":"user/message","seq":40,"data":{"content":"x","source":{"kind":"user"}}}"#;
         let (reader, read) = read_all(&[HEADER, legacy, packed, legacy, numbered, legacy]);
         assert_eq!(message_id(&read[1]), "legacy-message:s1:0");
         assert_eq!(message_id(&read[3]), "legacy-message:s1:4");
@@ -515,7 +529,10 @@ mod tests {
         assert_eq!(message_id(&read[2]), "w");
         assert_eq!(message_id(&read[3]), "legacy-message:s1:2");
         let converted = reader.conversions();
-        assert_eq!((converted.steering_message, converted.pre_identity_message), (3, 1));
+        assert_eq!(
+            (converted.steering_message, converted.pre_identity_message),
+            (3, 1)
+        );
         let bad = r#"{"type":"steering/message","data":{"turn":1,"content":"s"}}"#;
         let (_, read) = read_all(&[HEADER, bad]);
         assert!(matches!(&read[1], Err(LineError::Refused(reason))
@@ -525,9 +542,18 @@ mod tests {
     #[test]
     fn obsolete_event_types_and_other_versions_are_refused_in_dsh_s_words() {
         let lines = [
-            (r#"{"type":"mode/set","data":{}}"#, "unsupported legacy mode/set event at seq 0"),
-            (r#"{"type":"request/header-delta","data":{}}"#, "unsupported legacy request/header-delta event at seq 0"),
-            (r#"{"type":"request/header","data":{"header":{},"reason":"fallback"}}"#, "unsupported legacy request/header reason \"fallback\" at seq 0"),
+            (
+                r#"{"type":"mode/set","data":{}}"#,
+                "unsupported legacy mode/set event at seq 0",
+            ),
+            (
+                r#"{"type":"request/header-delta","data":{}}"#,
+                "unsupported legacy request/header-delta event at seq 0",
+            ),
+            (
+                r#"{"type":"request/header","data":{"header":{},"reason":"fallback"}}"#,
+                "unsupported legacy request/header reason \"fallback\" at seq 0",
+            ),
         ];
         for (line, reason) in lines {
             let (_, read) = read_all(&[HEADER, line]);
@@ -539,10 +565,22 @@ mod tests {
         let initial = r#"{"type":"request/header","data":{"header":{},"reason":"initial"}}"#;
         assert!(read_all(&[HEADER, initial]).1[1].is_ok());
         let cases = [
-            (r#"{"type":"session","id":"s"}"#, "corrupt session log: first line is not a session header"),
-            (r#"{"type":"session","version":"0","id":"s"}"#, "corrupt session log: first line is not a session header"),
-            (r#"{"type":"session","version":1,"id":"s"}"#, "session \"s\" uses log format v1, but this harness reads only v0"),
-            (r#"{"type":"session","version":-1,"id":"s"}"#, "session \"s\" uses log format v-1, older than the supported v0"),
+            (
+                r#"{"type":"session","id":"s"}"#,
+                "corrupt session log: first line is not a session header",
+            ),
+            (
+                r#"{"type":"session","version":"0","id":"s"}"#,
+                "corrupt session log: first line is not a session header",
+            ),
+            (
+                r#"{"type":"session","version":1,"id":"s"}"#,
+                "session \"s\" uses log format v1, but this harness reads only v0",
+            ),
+            (
+                r#"{"type":"session","version":-1,"id":"s"}"#,
+                "session \"s\" uses log format v-1, older than the supported v0",
+            ),
         ];
         for (header, reason) in cases {
             let Err(LineError::Refused(refused)) = parse_line(header) else {

@@ -95,7 +95,9 @@ pub(super) fn refusal(kind: &str, data: Option<&RawValue>, at: &At) -> Option<St
                 reason: Option<Value>,
             }
             let reason = data.and_then(|data| serde_json::from_str::<Reason>(data.get()).ok());
-            let fallback = reason.and_then(|r| r.reason).is_some_and(|r| r == "fallback");
+            let fallback = reason
+                .and_then(|r| r.reason)
+                .is_some_and(|r| r == "fallback");
             fallback.then(|| {
                 format!(
                     "session \"{session}\" contains unsupported legacy request/header \
@@ -142,7 +144,9 @@ pub(super) fn turn_start(data: &Map<String, Value>, at: &At) -> Option<Result<Ou
         && turn.is_some_and(|turn| turn >= 1)
         && has_only_keys(data, &["turn", "trigger"])
         && data.get("trigger").is_some_and(Value::is_object)
-        && kind.and_then(Value::as_str).is_some_and(|kind| !kind.is_empty());
+        && kind
+            .and_then(Value::as_str)
+            .is_some_and(|kind| !kind.is_empty());
     Some(match turn {
         Some(turn) if well_formed => Ok(Output::TurnStart { turn }),
         _ => Err(malformed("turn/start", at)),
@@ -159,7 +163,8 @@ pub(super) fn steering_message(data: Value, at: &At) -> Result<Map<String, Value
         return Err(malformed("steering/message", at));
     };
     let turn = is_safe_integer(data.get("turn"));
-    if turn && has_only_keys(&data, &["turn", "message"])
+    if turn
+        && has_only_keys(&data, &["turn", "message"])
         && let Some(Value::Object(message)) = data.remove("message")
     {
         return Ok(message);
