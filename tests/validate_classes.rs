@@ -207,3 +207,45 @@ fn truthful_errors_a_duplicate_key_is_refused_however_the_line_is_spaced() {
         );
     }
 }
+
+#[test]
+fn never_panic_a_closed_or_full_stdout_ends_validate_cleanly() {
+    use std::process::{Command, Stdio};
+    let binary = env!("CARGO_BIN_EXE_courier");
+    let logs: Vec<String> = (0..200)
+        .map(|_| "tests/logs/goal-rounds-skips-and-repeats.jsonl".to_owned())
+        .collect();
+    // The reader goes away before the first line: the run ends quietly.
+    let mut child = Command::new(binary)
+        .arg("validate")
+        .args(&logs)
+        .current_dir(common::workspace())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(!error.contains("panicked"), "{error}");
+    // The verdict of the files checked before the pipe closed (none, or
+    // some of these invalid ones, depending on when it closed).
+    assert!(matches!(output.status.code(), Some(0 | 1)), "{error}");
+    // A full disk under stdout is an error line and exit 2.
+    let Ok(full) = std::fs::File::create("/dev/full") else {
+        return;
+    };
+    let output = Command::new(binary)
+        .args(["validate", "--format", "json"])
+        .args(&logs)
+        .current_dir(common::workspace())
+        .stdout(full)
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{error}");
+    assert!(
+        error.starts_with("error: cannot write to stdout:"),
+        "{error}"
+    );
+}

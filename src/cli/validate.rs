@@ -11,7 +11,8 @@
 //! converted: `total` and the count per rule) or `error` (`line`, `reason`).
 //! Exit 0 when every file is valid, 1 when any has a violation, 2 when any
 //! cannot be read or parsed, or stdout cannot be written; a closed stdout
-//! (`| head`) ends the run quietly.
+//! (`| head`) ends the run quietly, with the verdict of the files already
+//! reported.
 
 use std::fs::File;
 use std::io::{self, BufReader, Write};
