@@ -204,14 +204,17 @@ impl Reader {
         match kind {
             "session/end-seed" => Ok(LogLine::EndSeed),
             "turn/start" => {
-                let fields: Map<String, Value> = serde_json::from_str(data())?;
-                match legacy::turn_start(&fields, &at) {
-                    Some(converted) => {
+                // Only data that could name a `trigger` (an escape could
+                // spell it) is read as fields; the rest parses directly.
+                let raw = data();
+                if raw.contains("trigger") || raw.contains('\\') {
+                    let fields: Map<String, Value> = serde_json::from_str(raw)?;
+                    if let Some(converted) = legacy::turn_start(&fields, &at) {
                         self.conversions.turn_start_trigger += 1;
-                        converted.map(LogLine::Delivery).map_err(LineError::Refused)
+                        return converted.map(LogLine::Delivery).map_err(LineError::Refused);
                     }
-                    None => Ok(LogLine::Delivery(serde_json::from_str(text)?)),
                 }
+                Ok(LogLine::Delivery(serde_json::from_str(text)?))
             }
             "steering/message" => {
                 let mut message = legacy::steering_message(serde_json::from_str(data())?, &at)
@@ -357,19 +360,23 @@ impl<'de> Deserialize<'de> for Text<'de> {
 /// hash set past that, so a hostile line of many keys stays linear.
 #[derive(Default)]
 struct KeySet<'a> {
-    few: Vec<Cow<'a, str>>,
+    few: [Cow<'a, str>; KeySet::FEW],
+    len: usize,
     many: FxHashSet<Cow<'a, str>>,
 }
 
 impl<'a> KeySet<'a> {
+    /// Keys kept in the list (no allocation) before the set is used.
+    const FEW: usize = 8;
+
     /// Adds `key`; `false` when it was already there.
     fn insert(&mut self, key: Cow<'a, str>) -> bool {
-        const FEW: usize = 16;
-        if self.few.contains(&key) || self.many.contains(&key) {
+        if self.few[..self.len].contains(&key) || self.many.contains(&key) {
             return false;
         }
-        if self.few.len() < FEW {
-            self.few.push(key);
+        if self.len < Self::FEW {
+            self.few[self.len] = key;
+            self.len += 1;
         } else {
             self.many.insert(key);
         }
@@ -497,12 +504,17 @@ mod tests {
     #[test]
     fn a_turn_start_trigger_is_dropped_only_from_the_whole_old_envelope() {
         let old = r#"{"type":"turn/start","data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}"#;
-        let (reader, read) = read_all(&[HEADER, old]);
+        let escaped = r#"{"type":"turn/start","data":{"turn":2,"trigg\u0065r":{"kind":"m"}}}"#;
+        let (reader, read) = read_all(&[HEADER, old, escaped]);
         assert_eq!(
             read[1].as_ref().unwrap(),
             &LogLine::Delivery(Output::TurnStart { turn: 1 })
         );
-        assert_eq!(reader.conversions().turn_start_trigger, 1);
+        assert_eq!(
+            read[2].as_ref().unwrap(),
+            &LogLine::Delivery(Output::TurnStart { turn: 2 })
+        );
+        assert_eq!(reader.conversions().turn_start_trigger, 2);
         for bad in [
             r#"{"type":"turn/start","data":{"turn":1,"trigger":{"kind":""}}}"#,
             r#"{"type":"turn/start","data":{"turn":0,"trigger":{"kind":"message"}}}"#,
