@@ -94,7 +94,14 @@ pub(super) fn refusal(kind: &str, data: Option<&RawValue>, at: &At) -> Option<St
             struct Reason {
                 reason: Option<Value>,
             }
-            let reason = data.and_then(|data| serde_json::from_str::<Reason>(data.get()).ok());
+            // Headers are large (prompts, tool schemas): only data that
+            // could spell `fallback` (a letter can only be escaped as
+            // `\u`) is read.
+            let raw = data.map_or("", RawValue::get);
+            if !raw.contains("fallback") && !raw.contains("\\u") {
+                return None;
+            }
+            let reason = serde_json::from_str::<Reason>(raw).ok();
             let fallback = reason
                 .and_then(|r| r.reason)
                 .is_some_and(|r| r == "fallback");
