@@ -11,7 +11,8 @@ use std::borrow::Cow;
 use std::fmt;
 
 use rustc_hash::FxHashSet;
-use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, DeserializeSeed, IgnoredAny, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -178,7 +179,10 @@ impl Reader {
 
     /// Reads one (non-blank) line.
     pub fn line(&mut self, text: &str) -> Result<LogLine, LineError> {
-        let envelope: Envelope = serde_json::from_str(text)?;
+        let envelope = match Envelope::read(text, true) {
+            Ok(envelope) => envelope,
+            Err(_) => Envelope::read(text, false)?,
+        };
         let kind = envelope.kind.as_ref();
         if kind == "session" {
             return self.header(text);
@@ -199,6 +203,9 @@ impl Reader {
         };
         if let Some(reason) = legacy::refusal(kind, envelope.data, &at) {
             return Err(LineError::Refused(reason));
+        }
+        if let Some(output) = envelope.read {
+            return Ok(LogLine::Delivery(output));
         }
         let data = || envelope.data.map(RawValue::get).unwrap_or("null");
         match kind {
@@ -293,15 +300,37 @@ struct Envelope<'a> {
     kind: Cow<'a, str>,
     data: Option<&'a RawValue>,
     seq: Option<&'a RawValue>,
+    /// The delivery event, when its data was deserialized in the same pass.
+    read: Option<Output>,
 }
 
-impl<'de> Deserialize<'de> for Envelope<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(EnvelopeVisitor)
+impl<'a> Envelope<'a> {
+    /// Reads the envelope of `text`; with `inline`, the data of a delivery
+    /// event whose `type` comes first (as every writer puts it) and that
+    /// needs no conversion is deserialized as it is met, so the line is read
+    /// once. An error then may be one a conversion would cure: the caller
+    /// reads the line again without `inline`.
+    fn read(text: &'a str, inline: bool) -> Result<Self, serde_json::Error> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let envelope = deserializer.deserialize_map(EnvelopeVisitor { inline })?;
+        deserializer.end()?;
+        Ok(envelope)
     }
 }
 
-struct EnvelopeVisitor;
+/// Delivery events read in the envelope's pass; the others may need a
+/// conversion that looks at their data first.
+const INLINE_TYPES: [&str; 5] = [
+    "agent/inbox/spliced",
+    "step/start",
+    "user/message",
+    "step/end",
+    "turn/end",
+];
+
+struct EnvelopeVisitor {
+    inline: bool,
+}
 
 impl<'de> Visitor<'de> for EnvelopeVisitor {
     type Value = Envelope<'de>;
@@ -313,12 +342,22 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut kind: Option<Cow<'de, str>> = None;
         let mut data = None;
+        let mut read = None;
         let mut seq = None;
         let mut others = KeySet::default();
         while let Some(Text(key)) = map.next_key()? {
             let fresh = match key.as_ref() {
                 "type" => kind.replace(map.next_value::<Text>()?.0).is_none(),
-                "data" => data.replace(map.next_value()?).is_none(),
+                "data" if data.is_some() || read.is_some() => false,
+                "data" => {
+                    match kind.as_deref() {
+                        Some(kind) if self.inline && INLINE_TYPES.contains(&kind) => {
+                            read = Some(map.next_value_seed(TaggedSeed(kind))?);
+                        }
+                        _ => data = Some(map.next_value()?),
+                    }
+                    true
+                }
                 "seq" | "seq0" => seq.replace(map.next_value()?).is_none(),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -330,7 +369,63 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
             }
         }
         let kind = kind.ok_or_else(|| de::Error::missing_field("type"))?;
-        Ok(Envelope { kind, data, seq })
+        Ok(Envelope {
+            kind,
+            data,
+            seq,
+            read,
+        })
+    }
+}
+
+/// An [`Output`] from its type and its data, the data read from `data`
+/// (the line's own deserializer, positioned at it): a map of the two that
+/// `Output`'s own adjacently tagged `Deserialize` reads, so its shapes are
+/// written down once.
+struct Tagged<'k, D> {
+    kind: Option<&'k str>,
+    data: Option<D>,
+}
+
+/// Reads an [`Output`] of the type it holds from the data it is given.
+struct TaggedSeed<'k>(&'k str);
+
+impl<'de> DeserializeSeed<'de> for TaggedSeed<'_> {
+    type Value = Output;
+
+    fn deserialize<D: Deserializer<'de>>(self, data: D) -> Result<Output, D::Error> {
+        let map = Tagged {
+            kind: Some(self.0),
+            data: Some(data),
+        };
+        Output::deserialize(MapAccessDeserializer::new(map))
+    }
+}
+
+impl<'de, D: Deserializer<'de>> MapAccess<'de> for Tagged<'_, D> {
+    type Error = D::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, D::Error> {
+        let key = match (self.kind, &self.data) {
+            (Some(_), _) => "type",
+            (None, Some(_)) => "data",
+            (None, None) => return Ok(None),
+        };
+        seed.deserialize(key.into_deserializer()).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, D::Error> {
+        match (self.kind.take(), self.data.take()) {
+            (Some(kind), data) => {
+                self.data = data;
+                seed.deserialize(kind.into_deserializer())
+            }
+            (None, Some(data)) => seed.deserialize(data),
+            (None, None) => Err(de::Error::custom("a value asked after the last key")),
+        }
     }
 }
 
