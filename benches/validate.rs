@@ -13,7 +13,15 @@
 //! only: the validator's floor, since it syntax-checks every line) and into
 //! a `serde_json::Value` (a full parse into a generic tree).
 //!
-//! The goal is at least 100 MB/s. Run: `cargo bench --bench validate`.
+//! The goal is at least 100 MB/s.
+//!
+//! `validate-scale` (or `validate-scale-cpu`) times, per event, logs of
+//! 10k, 100k and 1M events built to stress what used to be scanned per
+//! event ([`scale_log`]): a pending list of a quarter of the events, and one
+//! step admitting another quarter. Time per event must stay flat (within
+//! 2x) from 10k to 1M.
+//!
+//! Run: `cargo bench --bench validate`.
 
 mod clock;
 #[path = "../tests/common/mod.rs"]
@@ -74,6 +82,60 @@ fn core_log() -> Vec<u8> {
     log.into_bytes()
 }
 
+/// A log of `events` events (lines after the header) whose lists grow with
+/// it: a quarter appends (at the end) and prepends (at the front) pending
+/// `next-turn` messages one splice each; one turn's one step admits another
+/// quarter as context; the rest are turns that each send one message, claim
+/// the head and enter a message, each checked against the long list.
+fn scale_log(events: usize) -> Vec<u8> {
+    fn message(id: &str) -> String {
+        format!(r#"{{"id":"{id}","role":"user","content":"x","source":{{"kind":"user"}}}}"#)
+    }
+    fn send(start: usize, id: &str) -> String {
+        let message = message(id);
+        format!(
+            r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":{start},"inserted":[{message}]}}}}"#
+        )
+    }
+    let mut log = vec![SessionHeader::new("scale").line()];
+    let mut pending = 0;
+    for k in 0..events / 4 {
+        log.push(send(if k % 2 == 0 { pending } else { 0 }, &format!("p{k}")));
+        pending += 1;
+    }
+    log.push(r#"{"type":"turn/start","data":{"turn":1}}"#.into());
+    log.push(r#"{"type":"step/start","data":{"turn":1,"step":1}}"#.into());
+    for k in 0..events / 4 {
+        let message = message(&format!("c{k}"));
+        log.push(format!(r#"{{"type":"user/message","data":{message}}}"#));
+    }
+    log.push(r#"{"type":"step/end","data":{"turn":1,"step":1}}"#.into());
+    log.push(r#"{"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}"#.into());
+    let claim = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}"#;
+    let mut turn = 1;
+    while log.len() + 7 <= events + 1 {
+        turn += 1;
+        log.push(send(pending, &format!("t{turn}")));
+        log.push(format!(
+            r#"{{"type":"turn/start","data":{{"turn":{turn}}}}}"#
+        ));
+        log.push(claim.into());
+        log.push(format!(
+            r#"{{"type":"step/start","data":{{"turn":{turn},"step":1}}}}"#
+        ));
+        // What the step enters is checked against the long pending list.
+        let message = message(&format!("u{turn}"));
+        log.push(format!(r#"{{"type":"user/message","data":{message}}}"#));
+        log.push(format!(
+            r#"{{"type":"step/end","data":{{"turn":{turn},"step":1}}}}"#
+        ));
+        log.push(format!(
+            r#"{{"type":"turn/end","data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#
+        ));
+    }
+    (log.join("\n") + "\n").into_bytes()
+}
+
 /// The baselines: every non-blank line of `log` checked as UTF-8 and parsed
 /// as a `T`; returns the line count, so nothing is optimized away.
 fn parse_lines<T: DeserializeOwned>(log: &[u8]) -> u64 {
@@ -111,6 +173,24 @@ fn bench<M: Measurement>(criterion: &mut Criterion<M>) {
         });
         group.bench_function(BenchmarkId::new("json-value", name), |bencher| {
             bencher.iter(|| assert!(parse_lines::<serde_json::Value>(&log) > 1000));
+        });
+    }
+    group.finish();
+    let mut group = clock::group(criterion, "validate-scale");
+    group.sample_size(10);
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+    for events in [10_000, 100_000, 1_000_000] {
+        let log = scale_log(events);
+        let lines = log.iter().filter(|byte| **byte == b'\n').count() as u64;
+        // Every line after the header is an event.
+        group.throughput(Throughput::Elements(lines - 1));
+        group.bench_function(BenchmarkId::new("courier", events), |bencher| {
+            bencher.iter(|| {
+                let summary = validate(log.as_slice(), |finding| panic!("{finding}")).unwrap();
+                assert!(summary.is_valid() && summary.lines == lines);
+            });
         });
     }
     group.finish();

@@ -225,6 +225,12 @@ fn the_cli_reports_json_per_file() {
                 "property": "balanced",
                 "detail": "turn/start 2 while turn 1 is open",
             }],
+            "conversions": {
+                "total": 0,
+                "turn-start-trigger": 0,
+                "steering-message": 0,
+                "pre-identity-message": 0,
+            },
         })
     );
     assert_eq!(reports[1]["status"], "valid");

@@ -7,10 +7,18 @@
 //! the splices. An id names one occurrence while it is pending (ids are
 //! unique while pending, and may be sent again once they left), so the ghost
 //! state needs no counters and stays canonical for a model checker.
+//!
+//! Linear in the log: each check that asks whether an id is pending or was
+//! admitted looks it up in a hash [`Index`] kept beside the ordered list
+//! once that list is long, and a splice moves the shorter side of its list
+//! once, so a log with a million pending or admitted ids checks as fast per
+//! event as a short one.
 
 use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 
 use courier_core::{Message, MessageId, Output, Splice, Target, TurnEnd};
+use rustc_hash::FxHashMap;
 
 use crate::property::{Property, Violation, ensure};
 
@@ -48,6 +56,8 @@ struct OpenTurn {
     boundary_claims: Vec<Target>,
     /// Ids admitted in the open step.
     admitted: Vec<MessageId>,
+    /// `admitted`, indexed.
+    admitted_index: Index,
 }
 
 /// The ghost replay of a durable log.
@@ -56,10 +66,79 @@ pub struct History {
     mode: Mode,
     next_turn: VecDeque<MessageId>,
     next_step: VecDeque<MessageId>,
+    /// Both lists, indexed.
+    pending_index: Index,
     last_turn: u64,
     turn: Option<OpenTurn>,
     /// The previous durable output opened a step or admitted a message.
     admitting: bool,
+}
+
+/// How many times each id occurs in an ordered list of ids (placeholder ids
+/// of a log may occur more than once), built only once the list is long: a
+/// model checker clones histories of a few ids millions of times, where a
+/// scan is cheaper than a table, while a log may keep a million pending.
+/// Derived from the list it mirrors, so it takes no part in equality or
+/// hashing.
+#[derive(Clone, Debug, Default)]
+struct Index(Option<FxHashMap<MessageId, u32>>);
+
+impl Index {
+    /// The list length from which the table is kept.
+    const FROM: usize = 32;
+
+    /// Whether `id` is in the list, which `list` iterates.
+    fn contains<'a>(&self, id: &MessageId, list: impl IntoIterator<Item = &'a MessageId>) -> bool {
+        match &self.0 {
+            Some(table) => table.contains_key(id),
+            None => list.into_iter().any(|listed| listed == id),
+        }
+    }
+
+    /// `id` joins the list.
+    fn insert(&mut self, id: &MessageId) {
+        if let Some(table) = &mut self.0 {
+            *table.entry(id.clone()).or_default() += 1;
+        }
+    }
+
+    /// `id` leaves the list.
+    fn remove(&mut self, id: &MessageId) {
+        if let Some(table) = &mut self.0
+            && let Some(count) = table.get_mut(id)
+        {
+            *count -= 1;
+            if *count == 0 {
+                table.remove(id);
+            }
+        }
+    }
+
+    /// Builds the table when the list, which `list` iterates, reaches
+    /// `length` ids; drops it when the list is empty.
+    fn fit<'a>(&mut self, length: usize, list: impl IntoIterator<Item = &'a MessageId>) {
+        if length == 0 {
+            self.0 = None;
+        } else if self.0.is_none() && length >= Self::FROM {
+            let mut table = FxHashMap::default();
+            for id in list {
+                *table.entry(id.clone()).or_default() += 1;
+            }
+            self.0 = Some(table);
+        }
+    }
+}
+
+impl PartialEq for Index {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Index {}
+
+impl Hash for Index {
+    fn hash<H: Hasher>(&self, _: &mut H) {}
 }
 
 impl History {
@@ -69,6 +148,7 @@ impl History {
             mode,
             next_turn: VecDeque::new(),
             next_step: VecDeque::new(),
+            pending_index: Index::default(),
             last_turn: 0,
             turn: None,
             admitting: false,
@@ -141,6 +221,7 @@ impl History {
             mode,
             next_turn: _,
             next_step: _,
+            pending_index: _,
             last_turn,
             turn,
             admitting,
@@ -156,6 +237,7 @@ impl History {
     pub(crate) fn end_seed(&mut self) {
         self.next_turn.clear();
         self.next_step.clear();
+        self.pending_index = Index::default();
         self.turn = None;
         self.admitting = false;
     }
@@ -166,7 +248,7 @@ impl History {
     }
 
     fn is_pending(&self, id: &MessageId) -> bool {
-        self.has_identity(id) && self.pending().any(|pending| pending == id)
+        self.has_identity(id) && self.pending_index.contains(id, self.pending())
     }
 
     /// Checks and applies one durable output; live outputs are ignored.
@@ -215,6 +297,9 @@ impl History {
         }
         let range = splice.start..splice.start + splice.removed_count;
         let removed: Vec<MessageId> = self.list_mut(splice.target).drain(range).collect();
+        for id in &removed {
+            self.pending_index.remove(id);
+        }
         let inserted = self.insert(splice)?;
         if claim {
             self.note_claim(splice.target);
@@ -226,21 +311,38 @@ impl History {
         })
     }
 
+    /// Checks each inserted id is not pending (nor inserted twice), then
+    /// puts them in place, moving only the shorter side of the list.
     fn insert(&mut self, splice: &Splice) -> Result<Vec<MessageId>, Violation> {
-        let mut inserted = Vec::with_capacity(splice.inserted.len());
-        for (offset, message) in splice.inserted.iter().enumerate() {
-            let id = message.id();
-            ensure(!self.is_pending(id), Property::UniquePending, || {
+        let ids: Vec<MessageId> = splice.inserted.iter().map(|m| m.id().clone()).collect();
+        let length = self.next_turn.len() + self.next_step.len() + ids.len();
+        let pending = self.next_step.iter().chain(&self.next_turn);
+        self.pending_index.fit(length, pending);
+        for (at, id) in ids.iter().enumerate() {
+            let listed = self.next_step.iter().chain(&self.next_turn);
+            let seen = listed.chain(&ids[..at]);
+            let pending = self.has_identity(id) && self.pending_index.contains(id, seen);
+            ensure(!pending, Property::UniquePending, || {
                 format!(
                     "{id} inserted into {} while pending",
                     splice.target.as_str()
                 )
             })?;
-            self.list_mut(splice.target)
-                .insert(splice.start + offset, id.clone());
-            inserted.push(id.clone());
+            self.pending_index.insert(id);
         }
-        Ok(inserted)
+        let list = self.list_mut(splice.target);
+        let start = splice.start;
+        if start <= list.len() - start {
+            let front: Vec<MessageId> = list.drain(..start).collect();
+            for id in front.iter().chain(&ids).rev() {
+                list.push_front(id.clone());
+            }
+        } else {
+            let mut back = list.split_off(start);
+            list.extend(ids.iter().cloned());
+            list.append(&mut back);
+        }
+        Ok(ids)
     }
 
     /// Claims are pure deletions from the front, inside an open turn and
@@ -334,6 +436,7 @@ impl History {
             prompt_claimed: false,
             boundary_claims: Vec::new(),
             admitted: Vec::new(),
+            admitted_index: Index::default(),
         });
         Ok(())
     }
@@ -368,6 +471,7 @@ impl History {
         turn.last_step = step;
         turn.step_open = true;
         turn.admitted.clear();
+        turn.admitted_index = Index::default();
         self.admitting = true;
         Ok(())
     }
@@ -391,10 +495,13 @@ impl History {
             format!("user/message {id} in step {step} while {id} is pending")
         })?;
         if identity {
-            ensure(!turn.admitted.contains(id), Property::Admission, || {
+            let twice = turn.admitted_index.contains(id, &turn.admitted);
+            ensure(!twice, Property::Admission, || {
                 format!("user/message {id} admitted twice in step {step}")
             })?;
             turn.admitted.push(id.clone());
+            turn.admitted_index.insert(id);
+            turn.admitted_index.fit(turn.admitted.len(), &turn.admitted);
         }
         self.admitting = true;
         Ok(())

@@ -16,9 +16,13 @@
 //!   not a fork, is the marker a resume appends, and the replay goes on
 //!   across it. A restart's closers (`turn/end interrupted`) are ordinary
 //!   events, so a resumed log checks as one session.
-//! - Every line must be JSON, including the events outside the contract,
-//!   which are skipped after that syntax check. Whitespace-only lines are
-//!   ignored.
+//! - Every line must be a JSON object naming each key once, including the
+//!   events outside the contract, which are skipped after that check.
+//!   Whitespace-only lines are ignored.
+//! - Lines are read by the core's one log reader ([`Reader`]), so dsh's
+//!   older records are converted as dsh's own loader converts them, and a
+//!   record dsh refuses makes the file unreadable at its line with dsh's
+//!   reason; [`Summary::conversions`] counts the converted records.
 //! - A violation of [`History`] stops the file: its ghost state is no longer
 //!   the log's (a half-applied splice, an unknown turn number), so every
 //!   later report would be noise. A `goal-rounds` violation does not touch
@@ -28,8 +32,7 @@ use std::fmt;
 use std::io::{BufRead, Read};
 
 use crate::{GoalRounds, History, Mode, Violation};
-use courier_core::log::{LogLine, parse_contract_line, parse_line};
-use serde::de::IgnoredAny;
+use courier_core::log::{Conversions, LogLine, Reader};
 
 /// The longest line read; a longer one makes the file unreadable rather
 /// than memory unbounded (dsh inlines images, so this is generous).
@@ -74,6 +77,8 @@ pub struct Summary {
     pub violations: u64,
     /// Checking stopped early, at a violation that left the replay untrustworthy.
     pub stopped: bool,
+    /// dsh's older records read converted, as dsh's loader reads them.
+    pub conversions: Conversions,
 }
 
 impl Summary {
@@ -89,11 +94,13 @@ pub fn validate<R: BufRead>(
     mut report: impl FnMut(Finding),
 ) -> Result<Summary, Unreadable> {
     let mut buffer = Vec::new();
+    let mut lines = Reader::new();
     let mut replay: Option<Replay> = None;
     let mut summary = Summary {
         lines: 0,
         violations: 0,
         stopped: false,
+        conversions: Conversions::default(),
     };
     while let Some(text) = next_line(&mut reader, &mut buffer, summary.lines + 1)? {
         summary.lines += 1;
@@ -101,12 +108,13 @@ pub fn validate<R: BufRead>(
         if text.trim().is_empty() {
             continue;
         }
-        let event = read_event(text).map_err(|error| Unreadable {
+        let event = lines.line(text).map_err(|error| Unreadable {
             line,
-            reason: cannot_parse(&error),
+            reason: error.to_string(),
         })?;
+        summary.conversions = lines.conversions();
         let broken = match (event, &mut replay) {
-            (Some(LogLine::Header(header)), slot) => {
+            (LogLine::Header(header), slot) => {
                 *slot = Some(Replay::new(header.extra.contains_key("seedLength")));
                 continue;
             }
@@ -117,8 +125,7 @@ pub fn validate<R: BufRead>(
                     reason: reason.into(),
                 });
             }
-            (None, Some(_)) => continue,
-            (Some(event), Some(replay)) => match replay.observe(&event) {
+            (event, Some(replay)) => match replay.observe(&event) {
                 Ok(()) => continue,
                 Err(broken) => broken,
             },
@@ -140,16 +147,6 @@ pub fn validate<R: BufRead>(
         });
     }
     Ok(summary)
-}
-
-/// A parse error without serde_json's "at line 1" (the line is ours to name).
-fn cannot_parse(error: &serde_json::Error) -> String {
-    let text = error.to_string();
-    let position = format!(" at line {} column {}", error.line(), error.column());
-    match text.strip_suffix(&position) {
-        Some(message) => format!("cannot parse: {message} (column {})", error.column()),
-        None => format!("cannot parse: {text}"),
-    }
 }
 
 /// Reads the next line into `buffer`, without its line ending; `None` at the end.
@@ -179,32 +176,6 @@ fn next_line<'b, R: BufRead>(
     std::str::from_utf8(buffer)
         .map(Some)
         .map_err(|error| unreadable(format!("not UTF-8: {error}")))
-}
-
-/// The line as a contract event; `None` for an event outside the contract.
-/// The type is peeked from the front of the line, so each line is read in
-/// one pass, and lines outside the contract are only checked to be JSON:
-/// their data is never deserialized into values.
-fn read_event(text: &str) -> Result<Option<LogLine>, serde_json::Error> {
-    let Some(kind) = peek_type(text) else {
-        return match parse_line(text)? {
-            LogLine::Other(_) => Ok(None),
-            event => Ok(Some(event)),
-        };
-    };
-    match parse_contract_line(kind, text) {
-        Some(event) => event.map(Some),
-        None => serde_json::from_str::<IgnoredAny>(text).map(|_| None),
-    }
-}
-
-/// The event type of a line that starts `{"type":"<kind>"` (how dsh and
-/// Courier write every line); `None` when the line is written otherwise.
-fn peek_type(text: &str) -> Option<&str> {
-    let rest = text.strip_prefix(r#"{"type":""#)?;
-    let kind = &rest[..rest.find('"')?];
-    // An escape could hide the closing quote; let the parser decide.
-    (!kind.contains('\\')).then_some(kind)
 }
 
 /// The ghost replay of one session.

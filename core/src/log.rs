@@ -1,11 +1,24 @@
 //! The durable session log in the dsh JSONL shapes
 //! (`fixtures/dsh-logs/README.md`): one JSON object per line, a `session`
 //! header first, then `{"type": ..., "data": ...}` events. Every log Courier
-//! writes and reads goes through this module.
+//! writes and reads goes through this module: writes through
+//! [`durable_line`], reads through [`Reader`], which also converts dsh's
+//! older records as dsh's own loader does ([`legacy`]).
 
-use serde::de::IgnoredAny;
-use serde::{Deserialize, Serialize};
+mod legacy;
+
+use std::borrow::Cow;
+use std::fmt;
+
+use rustc_hash::FxHashSet;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, DeserializeSeed, IgnoredAny, IntoDeserializer, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use legacy::At;
+pub use legacy::Conversions;
 
 use crate::event::Output;
 
@@ -84,32 +97,385 @@ const DELIVERY_TYPES: [&str; 6] = [
     "turn/end",
 ];
 
-/// Parses one JSONL line. A delivery event with a wrong shape is an error; an
-/// unknown event type is [`LogLine::Other`].
-pub fn parse_line(line: &str) -> Result<LogLine, serde_json::Error> {
-    #[derive(Deserialize)]
-    struct Tagged {
-        #[serde(rename = "type")]
-        kind: String,
-    }
-    let tagged: Tagged = serde_json::from_str(line)?;
-    parse_contract_line(&tagged.kind, line).unwrap_or(Ok(LogLine::Other(tagged.kind)))
+/// dsh's packed chunk rows: one line standing for as many chunk events as
+/// its `texts` (or `args`) has members (`decodeStorageRecord`,
+/// `packages/core/session/src/chunk-rows.ts`).
+const PACKED_TYPES: [&str; 3] = ["text-chunks", "reasoning-chunks", "tool-call-chunks"];
+
+/// Why a line cannot be read.
+#[derive(Debug)]
+pub enum LineError {
+    /// Not JSON: what a torn write leaves.
+    NotJson(serde_json::Error),
+    /// JSON, but not a record of the log: not an object, a duplicate key,
+    /// a delivery event of the wrong shape.
+    Shape(serde_json::Error),
+    /// A record dsh's loader refuses too, in dsh's words.
+    Refused(String),
 }
 
-/// Parses, in one pass, a line whose `type` the caller already knows (a
-/// streaming reader peeks it at the front of the line); `None` when that
-/// type is outside the contract, whose data this module never reads. `kind`
-/// must be the line's own `type`.
-pub fn parse_contract_line(kind: &str, line: &str) -> Option<Result<LogLine, serde_json::Error>> {
-    match kind {
-        "session" => Some(serde_json::from_str(line).map(LogLine::Header)),
-        "session/end-seed" => {
-            Some(serde_json::from_str::<IgnoredAny>(line).map(|_| LogLine::EndSeed))
+impl From<serde_json::Error> for LineError {
+    fn from(error: serde_json::Error) -> Self {
+        if error.is_data() {
+            Self::Shape(error)
+        } else {
+            Self::NotJson(error)
         }
-        kind if DELIVERY_TYPES.contains(&kind) => {
-            Some(serde_json::from_str(line).map(LogLine::Delivery))
+    }
+}
+
+impl fmt::Display for LineError {
+    /// A parse error without serde_json's "at line 1" (the caller names the line).
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let error = match self {
+            Self::Refused(reason) => {
+                return write!(formatter, "refused as dsh refuses it: {reason}");
+            }
+            Self::NotJson(error) | Self::Shape(error) => error,
+        };
+        let text = error.to_string();
+        let position = format!(" at line {} column {}", error.line(), error.column());
+        match text.strip_suffix(&position) {
+            Some(message) => write!(
+                formatter,
+                "cannot parse: {message} (column {})",
+                error.column()
+            ),
+            None => write!(formatter, "cannot parse: {text}"),
         }
-        _ => None,
+    }
+}
+
+/// The one reader of log lines: every log Courier reads (the validator, a
+/// resume, `courier repair`) goes through it, line by line, so all of them
+/// read the same records the same way. It keeps what dsh's conversions need
+/// (the session id and each record's event sequence number) and counts the
+/// records it converted ([`legacy`]).
+///
+/// A line is read in one pass for its envelope (an object with unique
+/// top-level keys, whatever the whitespace), then only a delivery event's
+/// own data is deserialized; records outside the contract are only
+/// syntax-checked. Blank lines are the caller's to skip.
+#[derive(Clone, Debug, Default)]
+pub struct Reader {
+    /// The current session's id (a later header starts a new session).
+    session: String,
+    /// The event sequence number the next record gets when it names none
+    /// (dsh's snapshots drop `seq`; its reader numbers events from 0).
+    next_seq: u64,
+    conversions: Conversions,
+}
+
+impl Reader {
+    /// A reader before any line.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records converted so far.
+    pub fn conversions(&self) -> Conversions {
+        self.conversions
+    }
+
+    /// Reads one (non-blank) line.
+    pub fn line(&mut self, text: &str) -> Result<LogLine, LineError> {
+        let envelope = match Envelope::read(text, true) {
+            Ok(envelope) => envelope,
+            Err(_) => Envelope::read(text, false)?,
+        };
+        let kind = envelope.kind.as_ref();
+        if kind == "session" {
+            return self.header(text);
+        }
+        let seq = match envelope.seq {
+            Some(seq) => serde_json::from_str::<u64>(seq.get())?,
+            None => self.next_seq,
+        };
+        let members = if PACKED_TYPES.contains(&kind) {
+            packed_members(kind, envelope.data)?
+        } else {
+            1
+        };
+        self.next_seq = seq.saturating_add(members);
+        let at = At {
+            session: &self.session,
+            seq,
+        };
+        if let Some(reason) = legacy::refusal(kind, envelope.data, &at) {
+            return Err(LineError::Refused(reason));
+        }
+        if let Some(output) = envelope.read {
+            return Ok(LogLine::Delivery(output));
+        }
+        let data = || envelope.data.map(RawValue::get).unwrap_or("null");
+        match kind {
+            "session/end-seed" => Ok(LogLine::EndSeed),
+            "turn/start" => {
+                // Only data that could name a `trigger` (an escape could
+                // spell it) is read as fields; the rest parses directly.
+                let raw = data();
+                if raw.contains("trigger") || raw.contains('\\') {
+                    let fields: Map<String, Value> = serde_json::from_str(raw)?;
+                    if let Some(converted) = legacy::turn_start(&fields, &at) {
+                        self.conversions.turn_start_trigger += 1;
+                        return converted.map(LogLine::Delivery).map_err(LineError::Refused);
+                    }
+                }
+                Ok(LogLine::Delivery(serde_json::from_str(text)?))
+            }
+            "steering/message" => {
+                let mut message = legacy::steering_message(serde_json::from_str(data())?, &at)
+                    .map_err(LineError::Refused)?;
+                self.conversions.steering_message += 1;
+                if legacy::pre_identity_message(&mut message, &at) {
+                    self.conversions.pre_identity_message += 1;
+                }
+                let message = serde_json::from_value(Value::Object(message))?;
+                Ok(LogLine::Delivery(Output::UserMessage(message)))
+            }
+            "user/message" => match serde_json::from_str(text) {
+                Ok(output) => Ok(LogLine::Delivery(output)),
+                Err(error) => {
+                    let Ok(Value::Object(mut message)) = serde_json::from_str(data()) else {
+                        return Err(error.into());
+                    };
+                    if !legacy::pre_identity_message(&mut message, &at) {
+                        return Err(error.into());
+                    }
+                    self.conversions.pre_identity_message += 1;
+                    let message = serde_json::from_value(Value::Object(message))?;
+                    Ok(LogLine::Delivery(Output::UserMessage(message)))
+                }
+            },
+            kind if DELIVERY_TYPES.contains(&kind) => {
+                Ok(LogLine::Delivery(serde_json::from_str(text)?))
+            }
+            kind => Ok(LogLine::Other(kind.to_owned())),
+        }
+    }
+
+    /// A `session` header: its version checked as dsh's loader checks it, and
+    /// a new session (event numbers from 0) begun.
+    fn header(&mut self, text: &str) -> Result<LogLine, LineError> {
+        let fields: Map<String, Value> = serde_json::from_str(text)?;
+        legacy::check_version(&fields).map_err(LineError::Refused)?;
+        let header: SessionHeader = serde_json::from_value(Value::Object(fields))?;
+        self.session.clone_from(&header.id);
+        self.next_seq = 0;
+        Ok(LogLine::Header(header))
+    }
+}
+
+/// Parses one JSONL line on its own (no session before it: event numbers
+/// from 0, an empty session id), as [`Reader::line`] reads it.
+pub fn parse_line(line: &str) -> Result<LogLine, LineError> {
+    Reader::new().line(line)
+}
+
+/// How many chunk events a packed row stands for; a row without members is
+/// malformed, as dsh's `validateRunData` says.
+fn packed_members(kind: &str, data: Option<&RawValue>) -> Result<u64, LineError> {
+    #[derive(Deserialize)]
+    struct Members {
+        texts: Option<Vec<IgnoredAny>>,
+        args: Option<Vec<IgnoredAny>>,
+    }
+    let members = data.and_then(|data| serde_json::from_str::<Members>(data.get()).ok());
+    let count = members
+        .and_then(|m| m.texts.or(m.args))
+        .map_or(0, |m| m.len());
+    match count {
+        0 => Err(LineError::Refused(format!(
+            "malformed {kind} storage row: texts must be a non-empty string array"
+        ))),
+        count => Ok(count as u64),
+    }
+}
+
+/// A line's top-level object: its `type`, its `data` and its `seq` (or a
+/// packed row's `seq0`) left unparsed, every other key skipped. Read by
+/// hand so that a line that is not an object, or names a key twice, is
+/// refused the same way however it is spaced.
+struct Envelope<'a> {
+    kind: Cow<'a, str>,
+    data: Option<&'a RawValue>,
+    seq: Option<&'a RawValue>,
+    /// The delivery event, when its data was deserialized in the same pass.
+    read: Option<Output>,
+}
+
+impl<'a> Envelope<'a> {
+    /// Reads the envelope of `text`; with `inline`, the data of a delivery
+    /// event whose `type` comes first (as every writer puts it) and that
+    /// needs no conversion is deserialized as it is met, so the line is read
+    /// once. An error then may be one a conversion would cure: the caller
+    /// reads the line again without `inline`.
+    fn read(text: &'a str, inline: bool) -> Result<Self, serde_json::Error> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let envelope = deserializer.deserialize_map(EnvelopeVisitor { inline })?;
+        deserializer.end()?;
+        Ok(envelope)
+    }
+}
+
+/// Delivery events read in the envelope's pass; the others may need a
+/// conversion that looks at their data first.
+const INLINE_TYPES: [&str; 5] = [
+    "agent/inbox/spliced",
+    "step/start",
+    "user/message",
+    "step/end",
+    "turn/end",
+];
+
+struct EnvelopeVisitor {
+    inline: bool,
+}
+
+impl<'de> Visitor<'de> for EnvelopeVisitor {
+    type Value = Envelope<'de>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a JSON object (one log record)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut kind: Option<Cow<'de, str>> = None;
+        let mut data = None;
+        let mut read = None;
+        let mut seq = None;
+        let mut others = KeySet::default();
+        while let Some(Text(key)) = map.next_key()? {
+            let fresh = match key.as_ref() {
+                "type" => kind.replace(map.next_value::<Text>()?.0).is_none(),
+                "data" if data.is_some() || read.is_some() => false,
+                "data" => {
+                    match kind.as_deref() {
+                        Some(kind) if self.inline && INLINE_TYPES.contains(&kind) => {
+                            read = Some(map.next_value_seed(TaggedSeed(kind))?);
+                        }
+                        _ => data = Some(map.next_value()?),
+                    }
+                    true
+                }
+                "seq" | "seq0" => seq.replace(map.next_value()?).is_none(),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    others.insert(key.clone())
+                }
+            };
+            if !fresh {
+                return Err(de::Error::custom(format_args!("duplicate key `{key}`")));
+            }
+        }
+        let kind = kind.ok_or_else(|| de::Error::missing_field("type"))?;
+        Ok(Envelope {
+            kind,
+            data,
+            seq,
+            read,
+        })
+    }
+}
+
+/// An [`Output`] from its type and its data, the data read from `data`
+/// (the line's own deserializer, positioned at it): a map of the two that
+/// `Output`'s own adjacently tagged `Deserialize` reads, so its shapes are
+/// written down once.
+struct Tagged<'k, D> {
+    kind: Option<&'k str>,
+    data: Option<D>,
+}
+
+/// Reads an [`Output`] of the type it holds from the data it is given.
+struct TaggedSeed<'k>(&'k str);
+
+impl<'de> DeserializeSeed<'de> for TaggedSeed<'_> {
+    type Value = Output;
+
+    fn deserialize<D: Deserializer<'de>>(self, data: D) -> Result<Output, D::Error> {
+        let map = Tagged {
+            kind: Some(self.0),
+            data: Some(data),
+        };
+        Output::deserialize(MapAccessDeserializer::new(map))
+    }
+}
+
+impl<'de, D: Deserializer<'de>> MapAccess<'de> for Tagged<'_, D> {
+    type Error = D::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, D::Error> {
+        let key = match (self.kind, &self.data) {
+            (Some(_), _) => "type",
+            (None, Some(_)) => "data",
+            (None, None) => return Ok(None),
+        };
+        seed.deserialize(key.into_deserializer()).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, D::Error> {
+        match (self.kind.take(), self.data.take()) {
+            (Some(kind), data) => {
+                self.data = data;
+                seed.deserialize(kind.into_deserializer())
+            }
+            (None, Some(data)) => seed.deserialize(data),
+            (None, None) => Err(de::Error::custom("a value asked after the last key")),
+        }
+    }
+}
+
+/// A string borrowed from the line when it has no escapes.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(text)))
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(text.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
+
+/// The other top-level keys seen: a short list (records have a few), a
+/// hash set past that, so a hostile line of many keys stays linear.
+#[derive(Default)]
+struct KeySet<'a> {
+    few: [Cow<'a, str>; KeySet::FEW],
+    len: usize,
+    many: FxHashSet<Cow<'a, str>>,
+}
+
+impl<'a> KeySet<'a> {
+    /// Keys kept in the list (no allocation) before the set is used.
+    const FEW: usize = 8;
+
+    /// Adds `key`; `false` when it was already there.
+    fn insert(&mut self, key: Cow<'a, str>) -> bool {
+        if self.few[..self.len].contains(&key) || self.many.contains(&key) {
+            return false;
+        }
+        if self.len < Self::FEW {
+            self.few[self.len] = key;
+            self.len += 1;
+        } else {
+            self.many.insert(key);
+        }
+        true
     }
 }
 
@@ -161,31 +527,174 @@ mod tests {
     }
 
     #[test]
-    fn a_known_type_parses_as_parse_line_does() {
-        let lines = [
-            r#"{"type":"session","version":0,"id":"s","parentSession":"p"}"#,
-            r#"{"type":"session/end-seed","data":{}}"#,
-            r#"{"type":"step/end","data":{"turn":1,"step":2}}"#,
-        ];
-        for line in lines {
-            let kind: Value = serde_json::from_str(line).unwrap();
-            let kind = kind["type"].as_str().unwrap();
-            let parsed = parse_contract_line(kind, line).unwrap().unwrap();
-            assert_eq!(parsed, parse_line(line).unwrap(), "{line}");
+    fn a_line_must_be_an_object_with_each_key_once_however_spaced() {
+        for line in [
+            r#"["x"]"#,
+            r#"["session/end-seed"]"#,
+            "3",
+            r#""turn/start""#,
+        ] {
+            assert!(
+                matches!(parse_line(line), Err(LineError::Shape(_))),
+                "{line}"
+            );
         }
-        let chunk = r#"{"type":"assistant/chunk","data":{}}"#;
-        assert!(parse_contract_line("assistant/chunk", chunk).is_none());
-        let cut = r#"{"type":"session/end-seed","data":{"#;
-        assert!(
-            parse_contract_line("session/end-seed", cut)
-                .unwrap()
-                .is_err()
+        let twice = [
+            r#"{"type":"assistant/chunk","type":"session/end-seed"}"#,
+            r#"{ "type" : "assistant/chunk" , "type" : "session/end-seed" }"#,
+            r#"{"type":"turn/start","data":{"turn":1},"data":{"turn":2}}"#,
+            r#"{"type":"x","surfaceOp":1,"surfaceOp":2}"#,
+            r#"{"type":"x","s\u0075rfaceOp":1,"surfaceOp":2}"#,
+        ];
+        for line in twice {
+            let error = parse_line(line).unwrap_err().to_string();
+            assert!(error.contains("duplicate key"), "{line}: {error}");
+        }
+        let spaced = r#" { "data" : { "turn" : 1 } , "type" : "turn/start" } "#;
+        assert_eq!(
+            parse_line(spaced).unwrap(),
+            LogLine::Delivery(Output::TurnStart { turn: 1 })
         );
-        assert!(
-            parse_contract_line("turn/start", r#"{"type":"turn/start"}"#)
-                .unwrap()
-                .is_err()
+        let many: String = (0..5000).map(|k| format!(r#""k{k}":0,"#)).collect();
+        let line = format!(r#"{{{many}"type":"x"}}"#);
+        assert_eq!(parse_line(&line).unwrap(), LogLine::Other("x".into()));
+    }
+
+    /// Reads a log with one reader, as every caller does.
+    fn read_all(lines: &[&str]) -> (Reader, Vec<Result<LogLine, LineError>>) {
+        let mut reader = Reader::new();
+        let read = lines.iter().map(|line| reader.line(line)).collect();
+        (reader, read)
+    }
+
+    const HEADER: &str = r#"{"type":"session","version":0,"id":"s1"}"#;
+
+    fn message_id(line: &Result<LogLine, LineError>) -> String {
+        match line {
+            Ok(LogLine::Delivery(Output::UserMessage(message))) => message.id().to_string(),
+            other => panic!("not a user/message: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_pre_identity_message_gets_dsh_s_legacy_id_from_its_event_number() {
+        let packed = r#"{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[0,0],"texts":["a","b","c"]}}"#;
+        let legacy = r#"{"type":"user/message","data":{"content":[],"source":{"kind":"user"}},"surfaceOp":"append"}"#;
+        let numbered =
+            r#"{"type":"user/message","seq":40,"data":{"content":"x","source":{"kind":"user"}}}"#;
+        let (reader, read) = read_all(&[HEADER, legacy, packed, legacy, numbered, legacy]);
+        assert_eq!(message_id(&read[1]), "legacy-message:s1:0");
+        assert_eq!(message_id(&read[3]), "legacy-message:s1:4");
+        assert_eq!(message_id(&read[4]), "legacy-message:s1:40");
+        assert_eq!(message_id(&read[5]), "legacy-message:s1:41");
+        assert_eq!(reader.conversions().pre_identity_message, 4);
+        assert_eq!(reader.conversions().total(), 4);
+        // A current-looking message missing its id is not guessed into validity.
+        let half = r#"{"type":"user/message","data":{"role":"user","content":"x","source":{"kind":"user"}}}"#;
+        let (reader, read) = read_all(&[HEADER, half]);
+        assert!(matches!(read[1], Err(LineError::Shape(_))));
+        assert_eq!(reader.conversions().total(), 0);
+    }
+
+    #[test]
+    fn a_turn_start_trigger_is_dropped_only_from_the_whole_old_envelope() {
+        let old = r#"{"type":"turn/start","data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}"#;
+        let escaped = r#"{"type":"turn/start","data":{"turn":2,"trigg\u0065r":{"kind":"m"}}}"#;
+        let (reader, read) = read_all(&[HEADER, old, escaped]);
+        assert_eq!(
+            read[1].as_ref().unwrap(),
+            &LogLine::Delivery(Output::TurnStart { turn: 1 })
         );
+        assert_eq!(
+            read[2].as_ref().unwrap(),
+            &LogLine::Delivery(Output::TurnStart { turn: 2 })
+        );
+        assert_eq!(reader.conversions().turn_start_trigger, 2);
+        for bad in [
+            r#"{"type":"turn/start","data":{"turn":1,"trigger":{"kind":""}}}"#,
+            r#"{"type":"turn/start","data":{"turn":0,"trigger":{"kind":"message"}}}"#,
+            r#"{"type":"turn/start","data":{"turn":1,"trigger":{"kind":"m"},"x":1}}"#,
+        ] {
+            let (_, read) = read_all(&[HEADER, bad]);
+            let Err(LineError::Refused(reason)) = &read[1] else {
+                panic!("accepted {bad}");
+            };
+            assert_eq!(
+                reason,
+                r#"session "s1" contains malformed pre-react-loop turn/start at seq 0"#
+            );
+        }
+    }
+
+    #[test]
+    fn a_steering_message_becomes_the_identified_user_message() {
+        let bare = r#"{"type":"steering/message","data":{"turn":1,"content":"s","source":{"kind":"user"}}}"#;
+        let wrapped = r#"{"type":"steering/message","data":{"turn":1,"message":{"id":"w","role":"user","content":"s","source":{"kind":"user"}}}}"#;
+        let old_wrapped = r#"{"type":"steering/message","data":{"turn":1,"message":{"content":"s","source":{"kind":"user"}}}}"#;
+        let (reader, read) = read_all(&[HEADER, bare, wrapped, old_wrapped]);
+        assert_eq!(message_id(&read[1]), "legacy-message:s1:0");
+        assert_eq!(message_id(&read[2]), "w");
+        assert_eq!(message_id(&read[3]), "legacy-message:s1:2");
+        let converted = reader.conversions();
+        assert_eq!(
+            (converted.steering_message, converted.pre_identity_message),
+            (3, 1)
+        );
+        let bad = r#"{"type":"steering/message","data":{"turn":1,"content":"s"}}"#;
+        let (_, read) = read_all(&[HEADER, bad]);
+        assert!(matches!(&read[1], Err(LineError::Refused(reason))
+            if reason == r#"session "s1" contains malformed pre-react-loop steering/message at seq 0"#));
+    }
+
+    #[test]
+    fn obsolete_event_types_and_other_versions_are_refused_in_dsh_s_words() {
+        let lines = [
+            (
+                r#"{"type":"mode/set","data":{}}"#,
+                "unsupported legacy mode/set event at seq 0",
+            ),
+            (
+                r#"{"type":"request/header-delta","data":{}}"#,
+                "unsupported legacy request/header-delta event at seq 0",
+            ),
+            (
+                r#"{"type":"request/header","data":{"header":{},"reason":"fallback"}}"#,
+                "unsupported legacy request/header reason \"fallback\" at seq 0",
+            ),
+        ];
+        for (line, reason) in lines {
+            let (_, read) = read_all(&[HEADER, line]);
+            let Err(LineError::Refused(refused)) = &read[1] else {
+                panic!("accepted {line}");
+            };
+            assert_eq!(refused, &format!("session \"s1\" contains {reason}"));
+        }
+        let initial = r#"{"type":"request/header","data":{"header":{},"reason":"initial"}}"#;
+        assert!(read_all(&[HEADER, initial]).1[1].is_ok());
+        let cases = [
+            (
+                r#"{"type":"session","id":"s"}"#,
+                "corrupt session log: first line is not a session header",
+            ),
+            (
+                r#"{"type":"session","version":"0","id":"s"}"#,
+                "corrupt session log: first line is not a session header",
+            ),
+            (
+                r#"{"type":"session","version":1,"id":"s"}"#,
+                "session \"s\" uses log format v1, but this harness reads only v0",
+            ),
+            (
+                r#"{"type":"session","version":-1,"id":"s"}"#,
+                "session \"s\" uses log format v-1, older than the supported v0",
+            ),
+        ];
+        for (header, reason) in cases {
+            let Err(LineError::Refused(refused)) = parse_line(header) else {
+                panic!("accepted {header}");
+            };
+            assert!(refused.starts_with(reason), "{header}: {refused}");
+        }
     }
 
     #[test]

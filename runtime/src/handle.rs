@@ -223,12 +223,12 @@ impl Handle {
     /// turn that hook belongs to is aborted, so its future is dropped at its
     /// next suspension.
     pub async fn dispose(&self) -> Result<(), Error> {
-        match self.shared.input(Input::Dispose) {
-            // The disposal was applied; the log's failure is reported last.
-            Ok(()) | Err(Error::Log(_)) => {}
-            Err(error) => return Err(error),
-        }
-        self.when_idle().await?;
+        let ticket = self.shared.dispose()?;
+        let disposed = WhenIdle {
+            shared: Arc::clone(&self.shared),
+            ticket,
+        };
+        disposed.await?;
         self.shared.flush().map_err(Error::Log)
     }
 

@@ -23,7 +23,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
-use courier_core::log::{END_SEED_LINE, LogLine, SessionHeader, durable_line, parse_line};
+use courier_core::log::{END_SEED_LINE, LineError, LogLine, Reader, SessionHeader, durable_line};
 use courier_core::{Agent, MessageId, Output, Replay, Target};
 
 /// The longest line read; a longer one is refused rather than buffered.
@@ -140,6 +140,7 @@ pub fn read_file(path: &Path) -> Result<KeptLog, Unresumable> {
 /// Reads a kept log (SPEC §11) as a resume by the correct design would.
 pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
     let mut buffer = Vec::new();
+    let mut lines = Reader::new();
     let mut state = Reading::new();
     let mut line = 0;
     loop {
@@ -151,7 +152,7 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
         let last = !complete || at_end(&mut reader, line)?;
         let parsed = std::str::from_utf8(trim_end(&buffer))
             .map_err(|error| Bad::NotJson(format!("not UTF-8: {error}")))
-            .and_then(parse);
+            .and_then(|text| parse(&mut lines, text));
         match (complete, parsed) {
             (false, _) => {
                 state.torn = Some(Torn::NoNewline { line });
@@ -178,16 +179,16 @@ enum Bad {
     Shape(String),
 }
 
-/// A line's event; `None` for a blank line.
-fn parse(text: &str) -> Result<Option<LogLine>, Bad> {
+/// A line's event, read by the core's one log reader (which converts dsh's
+/// older records as dsh's loader does); `None` for a blank line.
+fn parse(lines: &mut Reader, text: &str) -> Result<Option<LogLine>, Bad> {
     if text.trim().is_empty() {
         return Ok(None);
     }
-    parse_line(text).map(Some).map_err(|error| {
-        if error.is_data() {
+    lines.line(text).map(Some).map_err(|error| match error {
+        LineError::NotJson(_) => Bad::NotJson(format!("not JSON: {error}")),
+        LineError::Shape(_) | LineError::Refused(_) => {
             Bad::Shape(format!("not a valid event: {error}"))
-        } else {
-            Bad::NotJson(format!("not JSON: {error}"))
         }
     })
 }

@@ -205,11 +205,19 @@ impl Shared {
 
     /// Registers a `when_idle` waiter now and returns its ticket.
     pub(crate) fn when_idle(&self) -> u64 {
+        self.with(Locked::register_waiter)
+    }
+
+    /// Disposes and registers the waiter for the disposal's end in one
+    /// critical section, so its `idle` is emitted before the driver task can
+    /// see the agent disposed and idle, end, and end the subscriptions with
+    /// it. A log failure met on the way is kept, for the flush after.
+    pub(crate) fn dispose(&self) -> Result<u64, Error> {
         self.with(|locked| {
-            let ticket = locked.idle.issue();
-            let registered = locked.run(Input::WhenIdle);
-            registered.expect("when-idle is never refused");
-            ticket
+            locked.served()?;
+            // Never refused.
+            drop(locked.run(Input::Dispose));
+            Ok(locked.register_waiter())
         })
     }
 
@@ -353,6 +361,14 @@ impl Shared {
 }
 
 impl Locked {
+    /// A `when_idle` waiter's ticket, fed to the core as its input.
+    fn register_waiter(&mut self) -> u64 {
+        let ticket = self.idle.issue();
+        // Never refused.
+        drop(self.run(Input::WhenIdle));
+        ticket
+    }
+
     /// Whether a call can be served: a driver task runs, or the agent is
     /// disposed (then the core answers for itself, refusing insertions).
     fn served(&self) -> Result<(), Error> {

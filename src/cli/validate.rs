@@ -3,17 +3,25 @@
 //!
 //! Text: one line per violation on stdout, `FILE:LINE: <property>: <detail>`;
 //! a file that cannot be read or parsed prints `error: FILE:LINE: <reason>` on
-//! stderr; a summary goes to stderr. JSON: one object per file on stdout.
+//! stderr; a summary goes to stderr. JSON (JSON Lines): one object per file
+//! on stdout, one line each, written as the file is checked: `file`, then
+//! `violations` (each written when found, so memory stays constant however
+//! many there are), then `status` (`valid`, `invalid` or `unreadable`) and
+//! either `lines`, `stopped` and `conversions` (dsh's older records read
+//! converted: `total` and the count per rule) or `error` (`line`, `reason`).
 //! Exit 0 when every file is valid, 1 when any has a violation, 2 when any
-//! cannot be read or parsed.
+//! cannot be read or parsed, or stdout cannot be written; a closed stdout
+//! (`| head`) ends the run quietly, with the verdict of the files already
+//! reported.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use courier_check::validate::{Finding, Summary, Unreadable, validate};
-use serde_json::{Value, json};
+use courier_core::log::Conversions;
+use serde_json::json;
 
 /// Arguments of `courier validate`.
 #[derive(clap::Args)]
@@ -30,41 +38,138 @@ pub(crate) struct Args {
 enum Format {
     /// `FILE:LINE: <property>: <detail>` per violation.
     Text,
-    /// One JSON object per file.
+    /// One JSON object per file, one line each (JSON Lines).
     Json,
 }
 
 /// Read buffer size: large enough that the reader is not the bottleneck.
 const BUFFER_BYTES: usize = 1 << 16;
 
-pub(crate) fn main(args: &Args) -> ExitCode {
-    let (mut valid, mut invalid, mut unreadable) = (0, 0, 0);
-    for file in &args.files {
-        let name = file.display().to_string();
-        let mut findings = Vec::new();
-        let outcome = check_file(file, |finding| match args.format {
-            Format::Text => println!("{name}:{finding}"),
-            Format::Json => findings.push(finding),
-        });
-        match &outcome {
-            Ok(summary) if summary.is_valid() => valid += 1,
-            Ok(_) => invalid += 1,
-            Err(_) => unreadable += 1,
+/// Files by verdict.
+#[derive(Default)]
+struct Counts {
+    valid: u64,
+    invalid: u64,
+    unreadable: u64,
+}
+
+impl Counts {
+    fn exit_code(&self) -> ExitCode {
+        match (self.unreadable, self.invalid) {
+            (0, 0) => ExitCode::SUCCESS,
+            (0, _) => ExitCode::from(1),
+            _ => ExitCode::from(2),
         }
-        match (args.format, &outcome) {
-            (Format::Json, _) => println!("{}", file_json(&name, &findings, &outcome)),
-            (Format::Text, Err(error)) => eprintln!("error: {name}:{error}"),
-            (Format::Text, Ok(_)) => {}
+    }
+}
+
+pub(crate) fn main(args: &Args) -> ExitCode {
+    let mut counts = Counts::default();
+    let mut out = io::stdout().lock();
+    let written = args
+        .files
+        .iter()
+        .try_for_each(|file| report_file(args.format, file, &mut out, &mut counts));
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => return counts.exit_code(),
+        Err(error) => {
+            eprintln!("error: cannot write to stdout: {error}");
+            return ExitCode::from(2);
         }
     }
     if args.format == Format::Text {
+        let Counts {
+            valid,
+            invalid,
+            unreadable,
+        } = counts;
         eprintln!("{valid} valid, {invalid} invalid, {unreadable} unreadable");
     }
-    match (unreadable, invalid) {
-        (0, 0) => ExitCode::SUCCESS,
-        (0, _) => ExitCode::from(1),
-        _ => ExitCode::from(2),
+    counts.exit_code()
+}
+
+/// Checks one file, writing its findings as they come and then its verdict.
+fn report_file(
+    format: Format,
+    file: &Path,
+    out: &mut impl Write,
+    counts: &mut Counts,
+) -> io::Result<()> {
+    let name = file.display().to_string();
+    if format == Format::Json {
+        write!(out, "{{\"file\":{},\"violations\":[", json!(name))?;
     }
+    let mut written = Ok(());
+    let mut first = true;
+    let outcome = check_file(file, |finding| {
+        if written.is_ok() {
+            written = write_finding(format, &name, &finding, first, out);
+            first = false;
+        }
+    });
+    written?;
+    match &outcome {
+        Ok(summary) if summary.is_valid() => counts.valid += 1,
+        Ok(_) => counts.invalid += 1,
+        Err(_) => counts.unreadable += 1,
+    }
+    match (format, &outcome) {
+        (Format::Json, Ok(summary)) => writeln!(out, "],{}", verdict_json(summary)),
+        (Format::Json, Err(error)) => {
+            let error = json!({ "line": error.line, "reason": error.reason });
+            writeln!(out, "],\"status\":\"unreadable\",\"error\":{error}}}")
+        }
+        (Format::Text, Err(error)) => {
+            out.flush()?;
+            eprintln!("error: {name}:{error}");
+            Ok(())
+        }
+        (Format::Text, Ok(_)) => Ok(()),
+    }
+}
+
+fn write_finding(
+    format: Format,
+    name: &str,
+    finding: &Finding,
+    first: bool,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    match format {
+        Format::Text => writeln!(out, "{name}:{finding}"),
+        Format::Json => {
+            let separator = if first { "" } else { "," };
+            let finding = json!({
+                "line": finding.line,
+                "property": finding.violation.property.name(),
+                "detail": finding.violation.detail,
+            });
+            write!(out, "{separator}{finding}")
+        }
+    }
+}
+
+/// The members after `violations` of a readable file, without the opening brace.
+fn verdict_json(summary: &Summary) -> String {
+    let Conversions {
+        turn_start_trigger,
+        steering_message,
+        pre_identity_message,
+    } = summary.conversions;
+    let verdict = json!({
+        "status": if summary.is_valid() { "valid" } else { "invalid" },
+        "lines": summary.lines,
+        "stopped": summary.stopped,
+        "conversions": {
+            "total": summary.conversions.total(),
+            "turn-start-trigger": turn_start_trigger,
+            "steering-message": steering_message,
+            "pre-identity-message": pre_identity_message,
+        },
+    });
+    let text = verdict.to_string();
+    text.strip_prefix('{').unwrap_or(&text).to_owned()
 }
 
 fn check_file(file: &Path, report: impl FnMut(Finding)) -> Result<Summary, Unreadable> {
@@ -73,32 +178,4 @@ fn check_file(file: &Path, report: impl FnMut(Finding)) -> Result<Summary, Unrea
         reason: format!("cannot open: {error}"),
     })?;
     validate(BufReader::with_capacity(BUFFER_BYTES, opened), report)
-}
-
-fn file_json(name: &str, findings: &[Finding], outcome: &Result<Summary, Unreadable>) -> Value {
-    let violations: Vec<Value> = findings
-        .iter()
-        .map(|finding| {
-            json!({
-                "line": finding.line,
-                "property": finding.violation.property.name(),
-                "detail": finding.violation.detail,
-            })
-        })
-        .collect();
-    match outcome {
-        Ok(summary) => json!({
-            "file": name,
-            "status": if summary.is_valid() { "valid" } else { "invalid" },
-            "lines": summary.lines,
-            "stopped": summary.stopped,
-            "violations": violations,
-        }),
-        Err(error) => json!({
-            "file": name,
-            "status": "unreadable",
-            "error": { "line": error.line, "reason": error.reason },
-            "violations": violations,
-        }),
-    }
 }

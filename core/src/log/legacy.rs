@@ -1,0 +1,210 @@
+//! dsh's load-time conversions of its older records, followed exactly.
+//!
+//! dsh (`deepseek-ai/deepseek-harness`) changed some durable records without
+//! bumping the log format version (still 0), and its persistence
+//! coordinator converts those exact older shapes when it reads a log
+//! (`packages/session/session-persistence/src/coordinator.ts`, README:
+//! "Backend reads convert the exact supported older records"). Each rule
+//! here names the dsh function it follows; a record dsh refuses is refused
+//! with dsh's own words. The log file is never rewritten (dsh's storage is
+//! append-only too); only the reader's view changes.
+//!
+//! Not followed, on purpose: the `assistant/message` and `tool/result`
+//! conversions (`migrateLegacyMessageEvent`), whose records are outside the
+//! delivery contract and never read past their type, and the old `turn/end`
+//! reasons (`migrateLegacyTurnEndEvent`), which no log seen uses and whose
+//! coarse `aborted` dsh maps to a `legacy` cause the core's
+//! [`Cause`](crate::Cause) does not have.
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::Output;
+
+/// The format version dsh reads and writes (`SESSION_FORMAT_VERSION`).
+const FORMAT_VERSION: u64 = 0;
+
+/// Where a record sits: what dsh's conversions and refusals name.
+pub(super) struct At<'a> {
+    /// The session's id, from its header.
+    pub session: &'a str,
+    /// The record's event sequence number.
+    pub seq: u64,
+}
+
+/// How many records of a log were converted, per rule.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Conversions {
+    /// `turn/start` records that lost their obsolete `trigger`.
+    pub turn_start_trigger: u64,
+    /// `steering/message` records read as the identified `user/message`.
+    pub steering_message: u64,
+    /// Pre-identity `user/message` records given their legacy id.
+    pub pre_identity_message: u64,
+}
+
+impl Conversions {
+    /// Records converted, all rules together.
+    pub fn total(&self) -> u64 {
+        self.turn_start_trigger + self.steering_message + self.pre_identity_message
+    }
+}
+
+/// The header's format version, as dsh's JSONL loader checks it
+/// (`packages/session/session-persistence-jsonl/src/format.ts`,
+/// `parseHeaderRecord`): another version is refused before anything else
+/// (`refuseForeignFormatVersion`, with `sessionFormatVersionRefusal`'s
+/// words), and a header whose `version` is missing or not a number is not
+/// a header at all (`isHeaderLine`), so the log is refused as corrupt.
+pub(super) fn check_version(header: &Map<String, Value>) -> Result<(), String> {
+    let id = match header.get("id") {
+        Some(Value::String(id)) => id.clone(),
+        Some(other) => other.to_string(),
+        None => "undefined".into(),
+    };
+    match header.get("version") {
+        Some(Value::Number(number)) if number.as_u64() == Some(FORMAT_VERSION) => Ok(()),
+        Some(Value::Number(number)) if number.as_f64().is_some_and(|v| v > 0.0) => Err(format!(
+            "session \"{id}\" uses log format v{number}, but this harness reads only \
+             v{FORMAT_VERSION}: the log was written by a newer harness — upgrade the \
+             harness to open it"
+        )),
+        Some(Value::Number(number)) => Err(format!(
+            "session \"{id}\" uses log format v{number}, older than the supported \
+             v{FORMAT_VERSION}, and this build ships no upgrade path for it"
+        )),
+        _ => Err("corrupt session log: first line is not a session header \
+             (dsh's JSONL loader requires a numeric `version`)"
+            .into()),
+    }
+}
+
+/// Event types of dsh's obsolete v0 vocabulary, refused as `assertSupportedEvents`
+/// (coordinator.ts) refuses them: `request/header-delta`, `mode/set`, and a
+/// `request/header` whose reason is `fallback`. `None` for anything else.
+pub(super) fn refusal(kind: &str, data: Option<&RawValue>, at: &At) -> Option<String> {
+    let At { session, seq } = at;
+    match kind {
+        "request/header-delta" | "mode/set" => Some(format!(
+            "session \"{session}\" contains unsupported legacy {kind} event at seq {seq}"
+        )),
+        "request/header" => {
+            /// Only the reason is read; the rest (prompts, tools) is skipped.
+            #[derive(serde::Deserialize)]
+            struct Reason {
+                reason: Option<Value>,
+            }
+            // Headers are large (prompts, tool schemas): only data that
+            // could spell `fallback` (a letter can only be escaped as
+            // `\u`) is read.
+            let raw = data.map_or("", RawValue::get);
+            if !raw.contains("fallback") && !raw.contains("\\u") {
+                return None;
+            }
+            let reason = serde_json::from_str::<Reason>(raw).ok();
+            let fallback = reason
+                .and_then(|r| r.reason)
+                .is_some_and(|r| r == "fallback");
+            fallback.then(|| {
+                format!(
+                    "session \"{session}\" contains unsupported legacy request/header \
+                     reason \"fallback\" at seq {seq}"
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// dsh's `legacyMessageId`: the deterministic id of a message persisted
+/// before messages had ids.
+fn legacy_message_id(at: &At) -> Value {
+    Value::String(format!("legacy-message:{}:{}", at.session, at.seq))
+}
+
+/// Whether `record` has every `required` key and no other
+/// (dsh's `hasOnlyKeys` without optional keys).
+fn has_only_keys(record: &Map<String, Value>, required: &[&str]) -> bool {
+    record.keys().all(|key| required.contains(&key.as_str()))
+        && required.iter().all(|key| record.contains_key(*key))
+}
+
+/// JavaScript's `Number.isSafeInteger` over a JSON value.
+fn is_safe_integer(value: Option<&Value>) -> bool {
+    const SAFE: f64 = 9_007_199_254_740_991.0;
+    value
+        .and_then(Value::as_f64)
+        .is_some_and(|n| n.fract() == 0.0 && n.abs() <= SAFE)
+}
+
+/// `migrateLegacyTurnStartEvent`: a pre-react-loop `turn/start` loses its
+/// obsolete `trigger` once its whole old envelope checks (`turn` a safe
+/// integer from 1, only `turn` and `trigger`, a trigger with a non-empty
+/// `kind`); otherwise it is malformed. `None` when there is no trigger.
+pub(super) fn turn_start(data: &Map<String, Value>, at: &At) -> Option<Result<Output, String>> {
+    if !data.contains_key("trigger") {
+        return None;
+    }
+    let turn = data.get("turn").and_then(Value::as_u64);
+    let kind = data.get("trigger").and_then(|t| t.get("kind"));
+    let well_formed = is_safe_integer(data.get("turn"))
+        && turn.is_some_and(|turn| turn >= 1)
+        && has_only_keys(data, &["turn", "trigger"])
+        && data.get("trigger").is_some_and(Value::is_object)
+        && kind
+            .and_then(Value::as_str)
+            .is_some_and(|kind| !kind.is_empty());
+    Some(match turn {
+        Some(turn) if well_formed => Ok(Output::TurnStart { turn }),
+        _ => Err(malformed("turn/start", at)),
+    })
+}
+
+/// `migrateLegacySteeringEvent`: the removed `steering/message` becomes
+/// the same identified `user/message`: a wrapped `{turn, message}` is its
+/// message, an older `{turn, content, source}` gets the legacy id and role
+/// `user` (both then go through [`pre_identity_message`], as in dsh's
+/// `snapshotStoredEvents`). Anything else is malformed.
+pub(super) fn steering_message(data: Value, at: &At) -> Result<Map<String, Value>, String> {
+    let Value::Object(mut data) = data else {
+        return Err(malformed("steering/message", at));
+    };
+    let turn = is_safe_integer(data.get("turn"));
+    if turn
+        && has_only_keys(&data, &["turn", "message"])
+        && let Some(Value::Object(message)) = data.remove("message")
+    {
+        return Ok(message);
+    }
+    if !turn || !has_only_keys(&data, &["turn", "content", "source"]) {
+        return Err(malformed("steering/message", at));
+    }
+    data.remove("turn");
+    data.insert("id".into(), legacy_message_id(at));
+    data.insert("role".into(), "user".into());
+    Ok(data)
+}
+
+/// `migrateLegacyMessageEvent`, `user/message` arm: a message with
+/// `content` and `source` but no `id`, `role` or `message` predates message
+/// ids and gets the legacy id and role `user` (`true`). Any other shape
+/// stays as it is (a malformed current record is refused, not
+/// guessed into validity).
+pub(super) fn pre_identity_message(data: &mut Map<String, Value>, at: &At) -> bool {
+    let legacy = ["id", "role", "message"]
+        .iter()
+        .all(|key| !data.contains_key(*key))
+        && data.contains_key("content")
+        && data.contains_key("source");
+    if legacy {
+        data.insert("id".into(), legacy_message_id(at));
+        data.insert("role".into(), "user".into());
+    }
+    legacy
+}
+
+/// dsh's words for an older record whose shape is not the one it converts.
+fn malformed(kind: &str, at: &At) -> String {
+    let At { session, seq } = at;
+    format!("session \"{session}\" contains malformed pre-react-loop {kind} at seq {seq}")
+}
