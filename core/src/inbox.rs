@@ -194,18 +194,30 @@ impl Inbox {
 
     /// The first inserted id that would be pending twice once `splice` is
     /// applied (so replacing A by A is fine).
+    ///
+    /// Linear in the splice: sets of the ids inserted so far and of the ids
+    /// removed stand in for scans (a splice of 40,000 ids took 8.6 s when
+    /// each inserted id scanned the ones before it). A send allocates
+    /// nothing: a single insertion needs neither set, and the removed ids
+    /// are collected only for an inserted id that is pending.
     pub fn duplicate(&self, splice: &Splice) -> Option<MessageId> {
-        let range = splice.start..splice.start + splice.removed_count;
-        // Scanned only for an id that is pending, so a send allocates nothing here.
-        let removed = |id: &MessageId| {
-            let mut removed = self.list(splice.target).range(range.clone());
-            removed.any(|message| message.id() == id)
-        };
-        for (index, message) in splice.inserted.iter().enumerate() {
+        let mut removed: Option<FxHashSet<&MessageId>> = None;
+        let mut inserted = FxHashSet::<&MessageId>::default();
+        let several = splice.inserted.len() > 1;
+        for message in &splice.inserted {
             let id = message.id();
-            let pending_after = self.contains(id) && !removed(id);
-            let inserted_twice = splice.inserted[..index].iter().any(|m| m.id() == id);
-            if pending_after || inserted_twice {
+            let inserted_twice = several && !inserted.insert(id);
+            let pending_after = self.counted(id) && {
+                let removed = removed.get_or_insert_with(|| {
+                    let range = splice.start..splice.start + splice.removed_count;
+                    let list = self.list(splice.target).range(range);
+                    list.map(Message::id).collect()
+                });
+                // Scanned only when the id is pending (the splice is then
+                // refused) or its hash collides.
+                !removed.contains(id) && self.listed(id)
+            };
+            if inserted_twice || pending_after {
                 return Some(id.clone());
             }
         }
@@ -220,21 +232,16 @@ impl Inbox {
         let list = self.list_mut(splice.target);
         debug_assert!(range.end <= list.len(), "splice not normalized");
         // The common splices (a send, a claim-free append) remove nothing and
-        // insert at the end: skip the empty drain and the shifting inserts.
+        // insert at the end: skip the empty drain and the tail move.
         let removed: Vec<Message> = if range.is_empty() {
             Vec::new()
         } else {
             list.drain(range).collect()
         };
-        if splice.start == list.len() {
-            for message in &splice.inserted {
-                list.push_back(message.clone());
-            }
-        } else {
-            for (offset, message) in splice.inserted.iter().enumerate() {
-                list.insert(splice.start + offset, message.clone());
-            }
-        }
+        // Inserting in the middle moves the tail once, not once per message.
+        let tail = list.split_off(splice.start);
+        list.extend(splice.inserted.iter().cloned());
+        list.extend(tail);
         for message in &removed {
             self.uncount(message.id());
         }
@@ -263,8 +270,9 @@ impl Inbox {
 
     /// Checks that no id is pending twice and the index counts the lists.
     pub fn check_invariants(&self) {
-        let mut ids = FxHashSet::<&MessageId>::default();
-        let mut counted = IdIndex::default();
+        let len = self.len();
+        let mut ids = FxHashSet::<&MessageId>::with_capacity_and_hasher(len, FxBuildHasher);
+        let mut counted = IdIndex::with_capacity_and_hasher(len, FxBuildHasher);
         for message in self.next_turn.iter().chain(&self.next_step) {
             let id = message.id();
             assert!(ids.insert(id), "unique-pending: {id} is pending twice");
