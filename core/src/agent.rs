@@ -219,6 +219,13 @@ impl Agent {
         self.outputs.pop_front()
     }
 
+    /// Every queued output, oldest first: `poll_output` until `None`, but
+    /// the queue's buffer becomes the vector (no copy, no growing vector;
+    /// an engine's transition is mostly this and its clone of the state).
+    pub(crate) fn take_outputs(&mut self) -> Vec<Output> {
+        Vec::from(std::mem::take(&mut self.outputs))
+    }
+
     /// Whether outputs are queued; looking does not take them.
     pub fn has_output(&self) -> bool {
         !self.outputs.is_empty()
