@@ -297,7 +297,7 @@ impl Inbox {
 
     /// [`Inbox::check_invariants`] for a small inbox, without building two
     /// sets: the simulator sweeps after every input, and its inboxes are
-    /// small, so the sets' allocations were a tenth of its time. The id
+    /// small, so the sets' allocations were about 15% of its time. The id
     /// hashes, sorted on the stack, give the index's counts; only ids whose
     /// hashes are equal are compared.
     fn check_small(&self) {
@@ -338,7 +338,8 @@ impl Inbox {
     }
 }
 
-/// The inbox size up to which [`Inbox::check_invariants`] compares pairs.
+/// The inbox size up to which [`Inbox::check_invariants`] sorts hashes on
+/// the stack instead of building sets.
 const SMALL_SWEEP: usize = 16;
 
 #[cfg(test)]
@@ -362,7 +363,7 @@ mod tests {
         (0..count).map(|k| format!("m-{k}")).collect()
     }
 
-    /// Both sweeps (pairs for a small inbox, sets for a large one) catch an
+    /// Both sweeps (sorted hashes for a small inbox, sets for a large one) catch an
     /// id pending twice and an index that does not count the lists.
     #[test]
     fn both_sweeps_catch_what_they_check() {
