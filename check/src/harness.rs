@@ -197,6 +197,12 @@ impl Harness {
     /// Feeds one input and checks the transition.
     pub fn feed(&mut self, input: Input) -> Step {
         let transition = self.agent.transition(input);
+        // The core's own debug check sweeps a large inbox only now and then;
+        // the engines sweep it after every input (the simulator in release
+        // builds too).
+        if cfg!(debug_assertions) {
+            self.agent.check_invariants();
+        }
         if let Some(log) = &mut self.log {
             log.extend(
                 transition

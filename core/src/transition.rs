@@ -22,7 +22,7 @@ impl Agent {
     /// [`Agent::handle`] then [`Agent::poll_output`] until empty.
     pub fn transition(&mut self, input: Input) -> Transition {
         let answer = self.handle(input.clone());
-        let outputs = std::iter::from_fn(|| self.poll_output()).collect();
+        let outputs = self.take_outputs();
         Transition {
             input,
             answer,

@@ -119,8 +119,9 @@ impl<'a> Session<'a> {
             Some(coverage) => self.harness.feed_with(input, *coverage),
             None => self.harness.feed(input),
         };
-        // The core checks its invariants after every input in debug builds;
-        // never let a release build run the simulator with them off.
+        // The harness sweeps the core's invariants after every input in
+        // debug builds; never let a release build run the simulator with
+        // them off.
         if !cfg!(debug_assertions) {
             self.harness.agent().check_invariants();
         }
