@@ -3,9 +3,12 @@
 //! readable diff, refusals printed as `error:` lines that leave the state
 //! unchanged, and `--rewrite`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use common::PASSING;
 use tempfile::TempDir;
 
 /// One finished `courier` invocation.
@@ -35,26 +38,6 @@ fn scenario(name: &str, text: &str) -> (TempDir, PathBuf) {
     std::fs::write(&path, text).expect("a writable temporary file");
     (folder, path)
 }
-
-const PASSING: &str = "\
-# a followup starts turn 1 and claims its message
-followup A
-----
-spliced next-turn@0 +A
-~inserted A
-~status running
-turn/start 1
-spliced next-turn@0 -1
-~claimed A 1
-
-run
-----
-step/start 1.1
-user/message A
-step/end 1.1
-turn/end 1 completed
-~status idle
-";
 
 #[test]
 fn a_passing_file_exits_zero() {

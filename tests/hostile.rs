@@ -3,10 +3,13 @@
 //! panics, memory stays bounded, and exit codes and messages tell the truth.
 //! Each test is named for its class.
 
+mod common;
+
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::PASSING;
 use courier_core::{Input, Message, Source, Stimulus};
 use courier_sim::{REPORT_FORMAT, Report, Restarts};
 use tempfile::TempDir;
@@ -39,27 +42,6 @@ fn write(folder: &TempDir, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
 fn text(path: &Path) -> String {
     path.to_str().expect("a UTF-8 temporary path").to_owned()
 }
-
-/// A transcript that passes on the correct core.
-const PASSING: &str = "\
-# a followup starts turn 1
-followup A
-----
-spliced next-turn@0 +A
-~inserted A
-~status running
-turn/start 1
-spliced next-turn@0 -1
-~claimed A 1
-
-run
-----
-step/start 1.1
-user/message A
-step/end 1.1
-turn/end 1 completed
-~status idle
-";
 
 /// A report of `trace` on the correct core, as `courier sim` writes one.
 fn report(trace: Vec<Stimulus>) -> String {

@@ -118,3 +118,24 @@ pub(crate) fn courier(arguments: &[&str]) -> std::process::Output {
 pub(crate) fn stdout(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// A transcript that passes on the correct core.
+pub(crate) const PASSING: &str = "\
+# a followup starts turn 1 and claims its message
+followup A
+----
+spliced next-turn@0 +A
+~inserted A
+~status running
+turn/start 1
+spliced next-turn@0 -1
+~claimed A 1
+
+run
+----
+step/start 1.1
+user/message A
+step/end 1.1
+turn/end 1 completed
+~status idle
+";
