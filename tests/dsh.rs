@@ -91,7 +91,8 @@ fn every_shared_scenario_matches_dsh_or_is_explained_by_a_named_rule() {
 
 /// `sim --against dsh` over 200 seeds (restarts on): every divergence is
 /// explained by a named rule or falls in a gap analysed in
-/// `tests/divergences/README.md`; none is news. The run itself exits 1
+/// `tests/divergences/README.md`; none is news. dsh's own outputs, run
+/// through the shared checker, break a property only at gap 1. The run itself exits 1
 /// (the analysed gaps stay unexplained: they are not §6 decisions). Once per
 /// CI run: the default build's pass (it takes a minute or two of node).
 #[test]
@@ -125,6 +126,31 @@ fn two_hundred_seeds_against_dsh_diverge_only_by_rules_and_analysed_gaps() {
         summary.contains("\n    not analysed: 0\n"),
         "a divergence no rule or analysis covers:\n{summary}"
     );
+    // dsh's own outputs, judged by the shared checker, break a property
+    // exactly where gap 1 is: it admits a pending or repeated id
+    // (`admission`), at the very stimulus where it diverges.
+    let at = |line: &str| {
+        let rest = line.split_once(": ")?.1;
+        let mut words = rest.split(' ');
+        Some((words.next()?.to_owned(), words.next()?.to_owned()))
+    };
+    let broke: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("property: "))
+        .collect();
+    assert!(
+        !broke.is_empty(),
+        "the checker over dsh found nothing:\n{summary}"
+    );
+    for line in broke {
+        assert!(line.contains("break admission: "), "{line}");
+        let gap_1 = text.lines().any(|divergence| {
+            divergence.starts_with("divergence: ")
+                && divergence.contains("(gap-1-")
+                && at(divergence) == at(line)
+        });
+        assert!(gap_1, "not at a gap-1 divergence: {line}");
+    }
     eprintln!("{summary}");
 }
 

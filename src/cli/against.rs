@@ -131,8 +131,18 @@ impl Peer {
 
     /// Feeds a stimulus and prints the answer as transcript lines.
     pub(crate) fn apply(&mut self, stimulus: &Stimulus) -> Result<Vec<String>, String> {
+        self.answer(stimulus).map(|answer| answer.lines())
+    }
+
+    /// Feeds a stimulus and reads its answer.
+    pub(crate) fn answer(&mut self, stimulus: &Stimulus) -> Result<Answer, String> {
         let line = serde_json::to_string(stimulus).map_err(|error| error.to_string())?;
-        self.ask(&line)?.iter().map(printed).collect()
+        let values = self.ask(&line)?;
+        values
+            .iter()
+            .map(answered)
+            .collect::<Result<Vec<_>, _>>()
+            .map(Answer)
     }
 
     /// The one value answering a query, found under `key`.
@@ -233,15 +243,42 @@ impl Drop for Peer {
     }
 }
 
-/// One answer line as the transcript prints it: an output's line, or
-/// `error: <text>` for a refusal or an unsupported stimulus. A protocol
-/// `error` (the implementation did not understand us) fails the file.
-fn printed(value: &Value) -> Result<String, String> {
+/// What an implementation answered to one stimulus, line by line.
+pub(crate) struct Answer(pub(crate) Vec<Answered>);
+
+/// One line of an answer.
+pub(crate) enum Answered {
+    /// An output (durable event or live notification).
+    Output(Output),
+    /// The input was refused, in the refusal's transcript words.
+    Refused(String),
+    /// The implementation cannot do this stimulus (it says why).
+    Unsupported(String),
+}
+
+impl Answer {
+    /// As the transcript prints it: an output's line, or `error: <text>` for
+    /// a refusal or an unsupported stimulus.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|answered| match answered {
+                Answered::Output(output) => output.to_string(),
+                Answered::Refused(refused) => format!("error: {refused}"),
+                Answered::Unsupported(what) => format!("error: unsupported: {what}"),
+            })
+            .collect()
+    }
+}
+
+/// One answer line read. A protocol `error` (the implementation did not
+/// understand us) fails the run.
+fn answered(value: &Value) -> Result<Answered, String> {
     if let Some(refused) = value.get("refused").and_then(Value::as_str) {
-        return Ok(format!("error: {refused}"));
+        return Ok(Answered::Refused(refused.to_owned()));
     }
     if let Some(what) = value.get("unsupported").and_then(Value::as_str) {
-        return Ok(format!("error: unsupported: {what}"));
+        return Ok(Answered::Unsupported(what.to_owned()));
     }
     if let Some(error) = value.get("error") {
         return Err(format!(
@@ -249,7 +286,7 @@ fn printed(value: &Value) -> Result<String, String> {
         ));
     }
     serde_json::from_value::<Output>(value.clone())
-        .map(|output| output.to_string())
+        .map(Answered::Output)
         .map_err(|error| format!("`{value}` is not an output: {error}"))
 }
 

@@ -13,11 +13,12 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use courier_check::{Checker, Kept, Violation};
 use courier_core::transcript::{Command, Runner, record, stimulus_line};
-use courier_core::{Agent, Stimulus};
+use courier_core::{Agent, AwaitPoint, Input, MessageId, Output, Refusal, Stimulus, Transition};
 use courier_sim::{Record, Restarts, simulate};
 
-use crate::cli::against::Peer;
+use crate::cli::against::{Answer, Answered, Peer};
 use crate::cli::rules::{Divergence, Earlier, Gap, Judged, Rule, print_gaps};
 
 /// What comparing one seed found.
@@ -32,11 +33,107 @@ enum Verdict {
     },
 }
 
-/// One seed's comparison: its trace and verdict, or why it broke off.
+/// One seed's comparison: its trace and verdict, or why it broke off, and
+/// the first property the other side's own outputs broke (the stimulus's
+/// index), up to the divergence.
 struct Compared {
     seed: u64,
     trace: Vec<Stimulus>,
     verdict: Result<Verdict, String>,
+    broke: Option<(usize, Violation)>,
+}
+
+/// The shared checker (SPEC §7) over the other implementation's answers:
+/// its ghost is kept from what that side printed alone, as it is for the
+/// core, so a property the other side breaks shows even where both sides
+/// print the same.
+#[derive(Default)]
+struct OtherSide {
+    checker: Checker,
+    /// Its durable events as it printed them: a restart's kept log.
+    log: Vec<Output>,
+    /// Why checking stopped: the first violation, or `None` inside for an
+    /// answer that cannot be judged (an unsupported stimulus, a refusal in
+    /// words the core does not use).
+    stopped: Option<Option<(usize, Violation)>>,
+}
+
+impl OtherSide {
+    /// Judges the answer to the `index`-th stimulus.
+    fn judge(&mut self, index: usize, stimulus: &Stimulus, answer: &Answer) {
+        if self.stopped.is_some() {
+            return;
+        }
+        let checked = match stimulus {
+            Stimulus::Input(input) => match transition(input, answer) {
+                Some(transition) => {
+                    let checked = self.checker.observe(&transition);
+                    let durable = transition.outputs.into_iter().filter(Output::is_durable);
+                    self.log.extend(durable);
+                    checked
+                }
+                None => return self.stopped = Some(None),
+            },
+            Stimulus::Restart { lose } => match outputs(answer) {
+                Some(closers) => {
+                    let kept = self.log.len() - (*lose).min(self.log.len());
+                    self.log.truncate(kept);
+                    let checked = self.checker.restart(Kept::Log(&self.log), &closers);
+                    self.log
+                        .extend(closers.into_iter().filter(Output::is_durable));
+                    checked
+                }
+                None => return self.stopped = Some(None),
+            },
+        };
+        if let Err(violation) = checked {
+            self.stopped = Some(Some((index, violation)));
+        }
+    }
+
+    fn broke(self) -> Option<(usize, Violation)> {
+        self.stopped.flatten()
+    }
+}
+
+/// The answer as the core's transition of `input`, if it reads as one.
+fn transition(input: &Input, answer: &Answer) -> Option<Transition> {
+    let (answer, outputs) = match answer.0.as_slice() {
+        [Answered::Refused(words)] => (Err(refusal(words)?), Vec::new()),
+        _ => (Ok(()), outputs(answer)?),
+    };
+    Some(Transition {
+        input: input.clone(),
+        answer,
+        outputs,
+    })
+}
+
+/// The answer's outputs, if it holds nothing else.
+fn outputs(answer: &Answer) -> Option<Vec<Output>> {
+    answer
+        .0
+        .iter()
+        .map(|answered| match answered {
+            Answered::Output(output) => Some(output.clone()),
+            Answered::Refused(_) | Answered::Unsupported(_) => None,
+        })
+        .collect()
+}
+
+/// A refusal from its transcript words (`duplicate-id: A`, SPEC §10).
+fn refusal(words: &str) -> Option<Refusal> {
+    let (kind, what) = words.split_once(": ")?;
+    let id = || MessageId::from(what);
+    match kind {
+        "duplicate-id" => Some(Refusal::DuplicateId(id())),
+        "disposed" => Some(Refusal::Disposed(id())),
+        "not-pending" => Some(Refusal::NotPending(id())),
+        "not-awaiting" => serde_json::from_value::<AwaitPoint>(what.into())
+            .ok()
+            .map(Refusal::NotAwaiting),
+        _ => None,
+    }
 }
 
 /// Runs the comparison over `seeds` and prints the summary.
@@ -52,9 +149,19 @@ pub(crate) fn main(
     // unexplained one.
     let mut first_unexplained: Option<Compared> = None;
     let mut stimuli = 0;
+    // Seeds where the other side's own outputs broke a property.
+    let mut broke = 0;
     for seed in seeds.clone() {
         let compared = compare(seed, restarts, prototype, command);
         stimuli += compared.trace.len();
+        if let Some((index, violation)) = &compared.broke {
+            let line = stimulus_line(&compared.trace[*index]);
+            println!(
+                "property: seed={seed} stimulus={index} `{line}`: its own outputs break {}: {}",
+                violation.property, violation.detail
+            );
+            broke += 1;
+        }
         match &compared.verdict {
             Err(reason) => {
                 eprintln!("error: seed {seed}: {reason}");
@@ -101,6 +208,7 @@ pub(crate) fn main(
         + count(Judged::Unexplained(None));
     println!("  unexplained: {unexplained}");
     print_gaps(count);
+    println!("  its own outputs broke a property (the shared checker): {broke} seeds");
     let Some(compared) = first_unexplained else {
         return ExitCode::SUCCESS;
     };
@@ -132,25 +240,35 @@ fn compare(seed: u64, restarts: Restarts, prototype: &Agent, command: &str) -> C
         coverage: None,
     };
     let trace = simulate(seed, restarts, prototype, record).trace;
-    let verdict = feed_both(&trace, prototype, command);
+    let mut other = OtherSide::default();
+    let verdict = feed_both(&trace, prototype, command, &mut other);
     Compared {
         seed,
         trace,
         verdict,
+        broke: other.broke(),
     }
 }
 
-/// Feeds `trace` to the core and to `command` until their lines differ.
-fn feed_both(trace: &[Stimulus], prototype: &Agent, command: &str) -> Result<Verdict, String> {
+/// Feeds `trace` to the core and to `command` until their lines differ,
+/// judging the other side's answers by the shared checker on the way.
+fn feed_both(
+    trace: &[Stimulus],
+    prototype: &Agent,
+    command: &str,
+    other: &mut OtherSide,
+) -> Result<Verdict, String> {
     let mut core = Runner::new(prototype.clone());
     let mut peer = Peer::spawn(command)?;
     let mut earlier = Vec::with_capacity(trace.len());
     for (index, stimulus) in trace.iter().enumerate() {
         let before = core.agent().clone();
         let expected = core.apply(stimulus.clone());
-        let actual = peer
-            .apply(stimulus)
+        let answer = peer
+            .answer(stimulus)
             .map_err(|error| format!("stimulus {index} `{}`: {error}", stimulus_line(stimulus)))?;
+        other.judge(index, stimulus, &answer);
+        let actual = answer.lines();
         let command = as_command(stimulus);
         if expected != actual {
             let judged = Judged::of(&Divergence {
