@@ -71,6 +71,53 @@ fn a_planted_bug_served_behind_the_protocol_is_an_unexplained_divergence() {
     let _ = std::fs::remove_dir_all(out);
 }
 
+/// The blocks (one per stimulus) of a written divergence transcript.
+fn blocks(path: &str) -> usize {
+    let text = std::fs::read_to_string(path).expect("the divergence reads");
+    text.lines().filter(|line| *line == "----").count()
+}
+
+#[cfg(feature = "mutants")]
+#[test]
+fn a_shrunk_divergence_is_shorter_and_still_diverges() {
+    let command = served("--mutant no-latch");
+    let written = |name: &str, shrink: bool| {
+        let out = scratch(name);
+        let shown = out.display().to_string();
+        let mut arguments = vec!["sim", "--against", &command, "--seeds", "0..30"];
+        arguments.extend(["--out", &shown]);
+        if shrink {
+            arguments.push("--shrink");
+        }
+        let output = courier(&arguments);
+        let text = stdout(&output);
+        assert_eq!(output.status.code(), Some(1), "{text}");
+        let path = text
+            .lines()
+            .find_map(|line| line.strip_prefix("first unexplained: "))
+            .expect("the divergence is written")
+            .to_owned();
+        (out, path, text)
+    };
+    let (plain_dir, plain, _) = written("plain", false);
+    let (shrunk_dir, shrunk, text) = written("shrunk", true);
+    assert!(text.contains("divergence from "), "{text}");
+    assert!(
+        blocks(&shrunk) < blocks(&plain),
+        "{} blocks shrunk to {}",
+        blocks(&plain),
+        blocks(&shrunk)
+    );
+    // Still a transcript of the contract that the planted bug fails.
+    let passes = courier(&["run", &shrunk]);
+    assert_eq!(passes.status.code(), Some(0), "{}", stdout(&passes));
+    let against = courier(&["run", "--against", &command, &shrunk]);
+    let diverged = stdout(&against);
+    assert!(diverged.contains("divergence at "), "{diverged}");
+    let _ = std::fs::remove_dir_all(plain_dir);
+    let _ = std::fs::remove_dir_all(shrunk_dir);
+}
+
 #[test]
 fn an_implementation_that_cannot_start_exits_two() {
     let out = scratch("broken");

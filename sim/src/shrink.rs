@@ -1,6 +1,8 @@
 //! Shrinking a failing trace by delta debugging (Zeller's ddmin, in its
 //! simple form): try removing chunks, halving the chunk size until single
-//! stimuli; keep a candidate only when it still violates the same property.
+//! stimuli; keep a candidate only when it still fails the same way (by
+//! default, violates the same property; [`shrink_by`] takes any judge, e.g.
+//! a differential's "still diverges the same way").
 //! A restart is one more element, and once no element can go each restart
 //! tries to lose fewer events (a smaller cut is a simpler crash).
 //! An input may become refused once what it named is gone; it is still fed
@@ -17,11 +19,11 @@ const EVALUATIONS_MAX: usize = 200_000;
 
 /// A minimal failing trace.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Shrunk {
-    /// The inputs and restarts, each needed for the violation.
+pub struct Shrunk<F = Violation> {
+    /// The inputs and restarts, each needed for the failure.
     pub trace: Vec<Stimulus>,
-    /// The violation they still produce.
-    pub violation: Violation,
+    /// How they still fail (by default, the violation they produce).
+    pub violation: F,
     /// How many candidate traces were evaluated.
     pub evaluations: usize,
 }
@@ -44,25 +46,39 @@ pub fn shrink(
     trace: &[Stimulus],
     property: Property,
 ) -> Result<Shrunk, NotReproduced> {
+    let breaks = |candidate: &[Stimulus]| {
+        let judged = evaluate(prototype, candidate);
+        let violation = judged.violation.filter(|v| v.property == property)?;
+        Some((judged.fed, violation))
+    };
     let first = evaluate(prototype, trace);
-    let violation = match first.violation {
-        Some(violation) if violation.property == property => violation,
-        other => {
-            return Err(NotReproduced {
-                expected: property,
-                found: other.map_or_else(|| "no violation".to_owned(), |v| v.to_string()),
-            });
-        }
-    };
+    let found = first.violation.as_ref().map(ToString::to_string);
+    shrink_by(trace, breaks, EVALUATIONS_MAX).ok_or_else(|| NotReproduced {
+        expected: property,
+        found: found.unwrap_or_else(|| "no violation".to_owned()),
+    })
+}
+
+/// Shrinks `trace` to a shorter one that `fails` still judges failing, in at
+/// most `evaluations_max` judgements. `fails` returns what a candidate fed
+/// (cut where it failed, so the result replays as is) and how it failed;
+/// `None` when `trace` itself does not fail.
+pub fn shrink_by<F>(
+    trace: &[Stimulus],
+    fails: impl FnMut(&[Stimulus]) -> Option<(Vec<Stimulus>, F)>,
+    evaluations_max: usize,
+) -> Option<Shrunk<F>> {
     let mut shrinking = Shrinking {
-        prototype,
-        property,
-        best: (first.fed, violation),
-        evaluations: 1,
+        fails,
+        best: None,
+        evaluations: 0,
+        evaluations_max,
     };
+    shrinking.try_keep(trace, |_, _| true);
+    shrinking.best.as_ref()?;
     while shrinking.remove_chunks() | shrinking.lose_less() {}
-    let (trace, violation) = shrinking.best;
-    Ok(Shrunk {
+    let (trace, violation) = shrinking.best?;
+    Some(Shrunk {
         trace,
         violation,
         evaluations: shrinking.evaluations,
@@ -70,34 +86,36 @@ pub fn shrink(
 }
 
 /// The smallest failing trace so far and the evaluations spent.
-struct Shrinking<'a> {
-    prototype: &'a Agent,
-    property: Property,
-    best: (Vec<Stimulus>, Violation),
+struct Shrinking<J, F> {
+    fails: J,
+    best: Option<(Vec<Stimulus>, F)>,
     evaluations: usize,
+    evaluations_max: usize,
 }
 
-impl Shrinking<'_> {
-    /// Keeps `candidate` (as evaluated) if it breaks the property and
-    /// `better` accepts what it fed over the best so far.
+impl<J: FnMut(&[Stimulus]) -> Option<(Vec<Stimulus>, F)>, F> Shrinking<J, F> {
+    /// The best failing trace so far.
+    fn trace(&self) -> &[Stimulus] {
+        self.best.as_ref().map_or(&[], |(trace, _)| trace)
+    }
+
+    /// Keeps `candidate` (as it fed) if it still fails and `better` accepts
+    /// what it fed over the best so far.
     fn try_keep(
         &mut self,
         candidate: &[Stimulus],
         better: impl Fn(&[Stimulus], &[Stimulus]) -> bool,
     ) -> bool {
-        if self.evaluations >= EVALUATIONS_MAX {
+        if self.evaluations >= self.evaluations_max {
             return false;
         }
-        let judged = evaluate(self.prototype, candidate);
         self.evaluations += 1;
-        match judged.violation {
-            Some(violation)
-                if violation.property == self.property && better(&judged.fed, &self.best.0) =>
-            {
-                self.best = (judged.fed, violation);
+        match (self.fails)(candidate) {
+            Some((fed, failure)) if better(&fed, self.trace()) => {
+                self.best = Some((fed, failure));
                 true
             }
-            _ => false,
+            Some(_) | None => false,
         }
     }
 
@@ -106,13 +124,13 @@ impl Shrinking<'_> {
     fn remove_chunks(&mut self) -> bool {
         let shorter = |fed: &[Stimulus], best: &[Stimulus]| fed.len() < best.len();
         let mut shrunk = false;
-        let mut chunk = self.best.0.len().div_ceil(2);
-        while chunk >= 1 && self.evaluations < EVALUATIONS_MAX {
+        let mut chunk = self.trace().len().div_ceil(2);
+        while chunk >= 1 && self.evaluations < self.evaluations_max {
             let mut start = 0;
             let mut removed_any = false;
-            while start < self.best.0.len() && self.evaluations < EVALUATIONS_MAX {
-                let end = (start + chunk).min(self.best.0.len());
-                let candidate = [&self.best.0[..start], &self.best.0[end..]].concat();
+            while start < self.trace().len() && self.evaluations < self.evaluations_max {
+                let end = (start + chunk).min(self.trace().len());
+                let candidate = [&self.trace()[..start], &self.trace()[end..]].concat();
                 if self.try_keep(&candidate, shorter) {
                     removed_any = true;
                 } else {
@@ -134,15 +152,15 @@ impl Shrinking<'_> {
             fed.len() < best.len() || (fed.len() == best.len() && lost(fed) < lost(best))
         };
         let mut changed = false;
-        for index in 0..self.best.0.len() {
-            let Some(Stimulus::Restart { lose }) = self.best.0.get(index).cloned() else {
+        for index in 0..self.trace().len() {
+            let Some(Stimulus::Restart { lose }) = self.trace().get(index).cloned() else {
                 continue;
             };
             for smaller in [0, lose / 2, lose.saturating_sub(1)] {
                 if smaller >= lose {
                     continue;
                 }
-                let mut candidate = self.best.0.clone();
+                let mut candidate = self.trace().to_vec();
                 candidate[index] = Stimulus::Restart { lose: smaller };
                 if self.try_keep(&candidate, no_longer_and_loses_less) {
                     changed = true;

@@ -79,6 +79,11 @@ pub(crate) struct Args {
     /// written to, as `divergence-<seed>.txn`.
     #[arg(long, value_name = "DIR", default_value = ".", requires = "against")]
     out: PathBuf,
+    /// With `--against`: shrink that divergence first (delta debugging, a
+    /// fresh process of the other implementation per candidate) to the
+    /// shortest trace that still diverges the same way.
+    #[arg(long, requires = "against")]
+    shrink: bool,
 }
 
 impl Args {
@@ -107,7 +112,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        return against::main(seeds, args.restarts(), &prototype, &command, &args.out);
+        let written = against::Written {
+            out: &args.out,
+            shrink: args.shrink,
+        };
+        return against::main(seeds, args.restarts(), &prototype, &command, written);
     }
     if let Some(report) = &args.report {
         let svg = courier::diagram::svg_beside(report);

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use courier_check::{Checker, Kept, Violation};
 use courier_core::transcript::{Command, Runner, record, stimulus_line};
 use courier_core::{Agent, AwaitPoint, Input, MessageId, Output, Refusal, Stimulus, Transition};
-use courier_sim::{Record, Restarts, simulate};
+use courier_sim::{Record, Restarts, shrink_by, simulate};
 
 use crate::cli::against::{Answer, Answered, Peer};
 use crate::cli::rules::{Divergence, Earlier, Gap, Judged, Rule, print_gaps};
@@ -136,13 +136,25 @@ fn refusal(words: &str) -> Option<Refusal> {
     }
 }
 
+/// Where and how the first unexplained divergence is written.
+pub(crate) struct Written<'a> {
+    /// The directory.
+    pub(crate) out: &'a Path,
+    /// Shrink it first.
+    pub(crate) shrink: bool,
+}
+
+/// Candidate traces a `--shrink` judges at most: each spawns the other
+/// implementation afresh.
+const SHRINK_EVALUATIONS_MAX: usize = 2_000;
+
 /// Runs the comparison over `seeds` and prints the summary.
 pub(crate) fn main(
     seeds: Range<u64>,
     restarts: Restarts,
     prototype: &Agent,
     command: &str,
-    out: &Path,
+    written: Written<'_>,
 ) -> ExitCode {
     let mut counts: BTreeMap<Judged, usize> = BTreeMap::new();
     // The first unexplained divergence no analysis covers, else the first
@@ -209,14 +221,56 @@ pub(crate) fn main(
     println!("  unexplained: {unexplained}");
     print_gaps(count);
     println!("  its own outputs broke a property (the shared checker): {broke} seeds");
-    let Some(compared) = first_unexplained else {
+    let Some(mut compared) = first_unexplained else {
         return ExitCode::SUCCESS;
     };
-    match write_divergence(prototype, &compared, out) {
+    if written.shrink {
+        shrink_divergence(&mut compared, prototype, command);
+    }
+    match write_divergence(prototype, &compared, written.out) {
         Ok(path) => println!("first unexplained: {}", path.display()),
         Err(error) => eprintln!("error: {error}"),
     }
     ExitCode::from(1)
+}
+
+/// Replaces `compared`'s trace by the shortest one found that still
+/// diverges with the same judgement (cut at its divergence), and says so.
+fn shrink_divergence(compared: &mut Compared, prototype: &Agent, command: &str) {
+    let Ok(Verdict::Diverged { judged: target, .. }) = compared.verdict else {
+        return;
+    };
+    let diverges = |candidate: &[Stimulus]| {
+        let verdict = feed_both(candidate, prototype, command, &mut OtherSide::default());
+        match verdict {
+            Ok(Verdict::Diverged {
+                index,
+                judged,
+                actual,
+            }) if judged == target => Some((candidate[..=index].to_vec(), actual)),
+            Ok(Verdict::Diverged { .. } | Verdict::Agreed) | Err(_) => None,
+        }
+    };
+    let Some(shrunk) = shrink_by(&compared.trace, diverges, SHRINK_EVALUATIONS_MAX) else {
+        eprintln!(
+            "warning: seed {}: the divergence did not reproduce; written unshrunk",
+            compared.seed
+        );
+        return;
+    };
+    println!(
+        "shrunk seed {}'s divergence from {} stimuli to {} ({} evaluations)",
+        compared.seed,
+        compared.trace.len(),
+        shrunk.trace.len(),
+        shrunk.evaluations
+    );
+    compared.verdict = Ok(Verdict::Diverged {
+        index: shrunk.trace.len() - 1,
+        judged: target,
+        actual: shrunk.violation,
+    });
+    compared.trace = shrunk.trace;
 }
 
 impl Compared {
