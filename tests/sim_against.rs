@@ -72,6 +72,7 @@ fn a_planted_bug_served_behind_the_protocol_is_an_unexplained_divergence() {
 }
 
 /// The blocks (one per stimulus) of a written divergence transcript.
+#[cfg(feature = "mutants")]
 fn blocks(path: &str) -> usize {
     let text = std::fs::read_to_string(path).expect("the divergence reads");
     text.lines().filter(|line| *line == "----").count()
