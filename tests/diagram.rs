@@ -312,3 +312,58 @@ fn a_liveness_report_is_marked_at_its_last_row() {
     assert!(violation.detail.starts_with("liveness:"), "{violation:?}");
     assert_eq!(diagram.title, "race-7.json (correct design) seed 7");
 }
+
+/// A divergence transcript written by `courier sim --against` draws the
+/// contract's rows with the other implementation's lines beside its last
+/// row, marked, and says where it diverges.
+#[test]
+fn a_divergence_is_marked_at_its_row_with_the_other_sides_lines() {
+    let folder = tempfile::tempdir().expect("a scratch folder");
+    let file = folder.path().join("divergence-1.txn");
+    let text = "\
+# divergence: seed=1, stimulus 2 (the last block), unexplained by any rule
+# the other implementation printed there:
+#   step/start 1.1
+#   user/message F
+
+steer A
+----
+spliced next-step@0 +A
+~inserted A
+~status running
+turn/start 1
+spliced next-step@0 -1
+~claimed A 1
+
+send F next-turn no-wake
+----
+spliced next-turn@0 +F
+~inserted F
+
+pre-step enter F
+----
+~error 1.0
+turn/end 1 error
+~status idle
+";
+    std::fs::write(&file, text).expect("written");
+    let diagram = courier::diagram::load(&file, None).expect("it draws");
+    let diverged = diagram.diverged.as_ref().expect("the divergence is read");
+    assert_eq!(diverged.row, 2);
+    assert_eq!(diverged.other, ["step/start 1.1", "user/message F"]);
+    assert!(
+        diagram.verdict().starts_with("diverges at row 3 of 3: "),
+        "{}",
+        diagram.verdict()
+    );
+    let mermaid = diagram.render(Format::Mermaid);
+    let marked = "Note over C,S: DIVERGES: the other implementation printed instead: \
+                  step/start 1.1 | user/message F";
+    assert!(mermaid.contains(marked), "{mermaid}");
+    let svg = diagram.render(Format::Svg);
+    assert!(svg.contains("DIVERGES here: "), "{svg}");
+    // A plain transcript diverges from nothing.
+    std::fs::write(&file, &text[text.find("steer A").expect("a command")..]).expect("written");
+    let plain = courier::diagram::load(&file, None).expect("it draws");
+    assert_eq!(plain.diverged, None);
+}

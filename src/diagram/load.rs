@@ -12,8 +12,8 @@ use courier_core::transcript::Script;
 use courier_core::{Agent, Mutant};
 use courier_sim::Report;
 
-use super::Diagram;
 use super::trace::Tracer;
+use super::{Diagram, Diverged};
 use crate::variant::fresh_agent;
 
 /// Reads `file` and runs it on a fresh agent of `mutant`, else of the
@@ -54,7 +54,25 @@ pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
         .map_err(|(line, stalled)| format!("line {line}: {stalled}"))?;
     let mut diagram = tracer.finish(title(file, variant));
     diagram.notes.extend(note);
+    diagram.diverged = diverged(&text, diagram.rows.len());
     Ok(diagram)
+}
+
+/// The other implementation's lines a divergence transcript (written by
+/// `courier sim --against`) keeps in its header, at its last block.
+fn diverged(text: &str, rows: usize) -> Option<Diverged> {
+    let mut lines = text.lines();
+    lines.next()?.strip_prefix("# divergence: ")?;
+    let other = lines
+        .skip_while(|line| !line.starts_with("# the other implementation printed there:"))
+        .skip(1)
+        .map_while(|line| line.strip_prefix("#   "))
+        .map(str::to_owned)
+        .collect();
+    Some(Diverged {
+        row: rows.checked_sub(1)?,
+        other,
+    })
 }
 
 /// A race report's trace, run on its variant (or `mutant`). A liveness

@@ -24,8 +24,7 @@ impl fmt::Display for Mermaid<'_> {
             writeln!(text, "    participant {} as {}", alias(lane), lane.title())?;
         }
         let everyone = format!("{},{}", alias(Lane::Client), alias(Lane::StepHook));
-        let broken_row = diagram.broken.as_ref().map(|(row, _)| *row);
-        for shown in shown(&diagram.rows, broken_row) {
+        for shown in shown(&diagram.rows, diagram.marked_row()) {
             let (index, row_marks) = match shown {
                 Shown::Row(index, row_marks) => (index, row_marks),
                 Shown::Elided { from, to } => {
@@ -38,7 +37,15 @@ impl fmt::Display for Mermaid<'_> {
                 .broken
                 .as_ref()
                 .filter(|(row, _)| *row == index)
-                .map(|(_, violation)| violation);
+                .map(|(_, violation)| {
+                    format!("BROKEN {}: {}", violation.property, violation.detail)
+                });
+            let diverged = diagram
+                .diverged
+                .as_ref()
+                .filter(|diverged| diverged.row == index)
+                .map(|diverged| format!("DIVERGES: {}", diverged.text()));
+            let broken = broken.or(diverged);
             if broken.is_some() {
                 text.write_str("    rect rgb(253, 226, 226)\n")?;
             }
@@ -46,13 +53,8 @@ impl fmt::Display for Mermaid<'_> {
             for mark in &row_marks {
                 line(text, mark, &everyone)?;
             }
-            if let Some(violation) = broken {
-                writeln!(
-                    text,
-                    "    Note over {everyone}: BROKEN {}: {}",
-                    violation.property,
-                    escape(&violation.detail)
-                )?;
+            if let Some(said) = broken {
+                writeln!(text, "    Note over {everyone}: {}", escape(&said))?;
                 text.write_str("    end\n")?;
             }
         }

@@ -29,9 +29,32 @@ pub struct Diagram {
     pub rows: Vec<Row>,
     /// The first property that broke and the 0-based row where it did.
     pub broken: Option<(usize, Violation)>,
+    /// Where another implementation first printed something else (a
+    /// `courier sim --against` divergence transcript), and what.
+    pub diverged: Option<Diverged>,
     /// What the reader should know that the picture does not say (a
     /// variant drawn instead of the one the file names), one line each.
     pub notes: Vec<String>,
+}
+
+/// The first row where another implementation's outputs differ from the
+/// contract's, drawn beside the contract's own.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Diverged {
+    /// The 0-based row.
+    pub row: usize,
+    /// What the other implementation printed there, line by line.
+    pub other: Vec<String>,
+}
+
+impl Diverged {
+    /// One line for the picture and the verdict.
+    pub(crate) fn text(&self) -> String {
+        format!(
+            "the other implementation printed instead: {}",
+            self.other.join(" | ")
+        )
+    }
 }
 
 /// One row of the picture. A restart (SPEC §11) is not an input: nothing
@@ -69,9 +92,16 @@ impl Diagram {
         }
     }
 
-    /// One line saying whether and where a property broke.
+    /// One line saying whether and where a property broke (or the run
+    /// diverged from another implementation).
     pub fn verdict(&self) -> String {
         match &self.broken {
+            None if let Some(diverged) = &self.diverged => format!(
+                "diverges at row {} of {}: {}",
+                diverged.row + 1,
+                self.rows.len(),
+                diverged.text()
+            ),
             None => format!("{}, every property holds", self.counted()),
             Some((row, violation)) => format!(
                 "{} broke at row {} of {}: {}",
@@ -83,11 +113,16 @@ impl Diagram {
         }
     }
 
+    /// The row the picture must show: the broken one, else the diverged one.
+    pub(crate) fn marked_row(&self) -> Option<usize> {
+        let broken = self.broken.as_ref().map(|(row, _)| *row);
+        broken.or(self.diverged.as_ref().map(|diverged| diverged.row))
+    }
+
     /// A line saying which rows the picture leaves out, when it is longer
     /// than [`ROWS_DRAWN_MAX`] rows.
     pub fn elision(&self) -> Option<String> {
-        let broken = self.broken.as_ref().map(|(row, _)| *row);
-        let gaps: Vec<String> = sequence::shown(&self.rows, broken)
+        let gaps: Vec<String> = sequence::shown(&self.rows, self.marked_row())
             .into_iter()
             .filter_map(|shown| match shown {
                 sequence::Shown::Elided { from, to } => Some(format!("{}-{to}", from + 1)),

@@ -83,8 +83,7 @@ impl fmt::Display for Svg<'_> {
 /// below the last.
 fn draw_rows(body: &mut impl Write, diagram: &Diagram, width: usize) -> Result<usize, fmt::Error> {
     let mut y = ROWS_TOP;
-    let broken_row = diagram.broken.as_ref().map(|(row, _)| *row);
-    for shown in shown(&diagram.rows, broken_row) {
+    for shown in shown(&diagram.rows, diagram.marked_row()) {
         let (index, row_marks) = match shown {
             Shown::Row(index, row_marks) => (index, row_marks),
             Shown::Elided { from, to } => {
@@ -103,7 +102,13 @@ fn draw_rows(body: &mut impl Write, diagram: &Diagram, width: usize) -> Result<u
             .broken
             .as_ref()
             .filter(|(row, _)| *row == index)
-            .map(|(_, violation)| violation.to_string());
+            .map(|(_, violation)| format!("BROKEN here: {violation}"));
+        let diverged = diagram
+            .diverged
+            .as_ref()
+            .filter(|diverged| diverged.row == index)
+            .map(|diverged| format!("DIVERGES here: {}", diverged.text()));
+        let broken = broken.or(diverged);
         let height = row_marks.len() * MARK_HEIGHT + 8;
         if broken.is_some() {
             write!(
@@ -276,7 +281,7 @@ fn draw_violation(
     top: usize,
     width: usize,
 ) -> Result<usize, fmt::Error> {
-    let lines = wrap(&format!("BROKEN here: {text}"), DETAIL_WIDTH);
+    let lines = wrap(text, DETAIL_WIDTH);
     let height = lines.len() * 16 + 10;
     write!(
         body,

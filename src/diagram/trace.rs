@@ -86,6 +86,7 @@ impl Tracer {
             title: title.into(),
             rows: self.rows.rows,
             broken: self.rows.broken,
+            diverged: None,
             notes: Vec::new(),
         }
     }
