@@ -52,16 +52,25 @@ struct OtherSide {
     checker: Checker,
     /// Its durable events as it printed them: a restart's kept log.
     log: Vec<Output>,
-    /// Why checking stopped: the first violation, or `None` inside for an
-    /// answer that cannot be judged (an unsupported stimulus, a refusal in
-    /// words the core does not use).
-    stopped: Option<Option<(usize, Violation)>>,
+    judging: Judging,
+}
+
+/// Whether the other side is still being judged.
+#[derive(Default)]
+enum Judging {
+    #[default]
+    Going,
+    /// It broke a property at this stimulus.
+    Broke(usize, Violation),
+    /// An answer that cannot be judged (an unsupported stimulus, a refusal
+    /// in words the core does not use) ended the judging.
+    Stopped,
 }
 
 impl OtherSide {
     /// Judges the answer to the `index`-th stimulus.
     fn judge(&mut self, index: usize, stimulus: &Stimulus, answer: &Answer) {
-        if self.stopped.is_some() {
+        if !matches!(self.judging, Judging::Going) {
             return;
         }
         let checked = match stimulus {
@@ -72,7 +81,7 @@ impl OtherSide {
                     self.log.extend(durable);
                     checked
                 }
-                None => return self.stopped = Some(None),
+                None => return self.judging = Judging::Stopped,
             },
             Stimulus::Restart { lose } => match outputs(answer) {
                 Some(closers) => {
@@ -83,16 +92,19 @@ impl OtherSide {
                         .extend(closers.into_iter().filter(Output::is_durable));
                     checked
                 }
-                None => return self.stopped = Some(None),
+                None => return self.judging = Judging::Stopped,
             },
         };
         if let Err(violation) = checked {
-            self.stopped = Some(Some((index, violation)));
+            self.judging = Judging::Broke(index, violation);
         }
     }
 
     fn broke(self) -> Option<(usize, Violation)> {
-        self.stopped.flatten()
+        match self.judging {
+            Judging::Broke(index, violation) => Some((index, violation)),
+            Judging::Going | Judging::Stopped => None,
+        }
     }
 }
 
@@ -316,7 +328,6 @@ fn feed_both(
     let mut peer = Peer::spawn(command)?;
     let mut earlier = Vec::with_capacity(trace.len());
     for (index, stimulus) in trace.iter().enumerate() {
-        let before = core.agent().clone();
         let expected = core.apply(stimulus.clone());
         let answer = peer
             .answer(stimulus)
@@ -325,12 +336,18 @@ fn feed_both(
         let actual = answer.lines();
         let command = as_command(stimulus);
         if expected != actual {
+            // The contract's state before the stimulus, rebuilt once here
+            // rather than copied before every stimulus.
+            let mut before = Runner::new(prototype.clone());
+            for earlier in &trace[..index] {
+                before.apply(earlier.clone());
+            }
             let judged = Judged::of(&Divergence {
                 earlier: &earlier,
                 command: Some(&command),
                 expected: &expected,
                 actual: &actual,
-                before: &before,
+                before: before.agent(),
             });
             return Ok(Verdict::Diverged {
                 index,
