@@ -378,6 +378,32 @@ fn never_panic_threads_zero_is_refused_and_jobs_are_capped() {
     assert!(stdout.contains("jobs=2 "), "{stdout}");
 }
 
+/// The OS refusing a worker thread is an error line and exit 2, for the
+/// simulator's workers and the model checker's (stateright's) alike. The
+/// refusal is real: `RUST_MIN_STACK` asks std for a 64 TiB stack per
+/// spawned thread, which no mapping can give, so every spawn fails.
+#[test]
+fn never_panic_a_thread_that_cannot_be_spawned_is_an_error() {
+    for arguments in [
+        &["sim", "--seeds", "0..4", "--jobs", "2"][..],
+        &["check", "--messages", "1", "--threads", "2"],
+    ] {
+        let output = courier()
+            .args(arguments)
+            .env("RUST_MIN_STACK", (1u64 << 46).to_string())
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .expect("courier runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
+        assert!(
+            stderr.contains("error: cannot start a worker thread"),
+            "{arguments:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{arguments:?}: {stderr}");
+    }
+}
+
 // 4. Bounded memory.
 
 #[test]

@@ -47,6 +47,8 @@ pub enum Durability {
     /// and syncs them at most `max_delay` after an idle queue got its first
     /// line (dsh's write-behind policy). A crash loses at most the lines of
     /// that window, and accepted sends among them; dispose still syncs.
+    /// If the OS refuses the writer thread, the journal writes as under
+    /// `Sync` instead: never less durable than asked, and no panic.
     WriteBehind {
         /// The batching window.
         max_delay: Duration,
@@ -66,7 +68,6 @@ pub(crate) struct Journal {
     written: Condvar,
     /// Work for the write-behind thread, or the journal closed.
     work: Condvar,
-    durability: Durability,
 }
 
 struct State {
@@ -92,6 +93,9 @@ struct State {
     /// No more outputs come; the write-behind thread writes what is left and
     /// stops.
     closed: bool,
+    /// The policy in force: the one asked for, or `Sync` when the
+    /// write-behind thread could not be started.
+    durability: Durability,
 }
 
 /// The write-behind thread, joined when the journal closes.
@@ -120,18 +124,24 @@ impl Journal {
             waiting: 0,
             armed: false,
             closed: false,
+            durability,
         };
         let journal = Arc::new(Self {
             state: Mutex::new(state),
             written: Condvar::new(),
             work: Condvar::new(),
-            durability,
         });
         let writer = match durability {
             Durability::Sync => None,
             Durability::WriteBehind { max_delay } => {
                 let behind = Arc::clone(&journal);
-                Some(thread::spawn(move || behind.write_behind(max_delay)))
+                let spawned = thread::Builder::new()
+                    .name("courier-journal".into())
+                    .spawn(move || behind.write_behind(max_delay));
+                if spawned.is_err() {
+                    lock(&journal.state).durability = Durability::Sync;
+                }
+                spawned.ok()
             }
         };
         (journal, WriterThread(writer))
@@ -158,8 +168,9 @@ impl Journal {
         let position = state.queued;
         let backlog = state.queue.len();
         let wake = !mem::replace(&mut state.armed, true);
+        let durability = state.durability;
         drop(state);
-        match self.durability {
+        match durability {
             Durability::Sync => Some(position),
             Durability::WriteBehind { .. } => {
                 if wake {
