@@ -116,3 +116,36 @@ fn a_header_without_version_is_refused_as_dsh_s_loader_refuses_it() {
         "corrupt session log: first line is not a session header",
     );
 }
+
+/// The `turn/end` reasons the reader reads from a log, in order.
+fn turn_ends(name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(common::workspace().join(legacy_log(name))).unwrap();
+    let mut reader = Reader::new();
+    let mut reasons = Vec::new();
+    for line in text.lines() {
+        if let LogLine::Delivery(Output::TurnEnd { reason, .. }) = reader.line(line).unwrap() {
+            reasons.push(reason.to_string());
+        }
+    }
+    reasons
+}
+
+#[test]
+fn an_older_turn_end_reason_reads_in_today_s_words() {
+    converts("turn-end-reason", "turn-end-reason", 3);
+    assert_eq!(
+        turn_ends("turn-end-reason"),
+        ["error", "aborted:legacy", "aborted:disposed"]
+    );
+    // Today's reasons are read as they are, and counted as nothing.
+    assert_eq!(turn_ends("turn-start-trigger"), ["completed"]);
+}
+
+#[test]
+fn a_malformed_turn_end_is_refused_as_dsh_refuses_it() {
+    refused(
+        "refused-turn-end",
+        8,
+        "session \"old-6\" contains malformed pre-react-loop turn/end at seq 6",
+    );
+}

@@ -230,6 +230,7 @@ fn the_cli_reports_json_per_file() {
                 "turn-start-trigger": 0,
                 "steering-message": 0,
                 "pre-identity-message": 0,
+                "turn-end-reason": 0,
             },
         })
     );

@@ -204,6 +204,17 @@ impl Reader {
         if let Some(reason) = legacy::refusal(kind, envelope.data, &at) {
             return Err(LineError::Refused(reason));
         }
+        if kind == "turn/end" {
+            // dsh checks every `turn/end` envelope and converts the older
+            // reasons (`migrateLegacyTurnEndEvent`); rare enough to read
+            // each one's data as fields.
+            let fields: Map<String, Value> =
+                serde_json::from_str(envelope.data.map_or("null", RawValue::get))?;
+            if let Some(converted) = legacy::turn_end(&fields, &at).map_err(LineError::Refused)? {
+                self.conversions.turn_end_reason += 1;
+                return Ok(LogLine::Delivery(converted));
+            }
+        }
         if let Some(output) = envelope.read {
             return Ok(LogLine::Delivery(output));
         }
@@ -318,14 +329,14 @@ impl<'a> Envelope<'a> {
     }
 }
 
-/// Delivery events read in the envelope's pass; the others may need a
-/// conversion that looks at their data first.
-const INLINE_TYPES: [&str; 5] = [
+/// Delivery events read in the envelope's pass; the others (`turn/start`,
+/// `turn/end`) may need a conversion or a check that looks at their data
+/// first.
+const INLINE_TYPES: [&str; 4] = [
     "agent/inbox/spliced",
     "step/start",
     "user/message",
     "step/end",
-    "turn/end",
 ];
 
 struct EnvelopeVisitor {

@@ -364,6 +364,9 @@ pub enum Cause {
     },
     /// The agent was disposed.
     Disposed,
+    /// Read only from an old dsh log whose bare `aborted` recorded no
+    /// cause (dsh's loader names it `legacy`); the core never writes it.
+    Legacy,
 }
 
 impl From<CancelCause> for Cause {

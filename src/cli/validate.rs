@@ -156,6 +156,7 @@ fn verdict_json(summary: &Summary) -> String {
         turn_start_trigger,
         steering_message,
         pre_identity_message,
+        turn_end_reason,
     } = summary.conversions;
     let verdict = json!({
         "status": if summary.is_valid() { "valid" } else { "invalid" },
@@ -166,6 +167,7 @@ fn verdict_json(summary: &Summary) -> String {
             "turn-start-trigger": turn_start_trigger,
             "steering-message": steering_message,
             "pre-identity-message": pre_identity_message,
+            "turn-end-reason": turn_end_reason,
         },
     });
     let text = verdict.to_string();

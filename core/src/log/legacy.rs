@@ -11,15 +11,12 @@
 //!
 //! Not followed, on purpose: the `assistant/message` and `tool/result`
 //! conversions (`migrateLegacyMessageEvent`), whose records are outside the
-//! delivery contract and never read past their type, and the old `turn/end`
-//! reasons (`migrateLegacyTurnEndEvent`), which no log seen uses and whose
-//! coarse `aborted` dsh maps to a `legacy` cause the core's
-//! [`Cause`](crate::Cause) does not have.
+//! delivery contract and never read past their type.
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::Output;
+use crate::{Cause, Output, TurnEnd};
 
 /// The format version dsh reads and writes (`SESSION_FORMAT_VERSION`).
 const FORMAT_VERSION: u64 = 0;
@@ -41,12 +38,17 @@ pub struct Conversions {
     pub steering_message: u64,
     /// Pre-identity `user/message` records given their legacy id.
     pub pre_identity_message: u64,
+    /// `turn/end` records whose older reason was read in today's words.
+    pub turn_end_reason: u64,
 }
 
 impl Conversions {
     /// Records converted, all rules together.
     pub fn total(&self) -> u64 {
-        self.turn_start_trigger + self.steering_message + self.pre_identity_message
+        self.turn_start_trigger
+            + self.steering_message
+            + self.pre_identity_message
+            + self.turn_end_reason
     }
 }
 
@@ -158,6 +160,92 @@ pub(super) fn turn_start(data: &Map<String, Value>, at: &At) -> Option<Result<Ou
         Some(turn) if well_formed => Ok(Output::TurnStart { turn }),
         _ => Err(malformed("turn/start", at)),
     })
+}
+
+/// `migrateLegacyTurnEndEvent`, which dsh applies to every `turn/end`: the
+/// envelope must be exactly `turn` (a safe integer from 1) and `reason` (an
+/// object with a string `kind`); the plain kinds must carry nothing else.
+/// The older reasons are converted: a bare `aborted` (its cause was not
+/// recorded) to `aborted` with dsh's `legacy` cause, `disposed` to
+/// `aborted:disposed`, and an `error` with its `step` and `message` (and
+/// `code`) or `failure` to `error`. `Ok(None)`: today's shape, read as it
+/// is. One departure: dsh's current `error` reason carries an `error`
+/// object, while the contract's (what Courier writes) is a bare
+/// `{"kind":"error"}`, which dsh would call malformed; it is read as today's.
+pub(super) fn turn_end(data: &Map<String, Value>, at: &At) -> Result<Option<Output>, String> {
+    let malformed = || malformed("turn/end", at);
+    let turn = data.get("turn").and_then(Value::as_f64);
+    let reason = data.get("reason").and_then(Value::as_object);
+    let kind = reason.and_then(|reason| reason.get("kind")?.as_str());
+    let (Some(turn), Some(reason), Some(kind)) = (turn, reason, kind) else {
+        return Err(malformed());
+    };
+    if turn < 1.0 || !is_safe_integer(data.get("turn")) || !has_only_keys(data, &["turn", "reason"])
+    {
+        return Err(malformed());
+    }
+    // A safe integer from 1: exact as a `u64`.
+    let turn = turn as u64;
+    let bare = has_only_keys(reason, &["kind"]);
+    let converted = match kind {
+        "completed" | "blocked" | "max-tokens" | "interrupted" if bare => return Ok(None),
+        "completed" | "blocked" | "max-tokens" | "interrupted" => return Err(malformed()),
+        "aborted" if reason.contains_key("reason") => return Ok(None),
+        "aborted" if bare => TurnEnd::Aborted {
+            reason: Cause::Legacy,
+        },
+        "disposed" if bare => TurnEnd::Aborted {
+            reason: Cause::Disposed,
+        },
+        "error" if bare || reason.contains_key("error") => return Ok(None),
+        "error" if older_error(reason) => TurnEnd::Error,
+        "aborted" | "disposed" | "error" => return Err(malformed()),
+        _ => return Ok(None),
+    };
+    Ok(Some(Output::TurnEnd {
+        turn,
+        reason: converted,
+    }))
+}
+
+/// An `error` reason of dsh's older shapes: a `step` (a safe integer from
+/// 0) with either a `failure` (`message` and `code` strings, optional
+/// `status`, `providerRetryAfterMs` numbers and `requestId` string) or a
+/// `message` string and an optional `code` string.
+fn older_error(reason: &Map<String, Value>) -> bool {
+    let step = reason.get("step");
+    if !is_safe_integer(step) || step.and_then(Value::as_f64).is_none_or(|step| step < 0.0) {
+        return false;
+    }
+    let string =
+        |record: &Map<String, Value>, key: &str| record.get(key).is_some_and(Value::is_string);
+    let absent_or = |record: &Map<String, Value>, key: &str, check: fn(&Value) -> bool| {
+        record.get(key).is_none_or(check)
+    };
+    if let Some(Value::Object(failure)) = reason.get("failure") {
+        let allowed = [
+            "message",
+            "code",
+            "status",
+            "providerRetryAfterMs",
+            "requestId",
+        ];
+        return has_only_keys(reason, &["kind", "step", "failure"])
+            && failure.keys().all(|key| allowed.contains(&key.as_str()))
+            && string(failure, "message")
+            && string(failure, "code")
+            && absent_or(failure, "status", Value::is_number)
+            && absent_or(failure, "providerRetryAfterMs", Value::is_number)
+            && absent_or(failure, "requestId", Value::is_string);
+    }
+    let keys: &[&str] = if reason.contains_key("code") {
+        &["kind", "step", "message", "code"]
+    } else {
+        &["kind", "step", "message"]
+    };
+    has_only_keys(reason, keys)
+        && string(reason, "message")
+        && absent_or(reason, "code", Value::is_string)
 }
 
 /// `migrateLegacySteeringEvent`: the removed `steering/message` becomes
