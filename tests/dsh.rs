@@ -151,6 +151,36 @@ fn two_hundred_seeds_against_dsh_diverge_only_by_rules_and_analysed_gaps() {
         });
         assert!(gap_1, "not at a gap-1 divergence: {line}");
     }
+    // dsh's own session file, through `courier validate`: every log is read
+    // (none unreadable, none withheld), and it breaks a property exactly in
+    // the seeds where its answers broke one, and the same one.
+    let seed = |line: &str| {
+        line.split_once("seed=")?
+            .1
+            .split(' ')
+            .next()
+            .map(str::to_owned)
+    };
+    let seeds_of = |prefix: &str, property: &str| -> Vec<Option<String>> {
+        text.lines()
+            .filter(|line| line.starts_with(prefix) && line.contains(property))
+            .map(seed)
+            .collect()
+    };
+    assert_eq!(
+        seeds_of("log: ", "breaks "),
+        seeds_of("log: ", "breaks admission: "),
+        "a log breaks another property:\n{text}"
+    );
+    assert_eq!(
+        seeds_of("log: ", "breaks admission: "),
+        seeds_of("property: ", "break admission: "),
+        "its log and its answers disagree:\n{text}"
+    );
+    assert!(
+        summary.contains(" 0 unreadable, ") && summary.contains(" 0 not given"),
+        "{summary}"
+    );
     eprintln!("{summary}");
 }
 

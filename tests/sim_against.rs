@@ -32,6 +32,14 @@ fn the_served_core_never_diverges() {
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(text.contains("20 agreed, 0 diverged"), "{text}");
     assert!(text.contains("  unexplained: 0\n"), "{text}");
+    // The served core's own log (the protocol's `log` query) validates.
+    assert!(
+        text.contains(
+            "  its session log (courier validate): 20 valid, 0 invalid, 0 unreadable, \
+             0 absent, 0 not given\n"
+        ),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(out);
 }
 

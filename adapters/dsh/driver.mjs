@@ -132,6 +132,30 @@ function sessionFile(folder = root) {
 }
 
 /**
+ * The session file as dsh's persistence has it once flushed (or once a
+ * disposal finished): its lines, or null when there is none (dsh writes
+ * nothing before its first flush, and disposal removes the session).
+ */
+async function sessionLog(live) {
+  // A disposal waits for the turn it aborts, which may wait on a held
+  // completion forever: then the session is flushed as it stands.
+  const tick = new Promise(resolve => setImmediate(() => resolve(false)))
+  const disposed = live.disposing !== undefined && await Promise.race([live.disposing.then(() => true), tick])
+  if (!disposed) {
+    try {
+      await live.ctx.sessions.flush(live.agent.session)
+    } catch (error) {
+      // A session a disposal (or a failed restart) took out of the store
+      // has nothing to flush; the file, if any, is what it left.
+      if (sessionFile() !== undefined) throw error
+    }
+  }
+  const path = sessionFile()
+  if (path === undefined) return null
+  return readFileSync(path, 'utf8').split('\n').filter(line => line !== '')
+}
+
+/**
  * SPEC §11 on dsh: flush, abandon the context undisposed (disposal would
  * write more), cut the file right before the `lose`-th-from-last delivery
  * event, and resume through dsh's own path in a fresh context. The closers
@@ -273,6 +297,7 @@ async function answer(live, line, number) {
     return [{ inbox: { 'next-turn': ids(live.agent.inbox.nextTurn), 'next-step': ids(live.agent.inbox.nextStep) } }]
   }
   if (value.query === 'status') return [{ status: status(live.agent) }]
+  if (value.query === 'log') return [{ log: await sessionLog(live) }]
   if (value.restart !== undefined) {
     if (!Number.isInteger(value.restart?.lose) || value.restart.lose < 0) {
       return [{ error: `line ${number}: restart needs a non-negative lose` }]

@@ -157,6 +157,18 @@ impl Peer {
         }
     }
 
+    /// The implementation's session log as it stands, one JSONL line per
+    /// element, header first; `None` when it keeps none (yet, or any more).
+    pub(crate) fn log(&mut self) -> Result<Option<Vec<String>>, String> {
+        let value = self.query("log")?;
+        if value.is_null() {
+            return Ok(None);
+        }
+        serde_json::from_value(value)
+            .map(Some)
+            .map_err(|error| format!("the log query's answer is not a list of lines: {error}"))
+    }
+
     fn status(&mut self) -> Result<Status, String> {
         let value = self.query("status")?;
         if value == "idle" {

@@ -9,6 +9,7 @@ use std::io::{BufRead, ErrorKind, Read, Write};
 use std::process::ExitCode;
 
 use courier::variant::MutantArg;
+use courier_core::log::{SessionHeader, durable_line};
 use courier_core::transcript::Runner;
 use courier_core::{Agent, Input, Output, Status, Stimulus, Target};
 use serde_json::{Value, json};
@@ -99,6 +100,7 @@ fn answer(runner: &mut Runner, number: usize, bytes: &[u8]) -> Option<Vec<String
         return match query.as_str() {
             Some("inbox") => Some(vec![inbox(runner.agent()).to_string()]),
             Some("status") => Some(vec![status(runner.agent()).to_string()]),
+            Some("log") => Some(vec![log(runner).to_string()]),
             _ => error(format!("unknown query: {query}")),
         };
     }
@@ -129,6 +131,16 @@ fn outputs(outputs: &[Output]) -> Vec<String> {
         .iter()
         .map(|output| json!(output).to_string())
         .collect()
+}
+
+/// `{"log":[lines]}`: the durable log a transcript's runner keeps (what
+/// restarts kept, and their closers), under a header, as JSONL lines.
+fn log(runner: &Runner) -> Value {
+    let header = serde_json::to_string(&SessionHeader::new("courier"));
+    let lines = header
+        .into_iter()
+        .chain(runner.log().iter().filter_map(durable_line));
+    json!({ "log": lines.collect::<Vec<_>>() })
 }
 
 /// `{"inbox":{"next-turn":[ids],"next-step":[ids]}}`.

@@ -7,12 +7,17 @@
 //! transcript `divergence-<seed>.txn` (the contract's outputs, the other
 //! side's in comments), and exits 1 on any unexplained divergence, 2 when
 //! the implementation cannot be spawned or breaks the protocol, else 0.
+//! At each seed's end the other side's own session log (the protocol's
+//! `log` query) goes through `courier validate`'s checks; the counts are
+//! reported beside the divergences, and do not change the exit code (a
+//! property its log breaks is also one its answers broke, reported above).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use courier_check::validate::{Finding, Unreadable, validate};
 use courier_check::{Checker, Kept, Violation};
 use courier_core::transcript::{Command, Runner, record, stimulus_line};
 use courier_core::{Agent, AwaitPoint, Input, MessageId, Output, Refusal, Stimulus, Transition};
@@ -33,14 +38,57 @@ enum Verdict {
     },
 }
 
-/// One seed's comparison: its trace and verdict, or why it broke off, and
-/// the first property the other side's own outputs broke (the stimulus's
-/// index), up to the divergence.
+/// One seed's comparison: its trace and verdict, or why it broke off, the
+/// first property the other side's own outputs broke (the stimulus's
+/// index), up to the divergence, and what its session log amounted to.
 struct Compared {
     seed: u64,
     trace: Vec<Stimulus>,
     verdict: Result<Verdict, String>,
     broke: Option<(usize, Violation)>,
+    log: Option<LogVerdict>,
+}
+
+/// The other side's session log at a seed's end, through the validator.
+enum LogVerdict {
+    Valid,
+    /// Its first violation.
+    Invalid(Finding),
+    Unreadable(Unreadable),
+    /// It keeps no log (`{"log":null}`).
+    Absent,
+    /// It did not answer the `log` query (an implementation need not).
+    Unasked(String),
+}
+
+impl LogVerdict {
+    /// Asks `peer` for its log and validates it.
+    fn of(peer: &mut Peer) -> Self {
+        let lines = match peer.log() {
+            Ok(Some(lines)) => lines,
+            Ok(None) => return Self::Absent,
+            Err(reason) => return Self::Unasked(reason),
+        };
+        let text = lines.join("\n");
+        let mut first = None;
+        match validate(text.as_bytes(), |finding| {
+            first.get_or_insert(finding);
+        }) {
+            Err(unreadable) => Self::Unreadable(unreadable),
+            Ok(_) => first.map_or(Self::Valid, Self::Invalid),
+        }
+    }
+
+    /// Its column in the summary.
+    fn column(&self) -> usize {
+        match self {
+            Self::Valid => 0,
+            Self::Invalid(_) => 1,
+            Self::Unreadable(_) => 2,
+            Self::Absent => 3,
+            Self::Unasked(_) => 4,
+        }
+    }
 }
 
 /// The shared checker (SPEC §7) over the other implementation's answers:
@@ -175,6 +223,8 @@ pub(crate) fn main(
     let mut stimuli = 0;
     // Seeds where the other side's own outputs broke a property.
     let mut broke = 0;
+    // Its session logs per `LogVerdict::column`.
+    let mut logs = [0usize; 5];
     for seed in seeds.clone() {
         let compared = compare(seed, restarts, prototype, command);
         stimuli += compared.trace.len();
@@ -185,6 +235,22 @@ pub(crate) fn main(
                 violation.property, violation.detail
             );
             broke += 1;
+        }
+        if let Some(log) = &compared.log {
+            logs[log.column()] += 1;
+            match log {
+                LogVerdict::Invalid(finding) => println!(
+                    "log: seed={seed} its session log, line {}: breaks {}: {}",
+                    finding.line, finding.violation.property, finding.violation.detail
+                ),
+                LogVerdict::Unreadable(unreadable) => {
+                    println!("log: seed={seed} its session log is unreadable: {unreadable}");
+                }
+                LogVerdict::Unasked(reason) if logs[4] == 1 => {
+                    println!("log: seed={seed} no session log: {reason}");
+                }
+                LogVerdict::Valid | LogVerdict::Absent | LogVerdict::Unasked(_) => {}
+            }
         }
         match &compared.verdict {
             Err(reason) => {
@@ -233,6 +299,11 @@ pub(crate) fn main(
     println!("  unexplained: {unexplained}");
     print_gaps(count);
     println!("  its own outputs broke a property (the shared checker): {broke} seeds");
+    let [valid, invalid, unreadable, absent, unasked] = logs;
+    println!(
+        "  its session log (courier validate): {valid} valid, {invalid} invalid, \
+         {unreadable} unreadable, {absent} absent, {unasked} not given"
+    );
     let Some(mut compared) = first_unexplained else {
         return ExitCode::SUCCESS;
     };
@@ -253,7 +324,8 @@ fn shrink_divergence(compared: &mut Compared, prototype: &Agent, command: &str) 
         return;
     };
     let diverges = |candidate: &[Stimulus]| {
-        let verdict = feed_both(candidate, prototype, command, &mut OtherSide::default());
+        let mut peer = Peer::spawn(command).ok()?;
+        let verdict = feed_both(candidate, prototype, &mut peer, &mut OtherSide::default());
         match verdict {
             Ok(Verdict::Diverged {
                 index,
@@ -307,25 +379,33 @@ fn compare(seed: u64, restarts: Restarts, prototype: &Agent, command: &str) -> C
     };
     let trace = simulate(seed, restarts, prototype, record).trace;
     let mut other = OtherSide::default();
-    let verdict = feed_both(&trace, prototype, command, &mut other);
+    let (verdict, log) = match Peer::spawn(command) {
+        Err(reason) => (Err(reason), None),
+        Ok(mut peer) => {
+            let verdict = feed_both(&trace, prototype, &mut peer, &mut other);
+            let log = verdict.is_ok().then(|| LogVerdict::of(&mut peer));
+            (verdict, log)
+        }
+    };
     Compared {
         seed,
         trace,
         verdict,
         broke: other.broke(),
+        log,
     }
 }
 
-/// Feeds `trace` to the core and to `command` until their lines differ,
-/// judging the other side's answers by the shared checker on the way.
+/// Feeds `trace` to the core and to `peer` (fresh) until their lines
+/// differ, judging the other side's answers by the shared checker on the
+/// way.
 fn feed_both(
     trace: &[Stimulus],
     prototype: &Agent,
-    command: &str,
+    peer: &mut Peer,
     other: &mut OtherSide,
 ) -> Result<Verdict, String> {
     let mut core = Runner::new(prototype.clone());
-    let mut peer = Peer::spawn(command)?;
     let mut earlier = Vec::with_capacity(trace.len());
     for (index, stimulus) in trace.iter().enumerate() {
         let expected = core.apply(stimulus.clone());
