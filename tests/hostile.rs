@@ -148,6 +148,25 @@ fn never_destroy_rewrite_refuses_a_file_that_is_not_a_transcript() {
     }
 }
 
+/// An empty transcript, or one of comments only, would pass without
+/// checking anything: `run` and `diagram` say it is not a transcript.
+#[test]
+fn truthful_an_empty_transcript_is_not_a_pass() {
+    let folder = folder();
+    for (name, content) in [("empty.txn", ""), ("notes.txn", "# only a note\n\n")] {
+        let path = write(&folder, name, content);
+        for command in ["run", "diagram"] {
+            let (code, _, stderr) = run(&[command, &text(&path)]);
+            assert_eq!(code, Some(2), "{command} {name}: {stderr}");
+            assert!(
+                stderr.contains("not a transcript"),
+                "{command} {name}: {stderr}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
+    }
+}
+
 #[test]
 fn never_destroy_rewrite_of_a_passing_file_leaves_it_byte_for_byte() {
     let folder = folder();
@@ -461,8 +480,6 @@ fn bounded_memory_a_trace_too_long_to_draw_is_elided_saying_so() {
 // 5. Exit codes and messages that tell the truth.
 
 #[test]
-#[ignore = "5,001 pending messages: about 45 s under the core's debug invariants (0.06 s in \
-            release); `cargo test --release --test hostile -- --ignored`"]
 fn truthful_a_run_past_the_completion_cap_is_a_liveness_failure() {
     // Every pending followup needs a turn of two completions: 5,001 of them
     // need more than the cap of 10,000.

@@ -643,7 +643,7 @@ impl Script {
     /// Splits a file into comments and blocks. Commands are parsed only when
     /// run, so an unknown command is an `error:` line, not a layout error;
     /// but a file where no line is a command is not a transcript (a README,
-    /// a JSON report), and a `----` or a `#` comment inside an expected
+    /// a JSON report, an empty file), and a `----` or a `#` comment inside an expected
     /// block means a blank line is missing (reading on would swallow the
     /// user's lines as outputs, which `--rewrite` then replaces).
     pub fn parse(text: &str) -> Result<Script, LayoutError> {
@@ -682,13 +682,14 @@ impl Script {
             newline,
             bom,
         };
-        if let Some(first) = script.blocks().next()
-            && script
-                .blocks()
-                .all(|block| parse_command(&block.command).is_err())
+        // An empty file (or one of comments only) is not one either: running
+        // it would pass without checking anything.
+        if script
+            .blocks()
+            .all(|block| parse_command(&block.command).is_err())
         {
             return Err(LayoutError {
-                line: first.line,
+                line: script.blocks().next().map_or(1, |first| first.line),
                 reason: "not a transcript: no line is a command (SPEC §9)",
             });
         }
