@@ -20,34 +20,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use courier_core::{Agent, Input, Message, Output, PreStepDecision, Status, StepOutcome};
+use courier::claim;
+use courier_core::{Agent, Message};
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group};
 use serde_json::{Value, json};
 
-/// One claim cycle of the core, from idle back to idle: `inject` all but the
-/// last message (no-wake: the agent stays idle and they wait in `next-step`),
-/// `steer` the last (it wakes: the driver starts and its first boundary claims
-/// all N at once), `pre-step pass` (the step opens with N `user/message`s),
-/// `step completed` (the turn ends with nothing pending and the agent
-/// retires). Every output is drained after each input, as the calling
-/// contract requires, and dropped.
+/// One claim cycle of the core, from idle back to idle (`courier::claim`).
+/// Every output is drained after each input, as the calling contract
+/// requires, and dropped.
 #[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
 fn claim_cycle(agent: &mut Agent, batch: &mut Vec<Message>) {
-    let last = batch.pop().expect("batch sizes are positive");
-    for message in batch.drain(..) {
-        handle(agent, Input::inject(message));
-    }
-    handle(agent, Input::steer(last));
-    handle(agent, Input::PreStep(PreStepDecision::Pass));
-    handle(agent, Input::Step(StepOutcome::Completed));
-}
-
-fn handle(agent: &mut Agent, input: Input) {
-    let accepted = agent.handle(input);
-    assert!(accepted.is_ok(), "the claim cycle is never refused");
-    while let Some(output) = agent.poll_output() {
+    let cycle = claim::run(agent, batch, |output| {
         black_box(output);
-    }
+    });
+    assert!(cycle.is_ok(), "the claim cycle is never refused");
 }
 
 /// Runs one cycle outside the measurement and checks that it is the cycle
@@ -55,43 +41,14 @@ fn handle(agent: &mut Agent, input: Input) {
 /// `user/message`s, and the agent idle again.
 fn check_claim_cycle(count: usize) {
     let mut agent = Agent::new();
-    let mut batch = common::messages(count);
-    let last = batch.pop().expect("batch sizes are positive");
     let mut outputs = Vec::new();
-    let inputs = batch
-        .into_iter()
-        .map(Input::inject)
-        .chain([Input::steer(last)])
-        .chain([Input::PreStep(PreStepDecision::Pass)])
-        .chain([Input::Step(StepOutcome::Completed)]);
-    for input in inputs {
-        agent
-            .handle(input)
-            .expect("the claim cycle is never refused");
-        outputs.extend(std::iter::from_fn(|| agent.poll_output()));
+    claim::run(&mut agent, &mut common::messages(count), |output| {
+        outputs.push(output)
+    })
+    .expect("the claim cycle is never refused");
+    if let Some(wrong) = claim::wrong(&outputs, &agent, count, 1) {
+        panic!("not the claim cycle: {wrong}");
     }
-    let claims: Vec<usize> = outputs
-        .iter()
-        .filter_map(|output| {
-            let Output::Spliced(splice) = output else {
-                return None;
-            };
-            splice.inserted.is_empty().then_some(splice.removed_count)
-        })
-        .collect();
-    assert_eq!(claims, [count], "one boundary claims the whole batch");
-    let claimed = outputs
-        .iter()
-        .filter(|output| matches!(output, Output::Claimed { .. }))
-        .count();
-    let entered = outputs
-        .iter()
-        .filter(|output| matches!(output, Output::UserMessage(_)))
-        .count();
-    assert_eq!(claimed, count, "every message is claimed");
-    assert_eq!(entered, count, "every message enters the step");
-    assert_eq!(agent.status(), Status::Idle, "the cycle ends idle");
-    assert!(agent.inbox().is_empty(), "the cycle leaves nothing pending");
 }
 
 /// One function's work on one batch, which it empties.
