@@ -30,8 +30,10 @@ use serde_json::{Value, json};
 /// requires, and dropped.
 #[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
 fn claim_cycle(agent: &mut Agent, batch: &mut Vec<Message>) {
-    let cycle = claim::run(agent, batch, |output| {
-        black_box(output);
+    let cycle = claim::run(agent, batch, |agent| {
+        while let Some(output) = agent.poll_output() {
+            black_box(output);
+        }
     });
     assert!(cycle.is_ok(), "the claim cycle is never refused");
 }
@@ -42,8 +44,8 @@ fn claim_cycle(agent: &mut Agent, batch: &mut Vec<Message>) {
 fn check_claim_cycle(count: usize) {
     let mut agent = Agent::new();
     let mut outputs = Vec::new();
-    claim::run(&mut agent, &mut common::messages(count), |output| {
-        outputs.push(output)
+    claim::run(&mut agent, &mut common::messages(count), |agent| {
+        outputs.extend(std::iter::from_fn(|| agent.poll_output()))
     })
     .expect("the claim cycle is never refused");
     if let Some(wrong) = claim::wrong(&outputs, &agent, count, 1) {

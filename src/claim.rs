@@ -12,30 +12,33 @@ use courier_core::{
     Agent, Input, Message, MessageId, Output, PreStepDecision, Refusal, Source, Status, StepOutcome,
 };
 
-/// The inputs of one cycle over `batch`, which they empty. An empty batch
-/// has no cycle: its completions would be refused (nothing is awaited).
-pub fn inputs(batch: &mut Vec<Message>) -> impl Iterator<Item = Input> + '_ {
-    let last = batch.pop().map(Input::steer);
-    batch.drain(..).map(Input::inject).chain(last).chain([
-        Input::PreStep(PreStepDecision::Pass),
-        Input::Step(StepOutcome::Completed),
-    ])
-}
-
-/// Runs one cycle over `batch` (which it empties), handing every output to
-/// `sink` as soon as its input is handled, as the calling contract requires.
-/// The core refuses none of it; a planted bug may.
+/// Runs one cycle over `batch` (which it empties), calling `drain` after
+/// each input, which must take every output (`Agent::poll_output`) as the
+/// calling contract requires. The core refuses none of it; a planted bug
+/// may, and so would an empty batch (nothing wakes the agent, so the
+/// completions are not awaited).
+///
+/// Plain loops, not a chain of iterators (each layer of a chain moves the
+/// large `Input` once more), and the caller drains, so its loop is compiled
+/// where the outputs are dropped: both cost the claim bench instructions.
 pub fn run(
     agent: &mut Agent,
     batch: &mut Vec<Message>,
-    mut sink: impl FnMut(Output),
+    mut drain: impl FnMut(&mut Agent),
 ) -> Result<(), Refusal> {
-    for input in inputs(batch) {
-        agent.handle(input)?;
-        while let Some(output) = agent.poll_output() {
-            sink(output);
-        }
+    let last = batch.pop();
+    for message in batch.drain(..) {
+        agent.handle(Input::inject(message))?;
+        drain(agent);
     }
+    if let Some(last) = last {
+        agent.handle(Input::steer(last))?;
+        drain(agent);
+    }
+    agent.handle(Input::PreStep(PreStepDecision::Pass))?;
+    drain(agent);
+    agent.handle(Input::Step(StepOutcome::Completed))?;
+    drain(agent);
     Ok(())
 }
 

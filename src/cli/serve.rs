@@ -155,7 +155,10 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
     let mut agent = pristine.clone();
     let mut outputs = Vec::new();
     for mut messages in claim::batches(batch, cycles) {
-        claim::run(&mut agent, &mut messages, |output| outputs.push(output)).map_err(refused)?;
+        claim::run(&mut agent, &mut messages, |agent| {
+            outputs.extend(std::iter::from_fn(|| agent.poll_output()));
+        })
+        .map_err(refused)?;
     }
     if let Some(wrong) = claim::wrong(&outputs, &agent, batch, cycles) {
         return Err(format!("bench: not the claim cycle: {wrong}"));
@@ -171,8 +174,10 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
     let mut batches = claim::batches(batch, cycles);
     let start = Instant::now();
     for messages in &mut batches {
-        claim::run(&mut agent, messages, |output| {
-            black_box(output);
+        claim::run(&mut agent, messages, |agent| {
+            while let Some(output) = agent.poll_output() {
+                black_box(output);
+            }
         })
         .map_err(refused)?;
     }
