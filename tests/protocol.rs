@@ -6,7 +6,10 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{courier, files_with_extension, shared_restart_scenarios, shared_scenarios, stdout};
+use common::{
+    check_bench_line, courier, files_with_extension, shared_restart_scenarios, shared_scenarios,
+    stdout,
+};
 
 /// The command that serves the core (with `extra` arguments) over the protocol.
 fn served(extra: &str) -> String {
@@ -43,6 +46,14 @@ fn the_served_core_passes_every_shared_scenario() {
         )),
         "{text}"
     );
+}
+
+/// The core answers the protocol's `bench` line as the dsh adapter does
+/// (tests/dsh.rs): checked claim cycles, their time and their log.
+#[test]
+fn the_served_core_answers_the_bench_line() {
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_courier"));
+    check_bench_line(&binary, &["serve-protocol"]);
 }
 
 #[cfg(feature = "mutants")]
