@@ -199,7 +199,7 @@ pub(crate) fn check_bench_line(program: &Path, arguments: &[&str]) {
         .lines()
         .map(|line| serde_json::from_str(line).expect("JSON lines"))
         .collect();
-    let of_type = |kind: &str| events.iter().filter(move |event| event["type"] == kind);
+    let of_type = |kind: &'static str| events.iter().filter(move |event| event["type"] == kind);
     let claims: Vec<u64> = of_type("agent/inbox/spliced")
         .filter(|splice| {
             splice["data"]["inserted"]
