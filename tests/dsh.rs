@@ -5,11 +5,12 @@
 //! the built adapter: skipped with a message when they are missing, unless
 //! `COURIER_DSH_REQUIRED=1` (CI sets it once it has built the adapter).
 
+mod bench_line;
 mod common;
 
+use bench_line::check_bench_line;
 use common::{
-    check_bench_line, courier, files_with_extension, shared_restart_scenarios, shared_scenarios,
-    stdout, workspace,
+    courier, files_with_extension, shared_restart_scenarios, shared_scenarios, stdout, workspace,
 };
 
 /// Divergences per named rule over the shared scenarios and restart ones:

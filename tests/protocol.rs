@@ -2,14 +2,13 @@
 //! --against` driving `courier serve-protocol` must agree with `courier run`
 //! on every shared scenario, and must catch a planted bug served behind it.
 
+mod bench_line;
 mod common;
 
 use std::path::PathBuf;
 
-use common::{
-    check_bench_line, courier, files_with_extension, shared_restart_scenarios, shared_scenarios,
-    stdout,
-};
+use bench_line::check_bench_line;
+use common::{courier, files_with_extension, shared_restart_scenarios, shared_scenarios, stdout};
 
 /// The command that serves the core (with `extra` arguments) over the protocol.
 fn served(extra: &str) -> String {
