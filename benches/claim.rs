@@ -1,7 +1,9 @@
 //! Claim throughput (issue 7): N messages sent to the sans-IO core and claimed
 //! through one boundary, against moving the same N messages through a
 //! `VecDeque` (the floor), a tokio unbounded channel and a crossbeam unbounded
-//! channel. See `BENCHMARKS.md` for what each timed region holds.
+//! channel, and against the same claim cycle on dsh's own agent loop (issue
+//! 13 item 7), timed inside node by the dsh adapter. See `BENCHMARKS.md` for
+//! what each timed region holds.
 //!
 //! Every function gets the same pre-built input: a fresh `Vec` of N
 //! [`Message`] handles (cheap `Arc` clones of one set built once), made by
@@ -13,35 +15,27 @@ mod common;
 
 use std::collections::VecDeque;
 use std::hint::black_box;
-use std::time::Instant;
+use std::io::{BufRead, BufReader, Lines, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
-use courier_core::{Agent, Input, Message, Output, PreStepDecision, Status, StepOutcome};
-use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group};
+use courier::claim;
+use courier_core::{Agent, Message};
+use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group};
+use serde_json::{Value, json};
 
-/// One claim cycle of the core, from idle back to idle: `inject` all but the
-/// last message (no-wake: the agent stays idle and they wait in `next-step`),
-/// `steer` the last (it wakes: the driver starts and its first boundary claims
-/// all N at once), `pre-step pass` (the step opens with N `user/message`s),
-/// `step completed` (the turn ends with nothing pending and the agent
-/// retires). Every output is drained after each input, as the calling
-/// contract requires, and dropped.
+/// One claim cycle of the core, from idle back to idle (`courier::claim`).
+/// Every output is drained after each input, as the calling contract
+/// requires, and dropped.
 #[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
 fn claim_cycle(agent: &mut Agent, batch: &mut Vec<Message>) {
-    let last = batch.pop().expect("batch sizes are positive");
-    for message in batch.drain(..) {
-        handle(agent, Input::inject(message));
-    }
-    handle(agent, Input::steer(last));
-    handle(agent, Input::PreStep(PreStepDecision::Pass));
-    handle(agent, Input::Step(StepOutcome::Completed));
-}
-
-fn handle(agent: &mut Agent, input: Input) {
-    let accepted = agent.handle(input);
-    assert!(accepted.is_ok(), "the claim cycle is never refused");
-    while let Some(output) = agent.poll_output() {
-        black_box(output);
-    }
+    let cycle = claim::run(agent, batch, |agent| {
+        while let Some(output) = agent.poll_output() {
+            black_box(output);
+        }
+    });
+    assert!(cycle.is_ok(), "the claim cycle is never refused");
 }
 
 /// Runs one cycle outside the measurement and checks that it is the cycle
@@ -49,43 +43,14 @@ fn handle(agent: &mut Agent, input: Input) {
 /// `user/message`s, and the agent idle again.
 fn check_claim_cycle(count: usize) {
     let mut agent = Agent::new();
-    let mut batch = common::messages(count);
-    let last = batch.pop().expect("batch sizes are positive");
     let mut outputs = Vec::new();
-    let inputs = batch
-        .into_iter()
-        .map(Input::inject)
-        .chain([Input::steer(last)])
-        .chain([Input::PreStep(PreStepDecision::Pass)])
-        .chain([Input::Step(StepOutcome::Completed)]);
-    for input in inputs {
-        agent
-            .handle(input)
-            .expect("the claim cycle is never refused");
-        outputs.extend(std::iter::from_fn(|| agent.poll_output()));
+    claim::run(&mut agent, &mut common::messages(count), |agent| {
+        outputs.extend(std::iter::from_fn(|| agent.poll_output()))
+    })
+    .expect("the claim cycle is never refused");
+    if let Some(wrong) = claim::wrong(&outputs, &agent, count, 1) {
+        panic!("not the claim cycle: {wrong}");
     }
-    let claims: Vec<usize> = outputs
-        .iter()
-        .filter_map(|output| {
-            let Output::Spliced(splice) = output else {
-                return None;
-            };
-            splice.inserted.is_empty().then_some(splice.removed_count)
-        })
-        .collect();
-    assert_eq!(claims, [count], "one boundary claims the whole batch");
-    let claimed = outputs
-        .iter()
-        .filter(|output| matches!(output, Output::Claimed { .. }))
-        .count();
-    let entered = outputs
-        .iter()
-        .filter(|output| matches!(output, Output::UserMessage(_)))
-        .count();
-    assert_eq!(claimed, count, "every message is claimed");
-    assert_eq!(entered, count, "every message enters the step");
-    assert_eq!(agent.status(), Status::Idle, "the cycle ends idle");
-    assert!(agent.inbox().is_empty(), "the cycle leaves nothing pending");
 }
 
 /// One function's work on one batch, which it empties.
@@ -118,8 +83,94 @@ fn crossbeam_cycle(
     }
 }
 
+/// dsh's agent loop behind the adapter (adapters/dsh, docs/PROTOCOL.md),
+/// asked over its `bench` line to run the claim cycle itself: the time is
+/// node's own clock around the cycles, so the pipe and JSON are not counted.
+struct Dsh {
+    node: Child,
+    /// `None` once closed, which ends the adapter.
+    stdin: Option<ChildStdin>,
+    answers: Lines<BufReader<ChildStdout>>,
+}
+
+impl Dsh {
+    /// The adapter's bundle under node, or why it cannot run here.
+    fn start() -> Result<Self, String> {
+        let driver = dsh_adapter().join("dist/driver.mjs");
+        if !driver.is_file() {
+            return Err(format!(
+                "the dsh adapter is not built ({} is missing: npm ci && npm run build in adapters/dsh)",
+                driver.display()
+            ));
+        }
+        let mut node = Command::new("node")
+            .arg(&driver)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|error| format!("cannot run node: {error}"))?;
+        let (Some(stdin), Some(stdout)) = (node.stdin.take(), node.stdout.take()) else {
+            unreachable!("both pipes were asked for");
+        };
+        let answers = BufReader::new(stdout).lines();
+        Ok(Self {
+            node,
+            stdin: Some(stdin),
+            answers,
+        })
+    }
+
+    /// `cycles` claim cycles of `count` messages on a fresh dsh agent: the
+    /// adapter checks the cycle (each claim takes the whole batch, every
+    /// message is claimed and enters the step, idle after) and answers the
+    /// nanoseconds the cycles took.
+    fn cycles(&mut self, count: usize, cycles: u64) -> Duration {
+        let request = json!({ "bench": { "batch": count, "cycles": cycles } });
+        let stdin = self.stdin.as_mut().expect("open until dropped");
+        writeln!(stdin, "{request}").expect("the adapter reads its stdin");
+        let answer = self.next_value();
+        let settled = self.next_value();
+        assert_eq!(settled, json!({ "settled": true }), "after {answer}");
+        let nanoseconds = answer
+            .pointer("/bench/nanoseconds")
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| panic!("the adapter's answer to {request}: {answer}"));
+        Duration::from_nanos(nanoseconds)
+    }
+
+    fn next_value(&mut self) -> Value {
+        let line = self
+            .answers
+            .next()
+            .expect("the adapter answers before it exits")
+            .expect("the adapter's stdout is readable");
+        serde_json::from_str(&line).unwrap_or_else(|error| panic!("{line:?}: {error}"))
+    }
+}
+
+impl Drop for Dsh {
+    fn drop(&mut self) {
+        // At the end of its stdin the adapter removes its scratch folders
+        // and exits 0.
+        drop(self.stdin.take());
+        let _ = self.node.wait();
+    }
+}
+
+/// `adapters/dsh` of this checkout (`COURIER_DSH_ADAPTER` overrides it, as
+/// for `courier run --against dsh`).
+fn dsh_adapter() -> PathBuf {
+    std::env::var_os("COURIER_DSH_ADAPTER").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("adapters/dsh"),
+        PathBuf::from,
+    )
+}
+
 fn claim(criterion: &mut Criterion) {
     let mut group = criterion.benchmark_group("claim");
+    let mut dsh = Dsh::start()
+        .map_err(|reason| eprintln!("claim/dsh skipped: {reason}"))
+        .ok();
     for count in common::BATCH_SIZES {
         check_claim_cycle(count);
         // Fresh containers per batch size, so one size's capacity never
@@ -142,6 +193,15 @@ fn claim(criterion: &mut Criterion) {
         bench("crossbeam", &mut |batch| {
             crossbeam_cycle(&crossbeam_channel, batch)
         });
+        if let Some(dsh) = &mut dsh {
+            // A cycle takes milliseconds on dsh, and its session grows with
+            // every cycle: ten samples of equal length, each on a fresh agent.
+            group.sample_size(10).sampling_mode(SamplingMode::Flat);
+            group.bench_function(BenchmarkId::new("dsh", count), |bencher| {
+                bencher.iter_custom(|cycles| dsh.cycles(count, cycles))
+            });
+            group.sample_size(100).sampling_mode(SamplingMode::Auto);
+        }
     }
     group.finish();
 }

@@ -5,8 +5,10 @@
 //! the built adapter: skipped with a message when they are missing, unless
 //! `COURIER_DSH_REQUIRED=1` (CI sets it once it has built the adapter).
 
+mod bench_line;
 mod common;
 
+use bench_line::check_bench_line;
 use common::{
     courier, files_with_extension, shared_restart_scenarios, shared_scenarios, stdout, workspace,
 };
@@ -87,6 +89,28 @@ fn every_shared_scenario_matches_dsh_or_is_explained_by_a_named_rule() {
         files.len() - failed,
         files.len()
     );
+}
+
+/// The adapter answers the protocol's `bench` line (the claim bench's dsh
+/// row) as the core does (tests/protocol.rs): claim cycles it checked, timed
+/// inside node, and dsh's own session log of them, valid.
+#[test]
+fn the_adapter_answers_the_bench_line() {
+    if skipped() {
+        return;
+    }
+    let adapter = workspace().join("adapters/dsh");
+    if adapter.join("node_modules").is_dir() {
+        // As `courier run --against dsh` does when the bundle is older than
+        // the driver: the bench line must be the driver's of this checkout.
+        let built = std::process::Command::new("npm")
+            .args(["run", "--silent", "build"])
+            .current_dir(&adapter)
+            .status();
+        assert!(built.is_ok_and(|status| status.success()), "npm run build");
+    }
+    let driver = adapter.join("dist/driver.mjs").display().to_string();
+    check_bench_line(std::path::Path::new("node"), &[&driver]);
 }
 
 /// `sim --against dsh` over 200 seeds (restarts on): every divergence is

@@ -2,10 +2,12 @@
 //! --against` driving `courier serve-protocol` must agree with `courier run`
 //! on every shared scenario, and must catch a planted bug served behind it.
 
+mod bench_line;
 mod common;
 
 use std::path::PathBuf;
 
+use bench_line::check_bench_line;
 use common::{courier, files_with_extension, shared_restart_scenarios, shared_scenarios, stdout};
 
 /// The command that serves the core (with `extra` arguments) over the protocol.
@@ -43,6 +45,14 @@ fn the_served_core_passes_every_shared_scenario() {
         )),
         "{text}"
     );
+}
+
+/// The core answers the protocol's `bench` line as the dsh adapter does
+/// (tests/dsh.rs): checked claim cycles, their time and their log.
+#[test]
+fn the_served_core_answers_the_bench_line() {
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_courier"));
+    check_bench_line(&binary, &["serve-protocol"]);
 }
 
 #[cfg(feature = "mutants")]

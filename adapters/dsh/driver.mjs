@@ -4,9 +4,9 @@
 // loop (setImmediate rounds) so every effect is in the answer. The agent is
 // set up as dsh's own tests do (a cordis Context with its core plugins and a
 // model adapter). dsh is bundled in by build.mjs, never copied.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { Context } from '@deepseek-ai/cordis'
 import LlmRuntime, { LlmAdapter } from '@deepseek-ai/dsh-llm'
@@ -35,7 +35,9 @@ let held = { preStep: undefined, step: undefined }
 /** Where dsh's own JSONL persistence keeps the session (a restart cuts it). */
 const root = mkdtempSync(join(tmpdir(), 'courier-dsh-'))
 const SESSION = 'courier'
-process.on('exit', () => rmSync(root, { recursive: true, force: true }))
+process.on('exit', () => {
+  for (const folder of [root, benchLive.folder]) if (folder) rmSync(folder, { recursive: true, force: true })
+})
 
 function deferred() {
   let resolve, reject
@@ -43,16 +45,27 @@ function deferred() {
   return { promise, resolve, reject }
 }
 
-/** A model whose every call waits for the script's `step` outcome. */
+/**
+ * A model whose every call waits for the script's `step` outcome, or, on
+ * autopilot (a bench agent), completes at once with a text answer.
+ */
 class HeldModel extends LlmAdapter {
+  constructor(live) {
+    super()
+    this.live = live
+  }
+
   resolveModel(provider, model) {
     return Promise.resolve({ provider, id: model, name: model })
   }
 
   async * stream() {
-    const outcome = deferred()
-    held.step = outcome
-    const kind = await outcome.promise
+    let kind = 'completed'
+    if (!this.live.autopilot) {
+      const outcome = deferred()
+      held.step = outcome
+      kind = await outcome.promise
+    }
     if (kind === 'fail') throw new Error('step fail (scripted)')
     if (kind === 'tool-calls') {
       // A call to a tool nobody registered: dsh records an error result and goes on.
@@ -70,8 +83,12 @@ class HeldModel extends LlmAdapter {
   }
 }
 
-/** A context as dsh's tests build one, plus dsh's JSONL persistence (uncompressed: node 20 has no zstd). */
-async function context(live) {
+/**
+ * A context as dsh's tests build one, plus dsh's JSONL persistence
+ * (uncompressed: node 20 has no zstd) under `folder`. On `live.autopilot`
+ * the pre-step hook passes at once and nothing is recorded for an answer.
+ */
+async function context(live, folder = root) {
   const ctx = new Context()
   await ctx.plugin(LlmRuntime)
   await ctx.plugin(SessionStore)
@@ -79,14 +96,16 @@ async function context(live) {
   await ctx.plugin(ToolRuntime)
   await ctx.plugin(AgentRegistry)
   await ctx.plugin(AgentLoop, { agents: [] })
-  await ctx.plugin(JsonlSessionPersistence, { root, compression: 'none' })
-  ctx.llm.registerAdapter(['courier'], new HeldModel())
+  await ctx.plugin(JsonlSessionPersistence, { root: folder, compression: 'none' })
+  ctx.llm.registerAdapter(['courier'], new HeldModel(live))
   ctx.on('agent/pre-step', ({ agent, messages }, next) => {
     if (agent !== live.agent) return new Promise(() => {})
+    if (live.autopilot) return next()
     const decision = deferred()
     held.preStep = { decision, messages, next }
     return decision.promise
   })
+  if (live.autopilot) return ctx
   for (const [type, data] of Object.entries(LIVE)) {
     ctx.on(type, (payload) => {
       if (payload.agent === live.agent) emitted.push({ type, data: data(payload) })
@@ -190,6 +209,85 @@ async function restart(live, lose) {
   emitted = closers
   adopt(live, ctx, handle)
   return null
+}
+
+/** The bench agents' context (made at the first bench) and its own persistence folder. */
+const benchLive = { autopilot: true, runs: 0 }
+
+/** A bench request's numbers, or why it is not one. */
+function benchRequest(request) {
+  const positive = value => Number.isSafeInteger(value) && value > 0
+  if (request === null || typeof request !== 'object') return 'bench wants {"batch":N,"cycles":K}'
+  const { batch, cycles, log } = request
+  if (!positive(batch)) return `bench batch must be a positive integer, got ${JSON.stringify(batch)}`
+  if (!positive(cycles)) return `bench cycles must be a positive integer, got ${JSON.stringify(cycles)}`
+  if (log !== undefined && (typeof log !== 'string' || log === '')) return 'bench log must be a file path'
+  return { batch, cycles, log }
+}
+
+/**
+ * The claim cycle of benches/claim.rs, `cycles` times on a fresh agent of
+ * its own (the protocol's agent is untouched): `inject` batch-1 messages,
+ * `steer` one (it wakes the agent), the pre-step hook passes, the model
+ * completes at once, and the turn ends idle. Only the cycles are timed
+ * (messages are built before); the cycle is checked after: each claim
+ * splice took the whole batch, every message was claimed and entered the
+ * step, and the agent is idle with nothing pending. With `log`, dsh's own
+ * session file of the run is written there (temp file, then rename).
+ */
+async function bench({ batch, cycles, log }) {
+  benchLive.folder ??= mkdtempSync(join(tmpdir(), 'courier-dsh-bench-'))
+  benchLive.ctx ??= await context(benchLive, benchLive.folder)
+  const { ctx } = benchLive
+  benchLive.runs += 1
+  const handle = await ctx.agentLoop.createAgent(ctx, {
+    sessionId: SessionId(`bench-${benchLive.runs}`),
+    agentOptions: { provider: 'courier', model: 'courier' },
+  })
+  const { agent } = handle
+  benchLive.agent = agent
+  let claimed = 0
+  const counting = ctx.on('agent/inbox/claimed', (payload) => { if (payload.agent === agent) claimed += 1 })
+  const messages = Array.from({ length: cycles }, (_, cycle) => Array.from({ length: batch }, (_, index) => {
+    const id = `bench-${cycle}-${index}`
+    return { id, role: 'user', content: [{ type: 'text', text: id }], source: { kind: 'user' } }
+  }))
+  const start = process.hrtime.bigint()
+  for (const cycle of messages) {
+    for (let index = 0; index < batch - 1; index += 1) agent.inject(cycle[index])
+    agent.steer(cycle[batch - 1])
+    await agent.whenIdle()
+  }
+  const nanoseconds = process.hrtime.bigint() - start
+  counting()
+  try {
+    const wrong = benchWrong(agent, batch, cycles, claimed)
+    if (wrong) throw new Error(`bench: not the claim cycle: ${wrong}`)
+    if (log !== undefined) {
+      await ctx.sessions.flush(agent.session)
+      const temporary = join(dirname(log), `.${basename(log)}.${process.pid}.tmp`)
+      writeFileSync(temporary, readFileSync(sessionFile(benchLive.folder)))
+      renameSync(temporary, log)
+    }
+  } finally {
+    benchLive.agent = undefined
+    await handle.dispose()
+  }
+  return [{ bench: { batch, cycles, nanoseconds: Number(nanoseconds) } }]
+}
+
+/** What makes a bench run not `cycles` claim cycles of `batch`, if anything. */
+function benchWrong(agent, batch, cycles, claimed) {
+  const events = agent.session.events
+  const claims = events.filter(({ type, data }) => type === 'agent/inbox/spliced' && data.removedCount > 0 && data.inserted.length === 0)
+  const whole = claims.filter(({ data }) => data.removedCount === batch).length
+  const entered = events.filter(({ type }) => type === 'user/message').length
+  if (claims.length !== cycles || whole !== cycles) return `${claims.length} claims (${whole} of the whole batch) in ${cycles} cycles`
+  if (claimed !== batch * cycles) return `${claimed} claimed of ${batch * cycles}`
+  if (entered !== batch * cycles) return `${entered} user/message of ${batch * cycles}`
+  if (agent.status !== 'idle') return `the agent is ${agent.status} after the cycles`
+  if (agent.inbox.hasPending) return 'messages left pending after the cycles'
+  return undefined
 }
 
 /** Runs `action`, mapping dsh's thrown duplicate to SPEC §10's refusal. */
@@ -298,13 +396,18 @@ async function answer(live, line, number) {
   }
   if (value.query === 'status') return [{ status: status(live.agent) }]
   if (value.query === 'log') return [{ log: await sessionLog(live) }]
+  if (value.bench !== undefined) {
+    const request = benchRequest(value.bench)
+    if (typeof request === 'string') return [{ error: `line ${number}: ${request}` }]
+    return bench(request)
+  }
   if (value.restart !== undefined) {
     if (!Number.isInteger(value.restart?.lose) || value.restart.lose < 0) {
       return [{ error: `line ${number}: restart needs a non-negative lose` }]
     }
     return restart(live, value.restart.lose)
   }
-  if (typeof value.input !== 'string') return [{ error: `line ${number}: neither an input, a restart nor a query` }]
+  if (typeof value.input !== 'string') return [{ error: `line ${number}: neither an input, a restart, a query nor a bench` }]
   const refused = feed(live, value)
   return refused === undefined ? null : [{ refused }]
 }

@@ -5,9 +5,13 @@
 //! read (or holds a line longer than 16 MiB), stdout cannot be written, or
 //! the mutant cannot be had.
 
+use std::hint::black_box;
 use std::io::{BufRead, ErrorKind, Read, Write};
+use std::path::Path;
 use std::process::ExitCode;
+use std::time::Instant;
 
+use courier::claim;
 use courier::variant::MutantArg;
 use courier_core::log::{SessionHeader, durable_line};
 use courier_core::transcript::Runner;
@@ -33,6 +37,8 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let Some(agent) = super::agent(args.mutant) else {
         return ExitCode::from(2);
     };
+    // What a `bench` line starts from: a fresh agent of the served variant.
+    let pristine = agent.clone();
     let mut runner = Runner::new(agent);
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
@@ -54,7 +60,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
                 return ExitCode::from(2);
             }
         }
-        let Some(lines) = answer(&mut runner, number, &bytes) else {
+        let Some(lines) = answer(&mut runner, &pristine, number, &bytes) else {
             continue;
         };
         match write_answer(&mut output, &lines) {
@@ -80,7 +86,12 @@ fn write_answer(output: &mut impl Write, lines: &[String]) -> std::io::Result<()
 
 /// The lines answering one line in (without the marker); `None` for a blank
 /// line, which the protocol ignores.
-fn answer(runner: &mut Runner, number: usize, bytes: &[u8]) -> Option<Vec<String>> {
+fn answer(
+    runner: &mut Runner,
+    pristine: &Agent,
+    number: usize,
+    bytes: &[u8],
+) -> Option<Vec<String>> {
     let error = |reason: String| {
         Some(vec![
             json!({ "error": format!("line {number}: {reason}") }).to_string(),
@@ -104,11 +115,75 @@ fn answer(runner: &mut Runner, number: usize, bytes: &[u8]) -> Option<Vec<String
             _ => error(format!("unknown query: {query}")),
         };
     }
+    if let Some(request) = value.get("bench") {
+        return match bench(pristine, request) {
+            Ok(answer) => Some(vec![answer.to_string()]),
+            Err(reason) => error(reason),
+        };
+    }
     match serde_json::from_value::<Stimulus>(value) {
         Ok(Stimulus::Input(input)) => Some(feed(runner, input)),
         Ok(Stimulus::Restart { lose }) => Some(restart(runner, lose)),
-        Err(reason) => error(format!("neither an input, a restart nor a query: {reason}")),
+        Err(reason) => error(format!(
+            "neither an input, a restart, a query nor a bench: {reason}"
+        )),
     }
+}
+
+/// `{"bench":{"batch":N,"cycles":K[,"log":PATH]}}` (docs/PROTOCOL.md): K
+/// claim cycles of N messages (`courier::claim`) on fresh agents of the
+/// served variant; the protocol's own agent is untouched. The cycles run
+/// twice: once keeping every output, to check them (and write their durable
+/// ones as a session log when asked), then timed on another fresh agent,
+/// each output dropped as it comes, as the claim bench does. The core is
+/// deterministic, so both runs are the same cycles.
+fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
+    let positive = |key: &str| {
+        let value = request.get(key).unwrap_or(&Value::Null);
+        value
+            .as_u64()
+            .filter(|&number| number > 0)
+            .and_then(|number| usize::try_from(number).ok())
+            .ok_or_else(|| format!("bench {key} must be a positive integer, got {value}"))
+    };
+    let (batch, cycles) = (positive("batch")?, positive("cycles")?);
+    let log = match request.get("log") {
+        None => None,
+        Some(Value::String(path)) if !path.is_empty() => Some(Path::new(path)),
+        Some(_) => return Err("bench log must be a file path".to_owned()),
+    };
+    let refused = |refusal| format!("bench: the claim cycle was refused: {refusal}");
+    let mut agent = pristine.clone();
+    let mut outputs = Vec::new();
+    for mut messages in claim::batches(batch, cycles) {
+        claim::run(&mut agent, &mut messages, |agent| {
+            outputs.extend(std::iter::from_fn(|| agent.poll_output()));
+        })
+        .map_err(refused)?;
+    }
+    if let Some(wrong) = claim::wrong(&outputs, &agent, batch, cycles) {
+        return Err(format!("bench: not the claim cycle: {wrong}"));
+    }
+    if let Some(path) = log {
+        let lines = std::iter::once(SessionHeader::new("bench").line())
+            .chain(outputs.iter().filter_map(durable_line));
+        let text: String = lines.map(|line| line + "\n").collect();
+        courier::files::replace(path, text)
+            .map_err(|error| format!("bench log {}: {error}", path.display()))?;
+    }
+    let mut agent = pristine.clone();
+    let mut batches = claim::batches(batch, cycles);
+    let start = Instant::now();
+    for messages in &mut batches {
+        claim::run(&mut agent, messages, |agent| {
+            while let Some(output) = agent.poll_output() {
+                black_box(output);
+            }
+        })
+        .map_err(refused)?;
+    }
+    let nanoseconds = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    Ok(json!({ "bench": { "batch": batch, "cycles": cycles, "nanoseconds": nanoseconds } }))
 }
 
 fn feed(runner: &mut Runner, input: Input) -> Vec<String> {

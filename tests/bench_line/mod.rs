@@ -1,0 +1,80 @@
+//! The protocol's `bench` line checked from either end (tests/protocol.rs
+//! for the served core, tests/dsh.rs for the dsh adapter). Only the
+//! `courier` package's tests include it: it runs the `courier` binary.
+
+use std::path::Path;
+
+use crate::common::{courier, stdout};
+
+/// The protocol's `bench` line (docs/PROTOCOL.md) from the implementation
+/// that `program` with `arguments` serves: 3 claim cycles of 4 answer a
+/// positive duration, and the session log they write is valid and holds 3
+/// claims of the whole batch, 12 `user/message`s and 3 turns; a bad request
+/// answers a protocol error naming its line; the protocol's own agent is
+/// left idle.
+pub(crate) fn check_bench_line(program: &Path, arguments: &[&str]) {
+    use std::io::Write;
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let log = scratch.path().join("bench.jsonl");
+    let request = serde_json::json!({ "bench": { "batch": 4, "cycles": 3, "log": log } });
+    let lines = format!(
+        "{request}\n{{\"bench\":{{\"batch\":0,\"cycles\":3}}}}\n{{\"query\":\"status\"}}\n"
+    );
+    let mut child = std::process::Command::new(program)
+        .args(arguments)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the implementation starts");
+    let mut stdin = child.stdin.take().expect("a stdin pipe");
+    stdin
+        .write_all(lines.as_bytes())
+        .expect("it reads its stdin");
+    drop(stdin);
+    let output = child.wait_with_output().expect("it runs");
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let answers: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON lines"))
+        .collect();
+    let settled = serde_json::json!({ "settled": true });
+    let [bench, end_1, refused, end_2, status, end_3] = &answers[..] else {
+        panic!("three answers, each settled:\n{text}");
+    };
+    assert!(
+        [end_1, end_2, end_3].iter().all(|end| **end == settled),
+        "{text}"
+    );
+    assert_eq!(bench["bench"]["batch"], 4, "{text}");
+    assert_eq!(bench["bench"]["cycles"], 3, "{text}");
+    let nanoseconds = bench["bench"]["nanoseconds"].as_u64();
+    assert!(nanoseconds.is_some_and(|time| time > 0), "{text}");
+    let why = refused["error"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("line 2: bench batch must be a positive integer"),
+        "{text}"
+    );
+    assert_eq!(*status, serde_json::json!({ "status": "idle" }), "{text}");
+
+    let log_name = log.display().to_string();
+    let validated = courier(&["validate", &log_name]);
+    assert_eq!(validated.status.code(), Some(0), "{}", stdout(&validated));
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("the bench wrote its log")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON lines"))
+        .collect();
+    let of_type = |kind: &'static str| events.iter().filter(move |event| event["type"] == kind);
+    let claims: Vec<u64> = of_type("agent/inbox/spliced")
+        .filter(|splice| {
+            splice["data"]["inserted"]
+                .as_array()
+                .is_some_and(Vec::is_empty)
+        })
+        .filter_map(|splice| splice["data"]["removedCount"].as_u64())
+        .collect();
+    assert_eq!(claims, [4, 4, 4], "one claim of the whole batch per cycle");
+    assert_eq!(of_type("user/message").count(), 12, "every message enters");
+    assert_eq!(of_type("turn/end").count(), 3, "one turn per cycle");
+}
