@@ -281,12 +281,14 @@ impl Sink for Counted {
     }
 }
 
-/// A fresh agent logging to a fresh file under `durability`, with no driver
-/// task (the sends are injects: nothing starts a turn), and its flush count
-/// after the header's.
+/// A fresh agent logging to a fresh file under `durability`, and its flush
+/// count after the header's. Its driver task is kept but never run (the
+/// sends are injects: nothing starts a turn); a dropped one would make
+/// every send fail with `DriverGone`.
 struct SendBench {
     agent: Handle,
     flushes: Arc<AtomicUsize>,
+    _driver: Box<dyn std::any::Any>,
     _folder: tempfile::TempDir,
 }
 
@@ -301,12 +303,13 @@ impl SendBench {
         };
         let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
         let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
-        let (agent, _driver) =
+        let (agent, driver) =
             Handle::with_durability("bench", durability, pre_step_hook, step_hook, sink);
         flushes.store(0, Ordering::Relaxed);
         Self {
             agent,
             flushes,
+            _driver: Box::new(driver),
             _folder: folder,
         }
     }
