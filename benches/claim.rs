@@ -24,7 +24,7 @@ use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group};
 /// all N at once), `pre-step pass` (the step opens with N `user/message`s),
 /// `step completed` (the turn ends with nothing pending and the agent
 /// retires). Every output is drained after each input, as the calling
-/// contract requires (`drain_outputs`), and dropped.
+/// contract requires, and dropped.
 #[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
 fn claim_cycle(agent: &mut Agent, batch: &mut Vec<Message>) {
     let last = batch.pop().expect("batch sizes are positive");
@@ -39,7 +39,7 @@ fn claim_cycle(agent: &mut Agent, batch: &mut Vec<Message>) {
 fn handle(agent: &mut Agent, input: Input) {
     let accepted = agent.handle(input);
     assert!(accepted.is_ok(), "the claim cycle is never refused");
-    for output in agent.drain_outputs() {
+    while let Some(output) = agent.poll_output() {
         black_box(output);
     }
 }

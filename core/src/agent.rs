@@ -41,7 +41,7 @@ pub(crate) struct State {
 ///
 /// Calling contract: feed every input through [`Agent::handle`]; it runs one
 /// atomic transition and queues outputs. Then drain [`Agent::poll_output`]
-/// until it returns `None` (or [`Agent::drain_outputs`]) before reacting: a reaction to an output is a later
+/// until it returns `None` before reacting: a reaction to an output is a later
 /// input (no re-entrancy, SPEC decision 1). The getters take `&self` and may
 /// be called at any time. When `handle` returns, a running driver always
 /// awaits `pre-step` or `step`; a refused input changed nothing and queued
@@ -215,15 +215,6 @@ impl Agent {
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
         self.outputs.pop_front()
-    }
-
-    /// Drains every queued output, oldest first: `poll_output` until `None`
-    /// in one call. The iterator is inlined where it is used, so a caller
-    /// pays no call per output (in the claim bench, `poll_output`'s call and
-    /// move were about a tenth of a cycle). Dropping it early drops the
-    /// outputs it did not yield.
-    pub fn drain_outputs(&mut self) -> std::collections::vec_deque::Drain<'_, Output> {
-        self.outputs.drain(..)
     }
 
     /// Every queued output, oldest first: `poll_output` until `None`, but

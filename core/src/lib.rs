@@ -2,7 +2,7 @@
 //!
 //! No I/O, clock, threads, randomness or async: [`Agent::handle`] takes one
 //! [`Input`], runs one atomic transition and queues [`Output`]s that the caller
-//! drains with [`Agent::poll_output`] (or all at once, [`Agent::drain_outputs`]). Every engine of Courier (model checker,
+//! drains with [`Agent::poll_output`]. Every engine of Courier (model checker,
 //! simulator, transcript runner, runtime, log validator) drives this one type.
 #![warn(missing_docs)]
 
