@@ -205,7 +205,8 @@ impl Inbox {
     /// The same check and change as [`Inbox::duplicate`] then
     /// [`Inbox::apply`] of the splice that appends it, but the commonest
     /// edit hashes the id once and probes the index once (the two passes
-    /// were about a fifth of a claim cycle, see `BENCHMARKS.md`).
+    /// were nearly a third of a claim cycle's instructions, see
+    /// `BENCHMARKS.md`).
     pub(crate) fn push_back(
         &mut self,
         target: Target,
@@ -216,7 +217,7 @@ impl Inbox {
             next_turn,
             next_step,
             pending,
-        } = self;
+        } = &mut *self;
         match pending.entry(id_hash(id)) {
             Entry::Vacant(slot) => {
                 slot.insert(1);
@@ -229,10 +230,7 @@ impl Inbox {
                 *slot.get_mut() += 1;
             }
         }
-        let list = match target {
-            Target::NextTurn => next_turn,
-            Target::NextStep => next_step,
-        };
+        let list = self.list_mut(target);
         list.push_back(message.clone());
         Ok(list.len() - 1)
     }
