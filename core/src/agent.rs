@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 use crate::driver::{Driver, Phase, Signal};
 use crate::error::Refusal;
 use crate::event::{Activity, AwaitPoint, Input, Output};
-use crate::inbox::{Inbox, Outcome, Splice};
+use crate::inbox::{Inbox, Inserted, Outcome, Splice};
 use crate::message::{CancelCause, Cause, Message, MessageId, Target, Wakeup};
 use crate::mutant::Mutant;
 
@@ -156,16 +156,14 @@ impl Agent {
                 target,
                 wakeup,
             } => self.send(message, target, wakeup),
-            Input::Append { target, message } => {
-                self.edit(self.state.inbox.appending(target, message))
-            }
-            Input::Prepend { target, message } => {
-                self.edit(
-                    self.state
-                        .inbox
-                        .normalize(target, 0, 0, vec![message], None),
-                )
-            }
+            Input::Append { target, message } => self.append(target, message),
+            Input::Prepend { target, message } => self.edit(self.state.inbox.normalize(
+                target,
+                0,
+                0,
+                Inserted::from_buf([message]),
+                None,
+            )),
             Input::Replace { id, message } => self.replace(&id, Some(message)),
             Input::Remove { id } => self.replace(&id, None),
             Input::Splice {
@@ -177,7 +175,7 @@ impl Agent {
                 target,
                 start,
                 removed,
-                inserted,
+                Inserted::from_vec(inserted),
                 Some(Outcome::Canceled),
             )),
             Input::Cancel { cause, keep_inbox } => {
@@ -347,7 +345,7 @@ impl Agent {
         } else {
             target
         };
-        self.edit(self.state.inbox.appending(target, message))?;
+        self.append(target, message)?;
         if !wake {
             self.inject_wakes();
             return Ok(());
@@ -420,6 +418,28 @@ impl Agent {
         Ok(())
     }
 
+    /// [`Agent::edit`] of the splice that adds `message` at the end of
+    /// `target` (a send or an append): the same refusals and outputs
+    /// (`spliced`, then `inserted`), with one index probe and no removal
+    /// bookkeeping, since it is most of what a claim cycle does.
+    fn append(&mut self, target: Target, message: Message) -> Result<(), Refusal> {
+        self.refuse_if_disposed(std::slice::from_ref(&message))?;
+        let inbox = &mut self.state.inbox;
+        let start = inbox
+            .push_back(target, &message)
+            .map_err(Refusal::DuplicateId)?;
+        let inserted = message.clone();
+        self.emit(Output::Spliced(Splice {
+            target,
+            start,
+            removed_count: 0,
+            inserted: Inserted::from_buf([message]),
+            outcome: None,
+        }));
+        self.emit(Output::Inserted { message: inserted });
+        Ok(())
+    }
+
     fn cancel(&mut self, cause: CancelCause, keep_inbox: bool) {
         self.abort(cause.into(), keep_inbox);
     }
@@ -434,7 +454,7 @@ impl Agent {
                     target,
                     0,
                     length,
-                    Vec::new(),
+                    Inserted::new(),
                     Some(Outcome::Canceled),
                 );
                 let removal = self.edit(splice);

@@ -7,7 +7,7 @@ use rustc_hash::{FxBuildHasher, FxHashSet};
 use crate::agent::Agent;
 use crate::error::Refusal;
 use crate::event::{Activity, AwaitPoint, Output, PreStepDecision, StepOutcome};
-use crate::inbox::Splice;
+use crate::inbox::{Inserted, Splice};
 use crate::message::{Cause, Message, Target, TurnEnd};
 use crate::mutant::EagerLatch;
 
@@ -182,7 +182,7 @@ impl Agent {
             target,
             start: 0,
             removed_count: taken.len(),
-            inserted: Vec::new(),
+            inserted: Inserted::new(),
             outcome: None,
         }));
         taken

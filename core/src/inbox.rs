@@ -3,11 +3,13 @@
 //! about drivers.
 
 use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use crate::message::{Message, MessageId, Target};
 
@@ -30,11 +32,18 @@ pub struct Splice {
     #[serde(rename = "removedCount", default, skip_serializing_if = "is_zero")]
     pub removed_count: usize,
     /// The messages it inserts at `start`, in order.
-    pub inserted: Vec<Message>,
+    pub inserted: Inserted,
     /// `canceled` on ordinary removals; absent on claims and pure insertions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
 }
+
+/// A splice's inserted messages. A send or an append inserts one, and one
+/// message is held inline: the commonest edit's `spliced` allocates nothing
+/// (a heap vector of one cost a claim cycle about a tenth of its
+/// instructions, see `BENCHMARKS.md`). It reads, serializes, hashes and
+/// prints as the slice it holds, as a `Vec` did.
+pub type Inserted = SmallVec<[Message; 1]>;
 
 fn is_zero(count: &usize) -> bool {
     *count == 0
@@ -64,6 +73,12 @@ type IdIndex = FxHashMap<u64, u32>;
 /// The hash of an id, as the index counts it.
 fn id_hash(id: &MessageId) -> u64 {
     FxBuildHasher.hash_one(id)
+}
+
+/// Whether `id` is in either list (a scan).
+fn listed(next_turn: &VecDeque<Message>, next_step: &VecDeque<Message>, id: &MessageId) -> bool {
+    let mut pending = next_turn.iter().chain(next_step);
+    pending.any(|message| message.id() == id)
 }
 
 /// Both pending lists. An id is pending at most once across them.
@@ -123,8 +138,7 @@ impl Inbox {
     }
 
     fn listed(&self, id: &MessageId) -> bool {
-        let mut pending = self.next_turn.iter().chain(&self.next_step);
-        pending.any(|message| message.id() == id)
+        listed(&self.next_turn, &self.next_step, id)
     }
 
     /// Whether both lists are empty.
@@ -169,7 +183,7 @@ impl Inbox {
         target: Target,
         start: usize,
         removed: usize,
-        inserted: Vec<Message>,
+        inserted: Inserted,
         outcome: Option<Outcome>,
     ) -> Splice {
         let length = self.list(target).len();
@@ -185,11 +199,40 @@ impl Inbox {
         }
     }
 
-    /// The splice that adds `message` at the end of `target` (a send or an
-    /// append).
-    pub(crate) fn appending(&self, target: Target, message: Message) -> Splice {
-        let end = self.list(target).len();
-        self.normalize(target, end, 0, vec![message], None)
+    /// Adds `message` at the end of `target` (a send or an append) and
+    /// returns where it now sits, or the id if it is already pending.
+    ///
+    /// The same check and change as [`Inbox::duplicate`] then
+    /// [`Inbox::apply`] of the splice that appends it, but the commonest
+    /// edit hashes the id once and probes the index once (the two passes
+    /// were nearly a third of a claim cycle's instructions, see
+    /// `BENCHMARKS.md`).
+    pub(crate) fn push_back(
+        &mut self,
+        target: Target,
+        message: &Message,
+    ) -> Result<usize, MessageId> {
+        let id = message.id();
+        let Self {
+            next_turn,
+            next_step,
+            pending,
+        } = &mut *self;
+        match pending.entry(id_hash(id)) {
+            Entry::Vacant(slot) => {
+                slot.insert(1);
+            }
+            // The hash is counted: the id is pending, or its hash collides.
+            Entry::Occupied(mut slot) => {
+                if listed(next_turn, next_step, id) {
+                    return Err(id.clone());
+                }
+                *slot.get_mut() += 1;
+            }
+        }
+        let list = self.list_mut(target);
+        list.push_back(message.clone());
+        Ok(list.len() - 1)
     }
 
     /// The first inserted id that would be pending twice once `splice` is

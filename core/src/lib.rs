@@ -23,7 +23,7 @@ pub use error::Refusal;
 pub use event::{
     Abort, Activity, AwaitPoint, Input, InputKind, Output, PreStepDecision, StepOutcome,
 };
-pub use inbox::{Inbox, Outcome, Splice};
+pub use inbox::{Inbox, Inserted, Outcome, Splice};
 pub use message::{CancelCause, Cause, Message, MessageId, Source, Target, TurnEnd, Wakeup};
 pub use mutant::Mutant;
 pub use resume::{CorruptLog, Replay, Stimulus};

@@ -8,7 +8,7 @@ use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
 use crate::agent::Agent;
 use crate::driver::{Await, Driver, Phase};
-use crate::inbox::Splice;
+use crate::inbox::{Inserted, Splice};
 use crate::message::{Message, Target};
 
 /// One planted bug, named as in SPEC §8 (kebab-case, declaration order).
@@ -176,7 +176,7 @@ impl Agent {
         if !self.runs(Mutant::RequeueOnReject) {
             return;
         }
-        let fresh: Vec<Message> = batch
+        let fresh: Inserted = batch
             .into_iter()
             .filter(|message| !self.state.inbox.contains(message.id()))
             .collect();

@@ -73,3 +73,54 @@ fn splice_of_many_ids_into_a_long_list() {
     );
     agent.check_invariants();
 }
+
+/// An append (its own fast path: one index probe) answers, emits and leaves
+/// the inbox exactly as the general splice that inserts the same message at
+/// the end of the list, refusals included: an id pending in either list, and
+/// any insertion once disposed.
+#[test]
+fn an_append_is_the_splice_at_the_end_of_its_list() {
+    let (mut appended, mut spliced) = (Agent::new(), Agent::new());
+    let steps = [
+        ("A", Target::NextTurn),
+        ("B", Target::NextStep),
+        ("A", Target::NextStep),
+        ("B", Target::NextTurn),
+        ("C", Target::NextTurn),
+        ("C", Target::NextTurn),
+    ];
+    let mut refused = 0;
+    for (id, target) in steps {
+        let message = Message::text(id, Source::user());
+        let end = spliced.inbox().list(target).len();
+        let append = appended.handle(Input::Append {
+            target,
+            message: message.clone(),
+        });
+        let splice = spliced.handle(Input::Splice {
+            target,
+            start: end,
+            removed: 0,
+            inserted: vec![message],
+        });
+        refused += usize::from(append.is_err());
+        assert_eq!(append, splice, "{id} to {target:?}");
+        let outputs: Vec<_> = std::iter::from_fn(|| appended.poll_output()).collect();
+        let expected: Vec<_> = std::iter::from_fn(|| spliced.poll_output()).collect();
+        assert_eq!(outputs, expected, "{id} to {target:?}");
+        assert_eq!(appended.inbox(), spliced.inbox(), "{id} to {target:?}");
+        appended.check_invariants();
+    }
+    assert_eq!(refused, 3, "each repeated id is refused");
+    assert_eq!(listed(&appended), ["A", "C"]);
+    for agent in [&mut appended, &mut spliced] {
+        assert_eq!(agent.handle(Input::Dispose), Ok(()));
+        while agent.poll_output().is_some() {}
+    }
+    let append = appended.handle(Input::Append {
+        target: Target::NextTurn,
+        message: Message::from("D"),
+    });
+    assert_eq!(append, Err(Refusal::Disposed(MessageId::from("D"))));
+    assert!(!appended.has_output(), "a refusal emits nothing");
+}
