@@ -10,11 +10,11 @@
 //!
 //! Linear in the log: each check that asks whether an id is pending or was
 //! admitted looks it up in a hash [`Index`] kept beside the ordered list
-//! once that list is long, and a splice moves the shorter side of its list
-//! once, so a log with a million pending or admitted ids checks as fast per
-//! event as a short one.
+//! once that list is long, and each pending list is a [`Pending`] sequence
+//! whose splice costs O(log n) plus the ids it moves, wherever it lands, so
+//! a log with a million pending or admitted ids, spliced at the ends or in
+//! the middle, checks as fast per event as a short one.
 
-use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 
 use courier_core::{Message, MessageId, Output, Splice, Target, TurnEnd};
@@ -60,12 +60,20 @@ struct OpenTurn {
     admitted_index: Index,
 }
 
+/// A ghost pending list: an RRB tree (`imbl`), so a splice anywhere costs
+/// O(log n) plus the ids it inserts or removes, where a `VecDeque` moves the
+/// shorter side (a log inserting in the middle of a long list over and over
+/// was quadratic). Up to a few ids it is one inline array, and a longer one
+/// shares its chunks between clones, so the model checker's many clones of
+/// short lists stay cheap.
+pub type Pending = imbl::Vector<MessageId>;
+
 /// The ghost replay of a durable log.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct History {
     mode: Mode,
-    next_turn: VecDeque<MessageId>,
-    next_step: VecDeque<MessageId>,
+    next_turn: Pending,
+    next_step: Pending,
     /// Both lists, indexed.
     pending_index: Index,
     last_turn: u64,
@@ -141,13 +149,40 @@ impl Hash for Index {
     fn hash<H: Hasher>(&self, _: &mut H) {}
 }
 
+/// Hashed as the derived `Hash` of the `VecDeque` lists it replaced was
+/// (each list's length, then its ids), since `imbl`'s `Hash` leaves out the
+/// length: `[a]` pending in `next-turn` and in `next-step` would then hash
+/// alike, and the model checker's non-symmetric states are told apart by
+/// their hash. Destructured, so a new field cannot be left out silently.
+impl Hash for History {
+    fn hash<H: Hasher>(&self, hasher: &mut H) {
+        let Self {
+            mode,
+            next_turn,
+            next_step,
+            pending_index: _,
+            last_turn,
+            turn,
+            admitting,
+        } = self;
+        mode.hash(hasher);
+        for list in [next_turn, next_step] {
+            list.len().hash(hasher);
+            list.iter().for_each(|id| id.hash(hasher));
+        }
+        last_turn.hash(hasher);
+        turn.hash(hasher);
+        admitting.hash(hasher);
+    }
+}
+
 impl History {
     /// An empty log.
     pub fn new(mode: Mode) -> Self {
         Self {
             mode,
-            next_turn: VecDeque::new(),
-            next_step: VecDeque::new(),
+            next_turn: Pending::new(),
+            next_step: Pending::new(),
             pending_index: Index::default(),
             last_turn: 0,
             turn: None,
@@ -156,14 +191,14 @@ impl History {
     }
 
     /// The ghost list of `target`.
-    pub fn list(&self, target: Target) -> &VecDeque<MessageId> {
+    pub fn list(&self, target: Target) -> &Pending {
         match target {
             Target::NextTurn => &self.next_turn,
             Target::NextStep => &self.next_step,
         }
     }
 
-    fn list_mut(&mut self, target: Target) -> &mut VecDeque<MessageId> {
+    fn list_mut(&mut self, target: Target) -> &mut Pending {
         match target {
             Target::NextTurn => &mut self.next_turn,
             Target::NextStep => &mut self.next_step,
@@ -296,7 +331,11 @@ impl History {
             self.check_claim(splice)?;
         }
         let range = splice.start..splice.start + splice.removed_count;
-        let removed: Vec<MessageId> = self.list_mut(splice.target).drain(range).collect();
+        let removed: Vec<MessageId> = self
+            .list_mut(splice.target)
+            .slice(range)
+            .into_iter()
+            .collect();
         for id in &removed {
             self.pending_index.remove(id);
         }
@@ -312,7 +351,7 @@ impl History {
     }
 
     /// Checks each inserted id is not pending (nor inserted twice), then
-    /// puts them in place, moving only the shorter side of the list.
+    /// puts them in place: an end is pushed to, the middle split once.
     fn insert(&mut self, splice: &Splice) -> Result<Vec<MessageId>, Violation> {
         let ids: Vec<MessageId> = splice.inserted.iter().map(|m| m.id().clone()).collect();
         let length = self.next_turn.len() + self.next_step.len() + ids.len();
@@ -332,15 +371,14 @@ impl History {
         }
         let list = self.list_mut(splice.target);
         let start = splice.start;
-        if start <= list.len() - start {
-            let front: Vec<MessageId> = list.drain(..start).collect();
-            for id in front.iter().chain(&ids).rev() {
-                list.push_front(id.clone());
-            }
-        } else {
-            let mut back = list.split_off(start);
+        if start == 0 {
+            ids.iter().rev().for_each(|id| list.push_front(id.clone()));
+        } else if start == list.len() {
             list.extend(ids.iter().cloned());
-            list.append(&mut back);
+        } else if !ids.is_empty() {
+            let back = list.split_off(start);
+            list.extend(ids.iter().cloned());
+            list.append(back);
         }
         Ok(ids)
     }
