@@ -20,6 +20,10 @@ use std::hash::{Hash, Hasher};
 use courier_core::{Message, MessageId, Output, Splice, Target, TurnEnd};
 use rustc_hash::FxHashMap;
 
+mod pending;
+
+pub use pending::Pending;
+
 use crate::property::{Property, Violation, ensure};
 
 /// How strict the durable checks are.
@@ -60,16 +64,8 @@ struct OpenTurn {
     admitted_index: Index,
 }
 
-/// A ghost pending list: an RRB tree (`imbl`), so a splice anywhere costs
-/// O(log n) plus the ids it inserts or removes, where a `VecDeque` moves the
-/// shorter side (a log inserting in the middle of a long list over and over
-/// was quadratic). Up to a few ids it is one inline array, and a longer one
-/// shares its chunks between clones, so the model checker's many clones of
-/// short lists stay cheap.
-pub type Pending = imbl::Vector<MessageId>;
-
 /// The ghost replay of a durable log.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct History {
     mode: Mode,
     next_turn: Pending,
@@ -149,40 +145,13 @@ impl Hash for Index {
     fn hash<H: Hasher>(&self, _: &mut H) {}
 }
 
-/// Hashed as the derived `Hash` of the `VecDeque` lists it replaced was
-/// (each list's length, then its ids), since `imbl`'s `Hash` leaves out the
-/// length: `[a]` pending in `next-turn` and in `next-step` would then hash
-/// alike, and the model checker's non-symmetric states are told apart by
-/// their hash. Destructured, so a new field cannot be left out silently.
-impl Hash for History {
-    fn hash<H: Hasher>(&self, hasher: &mut H) {
-        let Self {
-            mode,
-            next_turn,
-            next_step,
-            pending_index: _,
-            last_turn,
-            turn,
-            admitting,
-        } = self;
-        mode.hash(hasher);
-        for list in [next_turn, next_step] {
-            list.len().hash(hasher);
-            list.iter().for_each(|id| id.hash(hasher));
-        }
-        last_turn.hash(hasher);
-        turn.hash(hasher);
-        admitting.hash(hasher);
-    }
-}
-
 impl History {
     /// An empty log.
     pub fn new(mode: Mode) -> Self {
         Self {
             mode,
-            next_turn: Pending::new(),
-            next_step: Pending::new(),
+            next_turn: Pending::default(),
+            next_step: Pending::default(),
             pending_index: Index::default(),
             last_turn: 0,
             turn: None,
@@ -331,11 +300,7 @@ impl History {
             self.check_claim(splice)?;
         }
         let range = splice.start..splice.start + splice.removed_count;
-        let removed: Vec<MessageId> = self
-            .list_mut(splice.target)
-            .slice(range)
-            .into_iter()
-            .collect();
+        let removed = self.list_mut(splice.target).remove(range);
         for id in &removed {
             self.pending_index.remove(id);
         }
@@ -351,7 +316,7 @@ impl History {
     }
 
     /// Checks each inserted id is not pending (nor inserted twice), then
-    /// puts them in place: an end is pushed to, the middle split once.
+    /// puts them in place.
     fn insert(&mut self, splice: &Splice) -> Result<Vec<MessageId>, Violation> {
         let ids: Vec<MessageId> = splice.inserted.iter().map(|m| m.id().clone()).collect();
         let length = self.next_turn.len() + self.next_step.len() + ids.len();
@@ -369,17 +334,7 @@ impl History {
             })?;
             self.pending_index.insert(id);
         }
-        let list = self.list_mut(splice.target);
-        let start = splice.start;
-        if start == 0 {
-            ids.iter().rev().for_each(|id| list.push_front(id.clone()));
-        } else if start == list.len() {
-            list.extend(ids.iter().cloned());
-        } else if !ids.is_empty() {
-            let back = list.split_off(start);
-            list.extend(ids.iter().cloned());
-            list.append(back);
-        }
+        self.list_mut(splice.target).insert(splice.start, &ids);
         Ok(ids)
     }
 
