@@ -38,7 +38,10 @@ impl Default for Shape {
 /// whatever their shape.
 impl PartialEq for Pending {
     fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
+        match (&self.0, &other.0) {
+            (Shape::Short(list), Shape::Short(other)) => list == other,
+            _ => self.len() == other.len() && self.iter().eq(other.iter()),
+        }
     }
 }
 
@@ -57,6 +60,7 @@ impl<'a> IntoIterator for &'a Pending {
     type Item = &'a MessageId;
     type IntoIter = Iter<'a>;
 
+    #[inline]
     fn into_iter(self) -> Iter<'a> {
         self.iter()
     }
@@ -68,6 +72,7 @@ impl Pending {
     pub const LONG_FROM: usize = 128;
 
     /// How many ids are pending.
+    #[inline]
     pub fn len(&self) -> usize {
         match &self.0 {
             Shape::Short(list) => list.len(),
@@ -76,11 +81,13 @@ impl Pending {
     }
 
     /// Whether nothing is pending.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The id at `index`.
+    #[inline]
     pub fn get(&self, index: usize) -> Option<&MessageId> {
         match &self.0 {
             Shape::Short(list) => list.get(index),
@@ -89,11 +96,13 @@ impl Pending {
     }
 
     /// The first id.
+    #[inline]
     pub fn front(&self) -> Option<&MessageId> {
         self.get(0)
     }
 
     /// The ids in order.
+    #[inline]
     pub fn iter(&self) -> Iter<'_> {
         Iter(match &self.0 {
             Shape::Short(list) => IterShape::Short(list.iter()),
@@ -150,6 +159,7 @@ enum IterShape<'a> {
 impl<'a> Iterator for Iter<'a> {
     type Item = &'a MessageId;
 
+    #[inline]
     fn next(&mut self) -> Option<&'a MessageId> {
         match &mut self.0 {
             IterShape::Short(iter) => iter.next(),
