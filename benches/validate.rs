@@ -84,6 +84,9 @@ fn core_log() -> Vec<u8> {
     log.into_bytes()
 }
 
+/// A `validate-scale` log family: its name and its builder (events to log).
+type Family = (&'static str, fn(usize) -> Vec<u8>);
+
 fn message(id: &str) -> String {
     format!(r#"{{"id":"{id}","role":"user","content":"x","source":{{"kind":"user"}}}}"#)
 }
@@ -208,8 +211,7 @@ fn bench<M: Measurement>(criterion: &mut Criterion<M>) {
     group.sampling_mode(SamplingMode::Flat);
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(4));
-    let families: [(&str, fn(usize) -> Vec<u8>); 2] =
-        [("courier", scale_log), ("middle", middle_log)];
+    let families: [Family; 2] = [("courier", scale_log), ("middle", middle_log)];
     for ((family, build), events) in families
         .into_iter()
         .flat_map(|family| [10_000, 100_000, 1_000_000].map(|events| (family, events)))

@@ -156,7 +156,7 @@ fn stay_linear_a_broken_middle_splice_is_reported_on_its_line() {
     );
     // The same id removed and inserted back by one splice is no duplicate.
     let at = list.iter().position(|id| *id == pending).unwrap();
-    assert_eq!(broken(splice(at, 1, &[pending.clone()])), []);
+    assert_eq!(broken(splice(at, 1, std::slice::from_ref(&pending))), []);
     // A splice one past the end.
     assert_eq!(
         broken(splice(length + 1, 0, &["late".to_owned()])),
