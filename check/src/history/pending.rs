@@ -1,10 +1,12 @@
 //! [`Pending`]: a ghost pending list whose splice costs O(log n) plus the
 //! ids it moves, wherever it lands.
 //!
-//! A short list is a `VecDeque` (what the model checker clones millions of
-//! times: one allocation, no tree); past [`Pending::LONG_FROM`] ids it
-//! becomes an implicit treap in an arena, so a log that inserts or removes
-//! in the middle of a long list over and over stays linear. `imbl`'s RRB
+//! A list is a `VecDeque` (what the model checker clones millions of
+//! times: one allocation, no tree) until a splice lands strictly inside it
+//! while it is longer than [`Pending::LONG_FROM`] ids; then it becomes an
+//! implicit treap in an arena, so a log that inserts or removes in the
+//! middle of a long list over and over stays linear, while one that only
+//! appends, prepends and claims from the front keeps the deque's O(1) ends. `imbl`'s RRB
 //! vector was measured first and rejected: repeated split and append at
 //! the middle of one vector fragments its leaves (1.6 GB and milliseconds
 //! per splice at 50,000 ids; BENCHMARKS.md).
@@ -21,10 +23,11 @@ pub struct Pending(Shape);
 
 #[derive(Clone, Debug)]
 enum Shape {
-    /// Up to [`Pending::LONG_FROM`] ids: a middle splice moves at most
-    /// half of them.
+    /// Spliced at its ends, or short: a middle splice moves at most half
+    /// of [`Pending::LONG_FROM`] ids.
     Short(VecDeque<MessageId>),
-    /// Longer: positions found and split in O(log n) expected.
+    /// Spliced in the middle once long: positions found and split in
+    /// O(log n) expected.
     Long(Treap),
 }
 
@@ -67,8 +70,9 @@ impl<'a> IntoIterator for &'a Pending {
 }
 
 impl Pending {
-    /// The length past which a list becomes a [`Treap`]: below it a middle
-    /// splice moves at most 64 ids, about what a treap's descent costs.
+    /// The length past which a middle splice makes a list a [`Treap`]:
+    /// below it the splice moves at most 64 ids, about what a treap's
+    /// descent costs.
     pub const LONG_FROM: usize = 128;
 
     /// How many ids are pending.
@@ -117,19 +121,32 @@ impl Pending {
 
     /// Removes the ids in `range` (within the list), in order.
     pub(crate) fn remove(&mut self, range: Range<usize>) -> Vec<MessageId> {
+        self.fit(range.start, range.end);
         match &mut self.0 {
             Shape::Short(list) => list.drain(range).collect(),
             Shape::Long(treap) => treap.remove(range),
         }
     }
 
-    /// Inserts `ids` before position `start` (at most the length).
-    pub(crate) fn insert(&mut self, start: usize, ids: &[MessageId]) {
-        if self.len() + ids.len() > Self::LONG_FROM
-            && let Shape::Short(list) = &self.0
+    /// Becomes a treap before a splice of `start..end` (the ids it
+    /// removes) that touches neither end of a list longer than
+    /// [`Pending::LONG_FROM`]: there a `VecDeque` moves up to half the
+    /// list, while at its ends (dsh appends, prepends and claims from the
+    /// front) it costs nothing per id already pending. Never back: a log
+    /// cannot make it convert twice.
+    fn fit(&mut self, start: usize, end: usize) {
+        if let Shape::Short(list) = &self.0
+            && list.len() > Self::LONG_FROM
+            && start > 0
+            && end < list.len()
         {
             self.0 = Shape::Long(Treap::from_ids(list.iter()));
         }
+    }
+
+    /// Inserts `ids` before position `start` (at most the length).
+    pub(crate) fn insert(&mut self, start: usize, ids: &[MessageId]) {
+        self.fit(start, start);
         match &mut self.0 {
             Shape::Short(list) if start <= list.len() - start => {
                 // Move the shorter side once: the front here.
@@ -445,5 +462,25 @@ mod tests {
         long.remove(10..model.len());
         assert_eq!(short, long);
         assert!(matches!(long.0, Shape::Long(_)) && matches!(short.0, Shape::Short(_)));
+    }
+
+    /// Splices at the ends (dsh's appends, prepends and claims) keep a long
+    /// list a deque; the first one strictly inside makes it a treap.
+    #[test]
+    fn only_a_middle_splice_of_a_long_list_makes_a_treap() {
+        let mut list = Pending::default();
+        for k in 0..500 {
+            let id = [MessageId::new(format!("m{k}"))];
+            let start = if k % 2 == 0 { 0 } else { list.len() };
+            list.insert(start, &id);
+        }
+        list.remove(0..1);
+        list.remove(list.len() - 3..list.len());
+        assert!(matches!(list.0, Shape::Short(_)));
+        let before = ids(&list);
+        list.remove(1..2);
+        assert!(matches!(list.0, Shape::Long(_)));
+        assert_eq!(ids(&list).len(), before.len() - 1);
+        assert_eq!(ids(&list)[1..], before[2..]);
     }
 }
