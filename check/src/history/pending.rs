@@ -27,8 +27,9 @@ enum Shape {
     /// of [`Pending::LONG_FROM`] ids.
     Short(VecDeque<MessageId>),
     /// Spliced in the middle once long: positions found and split in
-    /// O(log n) expected.
-    Long(Treap),
+    /// O(log n) expected. Boxed, so a `Pending` is no larger than the deque
+    /// (the model checker copies its states).
+    Long(Box<Treap>),
 }
 
 impl Default for Shape {
@@ -140,7 +141,7 @@ impl Pending {
             && start > 0
             && end < list.len()
         {
-            self.0 = Shape::Long(Treap::from_ids(list.iter()));
+            self.0 = Shape::Long(Box::new(Treap::from_ids(list.iter())));
         }
     }
 
