@@ -1,8 +1,8 @@
 //! `courier validate` over logs that splice in the middle of long pending
-//! lists (issue 16, stay linear): the ghost lists became RRB trees
-//! (`courier_check::history::Pending`) so such a splice costs O(log n); these
-//! tests pin that the tree keeps every id in order and that no check was
-//! weakened. The speed itself is `benches/validate.rs`'s `validate-scale/middle`.
+//! lists (issue 16, stay linear): such a splice turns a long ghost list
+//! (`courier_check::history::Pending`) into a treap, so it costs O(log n);
+//! these tests pin that the tree keeps every id in order and that no check
+//! was weakened. The speed itself is `benches/validate.rs`'s `validate-scale/middle`.
 
 use courier_check::validate::{Finding, validate};
 use courier_check::{History, Mode};
@@ -61,8 +61,9 @@ fn middle(events: usize) -> (Vec<String>, Vec<Vec<String>>) {
 
 #[test]
 fn stay_linear_middle_splices_validate_and_keep_list_order() {
-    // 2000 splices grow the list to 1000 ids: past imbl's inline array
-    // and single chunk (128), so the tree's split and append are exercised.
+    // 2000 splices grow the list to 1000 ids, past the 128 from which a
+    // middle splice makes it a treap, so the tree's split and merge are
+    // exercised.
     let (lines, after) = middle(2000);
     assert_eq!(findings(&lines), []);
     assert_eq!(after.last().unwrap().len(), 1000);

@@ -6,10 +6,10 @@
 //! while it is longer than [`Pending::LONG_FROM`] ids; then it becomes an
 //! implicit treap in an arena, so a log that inserts or removes in the
 //! middle of a long list over and over stays linear, while one that only
-//! appends, prepends and claims from the front keeps the deque's O(1) ends. `imbl`'s RRB
-//! vector was measured first and rejected: repeated split and append at
-//! the middle of one vector fragments its leaves (1.6 GB and milliseconds
-//! per splice at 50,000 ids; BENCHMARKS.md).
+//! appends, prepends and claims from the front keeps the deque's O(1) ends.
+//! `imbl`'s RRB vector was measured first and rejected: repeated split and
+//! append at the middle of one vector fragment its leaves (milliseconds
+//! per splice past 100,000 splices, 1.6 GB at 350,000; BENCHMARKS.md).
 
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
