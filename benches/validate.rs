@@ -17,9 +17,11 @@
 //!
 //! `validate-scale` (or `validate-scale-cpu`) times, per event, logs of
 //! 10k, 100k and 1M events built to stress what used to be scanned per
-//! event ([`scale_log`]): a pending list of a quarter of the events, and one
-//! step admitting another quarter. Time per event must stay flat (within
-//! 2x) from 10k to 1M.
+//! event (`courier/`, [`scale_log`]): a pending list of a quarter of the
+//! events, and one step admitting another quarter; and what used to be
+//! moved per event (`middle/`, [`middle_log`]): every splice at the middle
+//! of a list growing to half the events. Time per event must stay flat
+//! (within 2x) from 10k to 1M.
 //!
 //! Run: `cargo bench --bench validate`.
 
@@ -82,21 +84,49 @@ fn core_log() -> Vec<u8> {
     log.into_bytes()
 }
 
+/// A `validate-scale` log family: its name and its builder (events to log).
+type Family = (&'static str, fn(usize) -> Vec<u8>);
+
+fn message(id: &str) -> String {
+    format!(r#"{{"id":"{id}","role":"user","content":"x","source":{{"kind":"user"}}}}"#)
+}
+
+/// A splice inserting message `id` at `start` of `next-turn`.
+fn send(start: usize, id: &str) -> String {
+    let message = message(id);
+    format!(
+        r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":{start},"inserted":[{message}]}}}}"#
+    )
+}
+
+/// A log of `events` splices, each at the middle of one growing `next-turn`
+/// list: three in four insert one message there, the fourth cancels the
+/// message there, so the list grows to half the events and every splice
+/// lands where a list that moves elements to make room moves half of it.
+fn middle_log(events: usize) -> Vec<u8> {
+    let mut log = vec![SessionHeader::new("middle").line()];
+    let mut length = 0;
+    for k in 0..events {
+        let start = length / 2;
+        if k % 4 == 3 {
+            log.push(format!(
+                r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":{start},"removedCount":1,"inserted":[],"outcome":"canceled"}}}}"#
+            ));
+            length -= 1;
+        } else {
+            log.push(send(start, &format!("m{k}")));
+            length += 1;
+        }
+    }
+    (log.join("\n") + "\n").into_bytes()
+}
+
 /// A log of `events` events (lines after the header) whose lists grow with
 /// it: a quarter appends (at the end) and prepends (at the front) pending
 /// `next-turn` messages one splice each; one turn's one step admits another
 /// quarter as context; the rest are turns that each send one message, claim
 /// the head and enter a message, each checked against the long list.
 fn scale_log(events: usize) -> Vec<u8> {
-    fn message(id: &str) -> String {
-        format!(r#"{{"id":"{id}","role":"user","content":"x","source":{{"kind":"user"}}}}"#)
-    }
-    fn send(start: usize, id: &str) -> String {
-        let message = message(id);
-        format!(
-            r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":{start},"inserted":[{message}]}}}}"#
-        )
-    }
     let mut log = vec![SessionHeader::new("scale").line()];
     let mut pending = 0;
     for k in 0..events / 4 {
@@ -181,12 +211,16 @@ fn bench<M: Measurement>(criterion: &mut Criterion<M>) {
     group.sampling_mode(SamplingMode::Flat);
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(4));
-    for events in [10_000, 100_000, 1_000_000] {
-        let log = scale_log(events);
+    let families: [Family; 2] = [("courier", scale_log), ("middle", middle_log)];
+    for ((family, build), events) in families
+        .into_iter()
+        .flat_map(|family| [10_000, 100_000, 1_000_000].map(|events| (family, events)))
+    {
+        let log = build(events);
         let lines = log.iter().filter(|byte| **byte == b'\n').count() as u64;
         // Every line after the header is an event.
         group.throughput(Throughput::Elements(lines - 1));
-        group.bench_function(BenchmarkId::new("courier", events), |bencher| {
+        group.bench_function(BenchmarkId::new(family, events), |bencher| {
             bencher.iter(|| {
                 let summary = validate(log.as_slice(), |finding| panic!("{finding}")).unwrap();
                 assert!(summary.is_valid() && summary.lines == lines);

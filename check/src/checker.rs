@@ -11,7 +11,7 @@ use courier_core::{
     Abort, Activity, Inbox, Input, Message, MessageId, Output, Target, Transition, TurnEnd, Wakeup,
 };
 
-use crate::history::{Effect, History, Mode};
+use crate::history::{Effect, History, Mode, Pending};
 use crate::property::{Property, Violation, ensure};
 
 /// The longest pending list `replay-matches` compares whole after every
@@ -196,7 +196,7 @@ impl Checker {
     fn compare_inbox(
         &self,
         inbox: &Inbox,
-        same: impl Fn(Target, &VecDeque<MessageId>, &VecDeque<Message>) -> bool,
+        same: impl Fn(Target, &Pending, &VecDeque<Message>) -> bool,
     ) -> Result<(), Violation> {
         for target in [Target::NextTurn, Target::NextStep] {
             let ghost = self.history.list(target);

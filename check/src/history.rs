@@ -10,15 +10,19 @@
 //!
 //! Linear in the log: each check that asks whether an id is pending or was
 //! admitted looks it up in a hash [`Index`] kept beside the ordered list
-//! once that list is long, and a splice moves the shorter side of its list
-//! once, so a log with a million pending or admitted ids checks as fast per
-//! event as a short one.
+//! once that list is long, and each pending list is a [`Pending`] sequence
+//! whose splice costs O(log n) plus the ids it moves, wherever it lands, so
+//! a log with a million pending or admitted ids, spliced at the ends or in
+//! the middle, checks as fast per event as a short one.
 
-use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 
 use courier_core::{Message, MessageId, Output, Splice, Target, TurnEnd};
 use rustc_hash::FxHashMap;
+
+mod pending;
+
+pub use pending::Pending;
 
 use crate::property::{Property, Violation, ensure};
 
@@ -64,8 +68,8 @@ struct OpenTurn {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct History {
     mode: Mode,
-    next_turn: VecDeque<MessageId>,
-    next_step: VecDeque<MessageId>,
+    next_turn: Pending,
+    next_step: Pending,
     /// Both lists, indexed.
     pending_index: Index,
     last_turn: u64,
@@ -146,8 +150,8 @@ impl History {
     pub fn new(mode: Mode) -> Self {
         Self {
             mode,
-            next_turn: VecDeque::new(),
-            next_step: VecDeque::new(),
+            next_turn: Pending::default(),
+            next_step: Pending::default(),
             pending_index: Index::default(),
             last_turn: 0,
             turn: None,
@@ -156,14 +160,14 @@ impl History {
     }
 
     /// The ghost list of `target`.
-    pub fn list(&self, target: Target) -> &VecDeque<MessageId> {
+    pub fn list(&self, target: Target) -> &Pending {
         match target {
             Target::NextTurn => &self.next_turn,
             Target::NextStep => &self.next_step,
         }
     }
 
-    fn list_mut(&mut self, target: Target) -> &mut VecDeque<MessageId> {
+    fn list_mut(&mut self, target: Target) -> &mut Pending {
         match target {
             Target::NextTurn => &mut self.next_turn,
             Target::NextStep => &mut self.next_step,
@@ -296,7 +300,7 @@ impl History {
             self.check_claim(splice)?;
         }
         let range = splice.start..splice.start + splice.removed_count;
-        let removed: Vec<MessageId> = self.list_mut(splice.target).drain(range).collect();
+        let removed = self.list_mut(splice.target).remove(range);
         for id in &removed {
             self.pending_index.remove(id);
         }
@@ -312,7 +316,7 @@ impl History {
     }
 
     /// Checks each inserted id is not pending (nor inserted twice), then
-    /// puts them in place, moving only the shorter side of the list.
+    /// puts them in place.
     fn insert(&mut self, splice: &Splice) -> Result<Vec<MessageId>, Violation> {
         let ids: Vec<MessageId> = splice.inserted.iter().map(|m| m.id().clone()).collect();
         let length = self.next_turn.len() + self.next_step.len() + ids.len();
@@ -330,18 +334,7 @@ impl History {
             })?;
             self.pending_index.insert(id);
         }
-        let list = self.list_mut(splice.target);
-        let start = splice.start;
-        if start <= list.len() - start {
-            let front: Vec<MessageId> = list.drain(..start).collect();
-            for id in front.iter().chain(&ids).rev() {
-                list.push_front(id.clone());
-            }
-        } else {
-            let mut back = list.split_off(start);
-            list.extend(ids.iter().cloned());
-            list.append(&mut back);
-        }
+        self.list_mut(splice.target).insert(splice.start, &ids);
         Ok(ids)
     }
 
