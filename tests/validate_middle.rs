@@ -6,7 +6,7 @@
 
 use courier_check::validate::{Finding, validate};
 use courier_check::{History, Mode};
-use courier_core::{Message, Outcome, Output, Splice, Target};
+use courier_core::{Inserted, Message, Outcome, Output, Splice, Target};
 
 const HEADER: &str = r#"{"type":"session","version":0,"id":"s"}"#;
 
@@ -117,7 +117,7 @@ fn stay_linear_middle_splices_validate_and_keep_list_order() {
             target: Target::NextTurn,
             start: 350,
             removed_count: 400,
-            inserted: Vec::new(),
+            inserted: Inserted::new(),
             outcome: Some(Outcome::Canceled),
         }))
         .unwrap();
