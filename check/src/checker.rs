@@ -8,10 +8,11 @@ use std::collections::{BTreeSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use courier_core::{
-    Abort, Activity, Inbox, Input, Message, MessageId, Output, Target, Transition, TurnEnd, Wakeup,
+    Abort, Activity, Inbox, Input, Message, MessageId, Output, Pending, Target, Transition,
+    TurnEnd, Wakeup,
 };
 
-use crate::history::{Effect, History, Mode, Pending};
+use crate::history::{Effect, History, Mode};
 use crate::property::{Property, Violation, ensure};
 
 /// The longest pending list `replay-matches` compares whole after every
@@ -196,7 +197,7 @@ impl Checker {
     fn compare_inbox(
         &self,
         inbox: &Inbox,
-        same: impl Fn(Target, &Pending, &VecDeque<Message>) -> bool,
+        same: impl Fn(Target, &Pending<MessageId>, &Pending<Message>) -> bool,
     ) -> Result<(), Violation> {
         for target in [Target::NextTurn, Target::NextStep] {
             let ghost = self.history.list(target);

@@ -17,12 +17,8 @@
 
 use std::hash::{Hash, Hasher};
 
-use courier_core::{Message, MessageId, Output, Splice, Target, TurnEnd};
+use courier_core::{Message, MessageId, Output, Pending, Splice, Target, TurnEnd};
 use rustc_hash::FxHashMap;
-
-mod pending;
-
-pub use pending::Pending;
 
 use crate::property::{Property, Violation, ensure};
 
@@ -68,8 +64,8 @@ struct OpenTurn {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct History {
     mode: Mode,
-    next_turn: Pending,
-    next_step: Pending,
+    next_turn: Pending<MessageId>,
+    next_step: Pending<MessageId>,
     /// Both lists, indexed.
     pending_index: Index,
     last_turn: u64,
@@ -160,14 +156,14 @@ impl History {
     }
 
     /// The ghost list of `target`.
-    pub fn list(&self, target: Target) -> &Pending {
+    pub fn list(&self, target: Target) -> &Pending<MessageId> {
         match target {
             Target::NextTurn => &self.next_turn,
             Target::NextStep => &self.next_step,
         }
     }
 
-    fn list_mut(&mut self, target: Target) -> &mut Pending {
+    fn list_mut(&mut self, target: Target) -> &mut Pending<MessageId> {
         match target {
             Target::NextTurn => &mut self.next_turn,
             Target::NextStep => &mut self.next_step,
@@ -334,7 +330,8 @@ impl History {
             })?;
             self.pending_index.insert(id);
         }
-        self.list_mut(splice.target).insert(splice.start, &ids);
+        self.list_mut(splice.target)
+            .insert(splice.start, ids.iter().cloned());
         Ok(ids)
     }
 

@@ -412,8 +412,10 @@ impl Agent {
         // The inserted messages now sit at `inserted` in their list: clone
         // them from there rather than copying the splice's vector first.
         for index in inserted {
-            let message = self.state.inbox.list(target)[index].clone();
-            self.emit(Output::Inserted { message });
+            if let Some(message) = self.state.inbox.list(target).get(index) {
+                let message = message.clone();
+                self.emit(Output::Inserted { message });
+            }
         }
         Ok(())
     }

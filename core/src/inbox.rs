@@ -2,7 +2,6 @@
 //! normalized splice primitive every change goes through. It knows nothing
 //! about drivers.
 
-use std::collections::VecDeque;
 use std::collections::hash_map::Entry;
 use std::hash::{BuildHasher, Hash, Hasher};
 
@@ -12,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
 use crate::message::{Message, MessageId, Target};
+use crate::pending::Pending;
 
 /// Why a splice removed messages, as recorded durably.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
@@ -76,7 +76,7 @@ fn id_hash(id: &MessageId) -> u64 {
 }
 
 /// Whether `id` is in either list (a scan).
-fn listed(next_turn: &VecDeque<Message>, next_step: &VecDeque<Message>, id: &MessageId) -> bool {
+fn listed(next_turn: &Pending<Message>, next_step: &Pending<Message>, id: &MessageId) -> bool {
     let mut pending = next_turn.iter().chain(next_step);
     pending.any(|message| message.id() == id)
 }
@@ -84,8 +84,8 @@ fn listed(next_turn: &VecDeque<Message>, next_step: &VecDeque<Message>, id: &Mes
 /// Both pending lists. An id is pending at most once across them.
 #[derive(Clone, Debug, Default)]
 pub struct Inbox {
-    next_turn: VecDeque<Message>,
-    next_step: VecDeque<Message>,
+    next_turn: Pending<Message>,
+    next_step: Pending<Message>,
     /// Derived from the lists; kept only so a send need not scan them.
     pending: IdIndex,
 }
@@ -108,14 +108,14 @@ impl Hash for Inbox {
 
 impl Inbox {
     /// The pending messages of one list, in order.
-    pub fn list(&self, target: Target) -> &VecDeque<Message> {
+    pub fn list(&self, target: Target) -> &Pending<Message> {
         match target {
             Target::NextTurn => &self.next_turn,
             Target::NextStep => &self.next_step,
         }
     }
 
-    fn list_mut(&mut self, target: Target) -> &mut VecDeque<Message> {
+    fn list_mut(&mut self, target: Target) -> &mut Pending<Message> {
         match target {
             Target::NextTurn => &mut self.next_turn,
             Target::NextStep => &mut self.next_step,
@@ -280,18 +280,11 @@ impl Inbox {
         let removed: Vec<Message> = if range.is_empty() {
             Vec::new()
         } else {
-            list.drain(range).collect()
+            list.remove(range)
         };
-        if splice.start == list.len() {
-            for message in &splice.inserted {
-                list.push_back(message.clone());
-            }
-        } else {
-            // Inserting in the middle moves the tail once, not once per message.
-            let tail = list.split_off(splice.start);
-            list.extend(splice.inserted.iter().cloned());
-            list.extend(tail);
-        }
+        // At the end this appends; in the middle of a long list it costs
+        // O(log n) (a `Pending` becomes a tree), not a move of the tail.
+        list.insert(splice.start, splice.inserted.iter().cloned());
         for message in &removed {
             self.uncount(message.id());
         }
@@ -305,7 +298,7 @@ impl Inbox {
     pub(crate) fn take_front(&mut self, target: Target, count: usize) -> Vec<Message> {
         let list = self.list_mut(target);
         let count = count.min(list.len());
-        let taken: Vec<Message> = list.drain(..count).collect();
+        let taken = list.remove(0..count);
         if self.is_empty() {
             // The claim took everything pending (the usual boundary): one
             // clear instead of a hash and probe per message.
@@ -354,17 +347,20 @@ impl Inbox {
         let id_at = |index: usize| {
             let turn = self.next_turn.len();
             let message = match index.checked_sub(turn) {
-                Some(step) => &self.next_step[step],
-                None => &self.next_turn[index],
+                Some(step) => self.next_step.get(step),
+                None => self.next_turn.get(index),
             };
-            message.id()
+            message.map(Message::id)
         };
         let mut distinct = 0;
         for run in hashed.chunk_by(|a, b| a.0 == b.0) {
             for (k, (_, index)) in run.iter().enumerate() {
                 let id = id_at(*index);
                 for (_, other) in &run[k + 1..] {
-                    assert!(id != id_at(*other), "unique-pending: {id} is pending twice");
+                    assert!(
+                        id != id_at(*other),
+                        "unique-pending: {id:?} is pending twice"
+                    );
                 }
             }
             let count = self.pending.get(&run[0].0).map(|count| *count as usize);

@@ -14,6 +14,7 @@ mod inbox;
 pub mod log;
 mod message;
 mod mutant;
+pub mod pending;
 mod resume;
 pub mod transcript;
 mod transition;
@@ -26,5 +27,6 @@ pub use event::{
 pub use inbox::{Inbox, Inserted, Outcome, Splice};
 pub use message::{CancelCause, Cause, Message, MessageId, Source, Target, TurnEnd, Wakeup};
 pub use mutant::Mutant;
+pub use pending::Pending;
 pub use resume::{CorruptLog, Replay, Stimulus};
 pub use transition::Transition;

@@ -225,9 +225,11 @@ impl Generator {
         }
         let index = self.prng.index(inbox.len()).expect("a non-empty inbox");
         let steering = inbox.list(Target::NextStep);
-        match steering.get(index) {
+        let queued = || inbox.list(Target::NextTurn).get(index - steering.len());
+        match steering.get(index).or_else(queued) {
             Some(message) => message.clone(),
-            None => inbox.list(Target::NextTurn)[index - steering.len()].clone(),
+            // Not drawn: `index` is below the inbox's length.
+            None => self.message_of(false),
         }
     }
 

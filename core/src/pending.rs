@@ -1,9 +1,10 @@
-//! [`Pending`]: a ghost pending list whose splice costs O(log n) plus the
-//! ids it moves, wherever it lands.
+//! [`Pending`]: a pending list (the inbox's messages, the checker's ghost
+//! ids) whose splice costs O(log n) plus the items it moves, wherever it
+//! lands.
 //!
 //! A list is a `VecDeque` (what the model checker clones millions of
 //! times: one allocation, no tree) until a splice lands strictly inside it
-//! while it is longer than [`Pending::LONG_FROM`] ids; then it becomes an
+//! while it is longer than [`Pending::LONG_FROM`] items; then it becomes an
 //! implicit treap in an arena, so a log that inserts or removes in the
 //! middle of a long list over and over stays linear, while one that only
 //! appends, prepends and claims from the front keeps the deque's O(1) ends.
@@ -15,32 +16,30 @@ use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
 
-use courier_core::MessageId;
+/// An ordered list of pending items.
+#[derive(Clone, Debug)]
+pub struct Pending<T>(Shape<T>);
 
-/// An ordered list of pending ids.
-#[derive(Clone, Debug, Default)]
-pub struct Pending(Shape);
+impl<T> Default for Pending<T> {
+    fn default() -> Self {
+        Self(Shape::Short(VecDeque::new()))
+    }
+}
 
 #[derive(Clone, Debug)]
-enum Shape {
+enum Shape<T> {
     /// Spliced at its ends, or short: a middle splice moves at most half
     /// of [`Pending::LONG_FROM`] ids.
-    Short(VecDeque<MessageId>),
+    Short(VecDeque<T>),
     /// Spliced in the middle once long: positions found and split in
     /// O(log n) expected. Boxed, so a `Pending` is no larger than the deque
     /// (the model checker copies its states).
-    Long(Box<Treap>),
-}
-
-impl Default for Shape {
-    fn default() -> Self {
-        Self::Short(VecDeque::new())
-    }
+    Long(Box<Treap<T>>),
 }
 
 /// Two lists are equal when they hold the same ids in the same order,
 /// whatever their shape.
-impl PartialEq for Pending {
+impl<T: PartialEq> PartialEq for Pending<T> {
     fn eq(&self, other: &Self) -> bool {
         match (&self.0, &other.0) {
             (Shape::Short(list), Shape::Short(other)) => list == other,
@@ -49,34 +48,34 @@ impl PartialEq for Pending {
     }
 }
 
-impl Eq for Pending {}
+impl<T: Eq> Eq for Pending<T> {}
 
 /// Hashed as a `VecDeque` is (the length, then the ids), so the model
 /// checker's state hashes did not change with the type.
-impl Hash for Pending {
+impl<T: Hash> Hash for Pending<T> {
     fn hash<H: Hasher>(&self, hasher: &mut H) {
         self.len().hash(hasher);
         self.iter().for_each(|id| id.hash(hasher));
     }
 }
 
-impl<'a> IntoIterator for &'a Pending {
-    type Item = &'a MessageId;
-    type IntoIter = Iter<'a>;
+impl<'a, T> IntoIterator for &'a Pending<T> {
+    type Item = &'a T;
+    type IntoIter = Iter<'a, T>;
 
     #[inline]
-    fn into_iter(self) -> Iter<'a> {
+    fn into_iter(self) -> Iter<'a, T> {
         self.iter()
     }
 }
 
-impl Pending {
+impl<T> Pending<T> {
     /// The length past which a middle splice makes a list a [`Treap`]:
     /// below it the splice moves at most 64 ids, about what a treap's
     /// descent costs.
     pub const LONG_FROM: usize = 128;
 
-    /// How many ids are pending.
+    /// How many items are pending.
     #[inline]
     pub fn len(&self) -> usize {
         match &self.0 {
@@ -91,37 +90,61 @@ impl Pending {
         self.len() == 0
     }
 
-    /// The id at `index`.
+    /// The item at `index`.
     #[inline]
-    pub fn get(&self, index: usize) -> Option<&MessageId> {
+    pub fn get(&self, index: usize) -> Option<&T> {
         match &self.0 {
             Shape::Short(list) => list.get(index),
             Shape::Long(treap) => treap.get(index),
         }
     }
 
-    /// The first id.
+    /// The first item.
     #[inline]
-    pub fn front(&self) -> Option<&MessageId> {
+    pub fn front(&self) -> Option<&T> {
         self.get(0)
     }
 
-    /// The ids in order.
+    /// The items in order.
     #[inline]
-    pub fn iter(&self) -> Iter<'_> {
+    pub fn iter(&self) -> Iter<'_, T> {
         Iter(match &self.0 {
             Shape::Short(list) => IterShape::Short(list.iter()),
             Shape::Long(treap) => IterShape::Long(treap.iter()),
         })
     }
 
+    /// The items in `range` (clamped to the list), in order: found in
+    /// O(log n) in a treap, not by walking from the front.
+    pub fn range(&self, range: Range<usize>) -> std::iter::Take<Iter<'_, T>> {
+        let start = range.start.min(self.len());
+        let shape = match &self.0 {
+            Shape::Short(list) => IterShape::Short(list.range(start..)),
+            Shape::Long(treap) => IterShape::Long(treap.iter_from(start)),
+        };
+        Iter(shape).take(range.len())
+    }
+
     /// Empties the list.
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         *self = Self::default();
     }
 
-    /// Removes the ids in `range` (within the list), in order.
-    pub(crate) fn remove(&mut self, range: Range<usize>) -> Vec<MessageId> {
+    /// Adds `item` at the end: O(1) amortized in either shape's deque,
+    /// O(log n) in a treap.
+    #[inline]
+    pub fn push_back(&mut self, item: T) {
+        match &mut self.0 {
+            Shape::Short(list) => list.push_back(item),
+            Shape::Long(treap) => {
+                let end = treap.len();
+                treap.insert(end, [item]);
+            }
+        }
+    }
+
+    /// Removes the items in `range` (within the list), in order.
+    pub fn remove(&mut self, range: Range<usize>) -> Vec<T> {
         self.fit(range.start, range.end);
         match &mut self.0 {
             Shape::Short(list) => list.drain(range).collect(),
@@ -136,49 +159,52 @@ impl Pending {
     /// front) it costs nothing per id already pending. Never back: a log
     /// cannot make it convert twice.
     fn fit(&mut self, start: usize, end: usize) {
-        if let Shape::Short(list) = &self.0
+        if let Shape::Short(list) = &mut self.0
             && list.len() > Self::LONG_FROM
             && start > 0
             && end < list.len()
         {
-            self.0 = Shape::Long(Box::new(Treap::from_ids(list.iter())));
+            let items = std::mem::take(list);
+            self.0 = Shape::Long(Box::new(Treap::from_items(items)));
         }
     }
 
-    /// Inserts `ids` before position `start` (at most the length).
-    pub(crate) fn insert(&mut self, start: usize, ids: &[MessageId]) {
+    /// Inserts `items` before position `start` (at most the length).
+    pub fn insert(&mut self, start: usize, items: impl IntoIterator<Item = T>) {
         self.fit(start, start);
         match &mut self.0 {
+            Shape::Short(list) if start == list.len() => list.extend(items),
             Shape::Short(list) if start <= list.len() - start => {
                 // Move the shorter side once: the front here.
-                let front: Vec<MessageId> = list.drain(..start).collect();
-                for id in front.iter().chain(ids).rev() {
-                    list.push_front(id.clone());
+                let mut front: Vec<T> = list.drain(..start).collect();
+                front.extend(items);
+                for item in front.into_iter().rev() {
+                    list.push_front(item);
                 }
             }
             Shape::Short(list) => {
                 let mut back = list.split_off(start);
-                list.extend(ids.iter().cloned());
+                list.extend(items);
                 list.append(&mut back);
             }
-            Shape::Long(treap) => treap.insert(start, ids),
+            Shape::Long(treap) => treap.insert(start, items),
         }
     }
 }
 
-/// The ids of a [`Pending`] in order.
-pub struct Iter<'a>(IterShape<'a>);
+/// The items of a [`Pending`] in order.
+pub struct Iter<'a, T>(IterShape<'a, T>);
 
-enum IterShape<'a> {
-    Short(std::collections::vec_deque::Iter<'a, MessageId>),
-    Long(TreapIter<'a>),
+enum IterShape<'a, T> {
+    Short(std::collections::vec_deque::Iter<'a, T>),
+    Long(TreapIter<'a, T>),
 }
 
-impl<'a> Iterator for Iter<'a> {
-    type Item = &'a MessageId;
+impl<'a, T> Iterator for Iter<'a, T> {
+    type Item = &'a T;
 
     #[inline]
-    fn next(&mut self) -> Option<&'a MessageId> {
+    fn next(&mut self) -> Option<&'a T> {
         match &mut self.0 {
             IterShape::Short(iter) => iter.next(),
             IterShape::Long(iter) => iter.next(),
@@ -189,10 +215,11 @@ impl<'a> Iterator for Iter<'a> {
 /// No node: an empty subtree.
 const NIL: usize = usize::MAX;
 
-/// One id of a [`Treap`], with its subtree.
+/// One item of a [`Treap`], with its subtree.
 #[derive(Clone, Debug)]
-struct Node {
-    id: MessageId,
+struct Node<T> {
+    /// `None` only in a freed slot: a removal moves the item out.
+    item: Option<T>,
     /// Heap order: a parent's priority is at least its children's.
     priority: u64,
     /// Ids in this subtree.
@@ -208,24 +235,23 @@ struct Node {
 /// generator, so the same log builds the same tree on every run, and they
 /// do not depend on the ids, so a log cannot unbalance it.
 #[derive(Clone, Debug)]
-struct Treap {
-    nodes: Vec<Node>,
+struct Treap<T> {
+    nodes: Vec<Node<T>>,
     free: Vec<usize>,
     root: usize,
     /// The priority generator's state (splitmix64).
     seed: u64,
 }
 
-impl Treap {
-    fn from_ids<'a>(ids: impl IntoIterator<Item = &'a MessageId>) -> Self {
+impl<T> Treap<T> {
+    fn from_items(items: impl IntoIterator<Item = T>) -> Self {
         let mut treap = Self {
             nodes: Vec::new(),
             free: Vec::new(),
             root: NIL,
             seed: 0,
         };
-        let ids: Vec<MessageId> = ids.into_iter().cloned().collect();
-        treap.insert(0, &ids);
+        treap.insert(0, items);
         treap
     }
 
@@ -237,22 +263,22 @@ impl Treap {
         self.node(node).map_or(0, |node| node.size)
     }
 
-    fn node(&self, node: usize) -> Option<&Node> {
+    fn node(&self, node: usize) -> Option<&Node<T>> {
         self.nodes.get(node)
     }
 
-    fn at(&mut self, node: usize) -> &mut Node {
+    fn at(&mut self, node: usize) -> &mut Node<T> {
         &mut self.nodes[node]
     }
 
-    fn get(&self, mut index: usize) -> Option<&MessageId> {
+    fn get(&self, mut index: usize) -> Option<&T> {
         let mut node = self.node(self.root)?;
         loop {
             let left = self.size(node.left);
             if index < left {
                 node = self.node(node.left)?;
             } else if index == left {
-                return Some(&node.id);
+                return node.item.as_ref();
             } else {
                 index -= left + 1;
                 node = self.node(node.right)?;
@@ -260,13 +286,29 @@ impl Treap {
         }
     }
 
-    fn iter(&self) -> TreapIter<'_> {
-        let mut iter = TreapIter {
-            treap: self,
-            stack: Vec::new(),
-        };
-        iter.descend(self.root);
-        iter
+    fn iter(&self) -> TreapIter<'_, T> {
+        self.iter_from(0)
+    }
+
+    /// The items from position `index` on: the stack holds the nodes at and
+    /// after it on the path down to it.
+    fn iter_from(&self, mut index: usize) -> TreapIter<'_, T> {
+        let mut stack = Vec::new();
+        let mut node = self.root;
+        while let Some(visited) = self.node(node) {
+            let left = self.size(visited.left);
+            if index <= left {
+                stack.push(node);
+                if index == left {
+                    break;
+                }
+                node = visited.left;
+            } else {
+                index -= left + 1;
+                node = visited.right;
+            }
+        }
+        TreapIter { treap: self, stack }
     }
 
     fn priority(&mut self) -> u64 {
@@ -277,9 +319,9 @@ impl Treap {
         z ^ (z >> 31)
     }
 
-    fn new_node(&mut self, id: MessageId) -> usize {
+    fn new_node(&mut self, item: T) -> usize {
         let node = Node {
-            id,
+            item: Some(item),
             priority: self.priority(),
             size: 1,
             left: NIL,
@@ -347,10 +389,10 @@ impl Treap {
         }
     }
 
-    fn insert(&mut self, start: usize, ids: &[MessageId]) {
+    fn insert(&mut self, start: usize, items: impl IntoIterator<Item = T>) {
         let mut run = NIL;
-        for id in ids {
-            let node = self.new_node(id.clone());
+        for item in items {
+            let node = self.new_node(item);
             run = self.merge(run, node);
         }
         let (first, rest) = self.split(self.root, start);
@@ -358,36 +400,39 @@ impl Treap {
         self.root = self.merge(first, rest);
     }
 
-    fn remove(&mut self, range: Range<usize>) -> Vec<MessageId> {
+    fn remove(&mut self, range: Range<usize>) -> Vec<T> {
         let (first, rest) = self.split(self.root, range.start);
         let (taken, last) = self.split(rest, range.len());
         self.root = self.merge(first, last);
-        let mut freed = TreapIter {
-            treap: self,
-            stack: Vec::new(),
-        };
-        freed.descend(taken);
-        let removed: Vec<MessageId> = freed.by_ref().cloned().collect();
-        // The freed slots, in any order (each subtree's nodes once).
-        let mut slots = vec![taken];
-        while let Some(slot) = slots.pop() {
-            if slot != NIL {
-                let node = &self.nodes[slot];
-                slots.extend([node.left, node.right]);
-                self.free.push(slot);
+        // The taken subtree's slots in list order; each item moves out and
+        // its slot is freed for reuse.
+        let mut order = Vec::with_capacity(range.len());
+        let mut stack = Vec::new();
+        let mut node = taken;
+        loop {
+            while let Some(visited) = self.node(node) {
+                stack.push(node);
+                node = visited.left;
             }
+            let Some(top) = stack.pop() else { break };
+            order.push(top);
+            node = self.nodes[top].right;
         }
-        removed
+        self.free.extend(&order);
+        order
+            .into_iter()
+            .filter_map(|slot| self.nodes[slot].item.take())
+            .collect()
     }
 }
 
-/// A [`Treap`]'s ids in order: the path of nodes still to visit.
-struct TreapIter<'a> {
-    treap: &'a Treap,
+/// A [`Treap`]'s items in order: the path of nodes still to visit.
+struct TreapIter<'a, T> {
+    treap: &'a Treap<T>,
     stack: Vec<usize>,
 }
 
-impl TreapIter<'_> {
+impl<T> TreapIter<'_, T> {
     fn descend(&mut self, mut node: usize) {
         while let Some(visited) = self.treap.node(node) {
             self.stack.push(node);
@@ -396,20 +441,23 @@ impl TreapIter<'_> {
     }
 }
 
-impl<'a> Iterator for TreapIter<'a> {
-    type Item = &'a MessageId;
+impl<'a, T> Iterator for TreapIter<'a, T> {
+    type Item = &'a T;
 
-    fn next(&mut self) -> Option<&'a MessageId> {
+    fn next(&mut self) -> Option<&'a T> {
         let treap = self.treap;
         let node = treap.node(self.stack.pop()?)?;
         self.descend(node.right);
-        Some(&node.id)
+        node.item.as_ref()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::MessageId;
+
+    type Pending = super::Pending<MessageId>;
 
     fn ids(list: &Pending) -> Vec<String> {
         list.iter().map(|id| id.as_str().to_owned()).collect()
@@ -441,7 +489,7 @@ mod tests {
                 .iter()
                 .map(|id| MessageId::new(id.as_str()))
                 .collect();
-            list.insert(start, &new);
+            list.insert(start, new);
             let taken: Vec<String> = taken.iter().map(|id| id.as_str().to_owned()).collect();
             assert_eq!(taken, gone, "round {round}");
             assert_eq!(list.len(), model.len());
@@ -452,13 +500,16 @@ mod tests {
                     list.get(at).map(MessageId::as_str),
                     model.get(at).map(String::as_str)
                 );
+                let end = (at + below(8)).min(model.len());
+                let ranged: Vec<&str> = list.range(at..end).map(MessageId::as_str).collect();
+                assert_eq!(ranged, model[at.min(end)..end], "round {round}");
             }
         }
         assert!(matches!(list.0, Shape::Long(_)), "the list became a treap");
         // Equal by content whatever the shape.
         let mut short = Pending::default();
         let all: Vec<MessageId> = model.iter().map(|id| MessageId::new(id.as_str())).collect();
-        short.insert(0, &all[..10]);
+        short.insert(0, all[..10].iter().cloned());
         let mut long = list.clone();
         long.remove(10..model.len());
         assert_eq!(short, long);
@@ -473,7 +524,7 @@ mod tests {
         for k in 0..500 {
             let id = [MessageId::new(format!("m{k}"))];
             let start = if k % 2 == 0 { 0 } else { list.len() };
-            list.insert(start, &id);
+            list.insert(start, id);
         }
         list.remove(0..1);
         list.remove(list.len() - 3..list.len());
