@@ -108,6 +108,11 @@ impl State {
     pub fn reached(&self, goal: VacuityGoal) -> bool {
         self.facts.contains(goal)
     }
+
+    /// The goals the transition that led here reached.
+    pub(crate) fn facts(&self) -> Facts {
+        self.facts
+    }
 }
 
 impl Hash for State {

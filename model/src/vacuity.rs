@@ -4,6 +4,8 @@
 //! several transitions remember how a pending message got there with a
 //! [`Tags`] entry, dropped once the message leaves the inbox.
 
+use std::sync::atomic::{AtomicU16, Ordering};
+
 use strum::{Display, IntoStaticStr, VariantArray};
 
 use courier_core::{
@@ -99,6 +101,26 @@ impl Facts {
 
     fn insert(&mut self, goal: VacuityGoal) {
         self.0 |= goal.bit();
+    }
+}
+
+/// The goals reached anywhere in a search so far, shared by its threads.
+#[derive(Debug, Default)]
+pub(crate) struct Reached(AtomicU16);
+
+impl Reached {
+    /// Adds the goals of one transition. Most states add none, and the
+    /// rest mostly add goals already in: those only read the shared word.
+    pub(crate) fn record(&self, facts: Facts) {
+        if facts.0 & !self.0.load(Ordering::Relaxed) != 0 {
+            self.0.fetch_or(facts.0, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a recorded transition reached `goal` (read once the search's
+    /// threads have been joined).
+    pub(crate) fn contains(&self, goal: VacuityGoal) -> bool {
+        self.0.load(Ordering::Relaxed) & goal.bit() != 0
     }
 }
 
