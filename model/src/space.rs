@@ -77,8 +77,10 @@ pub struct Spent {
 #[derive(Clone, PartialEq)]
 pub struct State {
     /// The agent under the shared checker; its first broken property makes
-    /// the state terminal.
-    harness: Harness,
+    /// the state terminal. Boxed: the search moves each generated state
+    /// several times (out of `next`, into its stack of states to visit),
+    /// and moving the whole harness inline cost more than an allocation.
+    harness: Box<Harness>,
     spent: Spent,
     tags: Tags,
     /// Goals reached by the transition that led here.
@@ -298,7 +300,7 @@ impl Space {
     /// The state before any input.
     pub fn initial(&self) -> State {
         State {
-            harness: Harness::bare(self.agent.clone()),
+            harness: Box::new(Harness::bare(self.agent.clone())),
             spent: Spent::default(),
             tags: Tags::default(),
             facts: Facts::default(),
