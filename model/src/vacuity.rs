@@ -280,14 +280,13 @@ fn is_edit(input: &Input) -> bool {
 /// Goals one transition shows by itself.
 fn transition_facts(before: &Before<'_>, transition: &Transition) -> Facts {
     let mut facts = Facts::default();
-    let idle = Output::Status {
-        status: Activity::Idle,
-    };
-    let running = Output::Status {
-        status: Activity::Running,
-    };
-    let retired = transition.outputs.iter().position(|o| *o == idle);
-    if retired.is_some_and(|index| transition.outputs[index..].contains(&running)) {
+    let status = |activity: Activity| move |o: &Output| matches!(o, Output::Status { status } if *status == activity);
+    let retired = transition.outputs.iter().position(status(Activity::Idle));
+    if retired.is_some_and(|index| {
+        transition.outputs[index..]
+            .iter()
+            .any(status(Activity::Running))
+    }) {
         facts.insert(VacuityGoal::LatchReplay);
     }
     let blocked = transition.outputs.iter().any(|output| {
@@ -299,7 +298,7 @@ fn transition_facts(before: &Before<'_>, transition: &Transition) -> Facts {
             }
         )
     });
-    if transition.input == Input::PreStep(PreStepDecision::Reject) && blocked {
+    if matches!(transition.input, Input::PreStep(PreStepDecision::Reject)) && blocked {
         facts.insert(VacuityGoal::Reject);
     }
     let cancel = transition.input.abort().is_some();

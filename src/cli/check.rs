@@ -18,10 +18,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 /// Arguments of `courier check`.
 #[derive(clap::Args)]
-#[command(after_help = "The summary gives unique and total states, depth, wall time, \
+#[command(
+    after_help = "The summary gives unique and total states, depth, wall time, \
 states/s and peak memory (the process's peak resident set size, Linux's VmHWM). \
 Exit 0: every property holds and every goal is reached; 1: a violation or an \
-unreached goal; 2: a usage error.")]
+unreached goal; 2: a usage error."
+)]
 pub(crate) struct Args {
     /// Distinct messages inserted over a run (sends, prepends, replacements).
     #[arg(long, default_value_t = Bounds::default().messages)]
