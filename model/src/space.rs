@@ -481,21 +481,21 @@ impl Space {
     }
 
     fn decision(&self, agent: &Agent, decision: Decision) -> PreStepDecision {
-        let batch = agent.claimed().unwrap_or(&[]);
-        let mut entering = batch.to_vec();
-        match decision {
+        // The batch is copied only for the decisions that enter a list.
+        let batch = agent.claimed().unwrap_or(&[]).iter().cloned();
+        let entering = match decision {
             Decision::Pass => return PreStepDecision::Pass,
             Decision::Reject => return PreStepDecision::Reject,
             Decision::Fail => return PreStepDecision::Fail,
-            Decision::Drop => drop(entering.remove(0)),
-            Decision::Add => entering.push(self.context.clone()),
-            Decision::Reorder => entering.reverse(),
+            Decision::Drop => batch.skip(1).collect(),
+            Decision::Add => batch.chain([self.context.clone()]).collect(),
+            Decision::Reorder => batch.rev().collect(),
             Decision::EnterPending => {
                 let inbox = agent.inbox();
                 let pending = Target::ALL.iter().flat_map(|t| inbox.list(*t)).next();
-                entering.extend(pending.cloned());
+                batch.chain(pending.cloned()).collect()
             }
-        }
+        };
         PreStepDecision::Enter(entering)
     }
 
