@@ -16,6 +16,7 @@ fn the_design_passes_and_reports_its_counts() {
         "depth:",
         "wall time:",
         "states/s:",
+        "peak memory:",
     ] {
         assert!(text.contains(line), "no `{line}` in:\n{text}");
     }
@@ -24,6 +25,28 @@ fn the_design_passes_and_reports_its_counts() {
         text.contains("ok: 18 properties hold; 10 goals reached"),
         "{text}"
     );
+}
+
+/// The summary reports what the run cost: its wall time and the process's
+/// peak memory, each a number in its unit (no timing is asserted).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_summary_reports_wall_time_and_peak_memory() {
+    let output = courier(&["check", "--messages", "2", "--restarts", "0"]);
+    let text = stdout(&output);
+    let value = |label: &str, unit: &str| -> f64 {
+        let line = text.lines().find_map(|l| l.strip_prefix(label));
+        let line = line.unwrap_or_else(|| panic!("no `{label}` in:\n{text}"));
+        let number = line.trim().strip_suffix(unit);
+        let number = number.unwrap_or_else(|| panic!("`{label}{line}` is not in {unit}"));
+        number.trim().parse().expect("a number")
+    };
+    let wall = value("wall time:", " s");
+    assert!(wall.is_finite() && wall >= 0.0, "{text}");
+    // A running process holds at least its own binary's touched pages, and
+    // this small a search stays far below a GiB.
+    let peak = value("peak memory:", " MiB");
+    assert!(peak > 0.1 && peak < 1024.0, "{text}");
 }
 
 #[test]

@@ -11,6 +11,7 @@ use courier_core::{
     Abort, Activity, Inbox, Input, Message, MessageId, Output, Pending, Target, Transition,
     TurnEnd, Wakeup,
 };
+use smallvec::SmallVec;
 
 use crate::history::{Effect, History, Mode};
 use crate::property::{Property, Violation, ensure};
@@ -24,8 +25,9 @@ pub const WHOLE_LIST_MAX: usize = 256;
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 struct Boundary {
     turn: u64,
-    /// Claim splices still expected: list and removed count.
-    splices: VecDeque<(Target, usize)>,
+    /// Claim splices still expected: list and removed count (at most two:
+    /// `next-step`, then the `next-turn` head), on the stack.
+    splices: SmallVec<[(Target, usize); 2]>,
     /// `claimed` notifications still expected, in batch order.
     claimed: VecDeque<MessageId>,
     /// Opened by `step/end`: a `turn/end` may follow instead of a claim.
@@ -49,6 +51,30 @@ impl Notice {
             Self::Inserted(id) => (id, matches!(output, Output::Inserted { .. })),
         };
         same_kind && output.noticed().is_some_and(|message| message.id() == owed)
+    }
+}
+
+/// The notices owed, in order, and how many have come.
+#[derive(Default)]
+struct Notices {
+    owed: SmallVec<[Notice; 2]>,
+    came: usize,
+}
+
+impl Notices {
+    fn push_back(&mut self, notice: Notice) {
+        self.owed.push(notice);
+    }
+
+    /// The next notice owed, now counted as come.
+    fn pop_front(&mut self) -> Option<&Notice> {
+        let next = self.owed.get(self.came)?;
+        self.came += 1;
+        Some(next)
+    }
+
+    fn front(&self) -> Option<&Notice> {
+        self.owed.get(self.came)
     }
 }
 
@@ -87,16 +113,18 @@ pub struct Checker {
     disposed: bool,
 }
 
-/// What one transition has shown so far.
+/// What one transition has shown so far. Its lists start on the stack: the
+/// model checker checks every transition it generates, and most supply one
+/// message and owe a notice or two.
 struct Progress<'a> {
     input: &'a Input,
     /// Messages the input supplied and no splice has inserted yet.
-    supplied: Vec<Message>,
+    supplied: SmallVec<[&'a Message; 2]>,
     /// The agent was idle when the input arrived.
     started_idle: bool,
     boundary: Option<Boundary>,
     /// Live notifications owed by the edit splices seen, in order.
-    notices: VecDeque<Notice>,
+    notices: Notices,
     /// The retiring turn owed a latch replay.
     retiring_replay: bool,
     idle_emitted: bool,
@@ -256,13 +284,13 @@ impl Checker {
                 self.replay_owed = true;
             }
         }
-        let supplied = input.supplied().to_vec();
+        let supplied = input.supplied().iter().collect();
         Progress {
             input,
             supplied,
             started_idle,
             boundary: None,
-            notices: VecDeque::new(),
+            notices: Notices::default(),
             retiring_replay: false,
             idle_emitted: false,
         }
@@ -358,12 +386,12 @@ impl Checker {
             .list(Target::NextTurn)
             .front()
             .filter(|_| first);
-        let mut splices = VecDeque::new();
+        let mut splices = SmallVec::new();
         if !steering.is_empty() {
-            splices.push_back((Target::NextStep, steering.len()));
+            splices.push((Target::NextStep, steering.len()));
         }
         if head.is_some() {
-            splices.push_back((Target::NextTurn, 1));
+            splices.push((Target::NextTurn, 1));
         }
         let claimed = steering.iter().chain(head).cloned().collect();
         Boundary {
@@ -392,7 +420,7 @@ impl Checker {
         let turn = boundary.turn;
         match output {
             Output::Spliced(splice) if splice.outcome.is_none() && splice.removed_count > 0 => {
-                let expected = boundary.splices.pop_front();
+                let expected = (!boundary.splices.is_empty()).then(|| boundary.splices.remove(0));
                 let got = (splice.target, splice.removed_count);
                 ensure(expected == Some(got), Property::ClaimShape, || {
                     format!(
@@ -481,7 +509,7 @@ impl Checker {
             }
         );
         for (id, message) in effect.inserted.iter().zip(inserted) {
-            let Some(position) = progress.supplied.iter().position(|m| m == message) else {
+            let Some(position) = progress.supplied.iter().position(|m| *m == message) else {
                 return Err(Violation::new(
                     Property::InsertedByInput,
                     format!("{id} inserted but the input did not supply it"),

@@ -15,6 +15,7 @@
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use courier_core::{Agent, Message, MessageId, Target};
+use smallvec::SmallVec;
 
 use crate::checker::Checker;
 
@@ -54,11 +55,17 @@ pub fn hash_with<H: Hasher>(
 }
 
 /// Ids in canonical order: first appearance in `next-step`, `next-turn`, the
-/// claimed batch, then the ids admitted in the open step.
+/// claimed batch, then the ids admitted in the open step. On the stack up to
+/// [`RANKS_INLINE`] ids: the model checker ranks every state it generates,
+/// and a heap list cost it an allocation and a free each time.
 #[derive(Debug, Default)]
 pub struct Ranks<'a> {
-    ids: Vec<&'a str>,
+    ids: SmallVec<[&'a str; RANKS_INLINE]>,
 }
+
+/// More ids than the model checker's bounds hold (26 at most, usually a
+/// handful) spill to the heap.
+const RANKS_INLINE: usize = 16;
 
 impl<'a> Ranks<'a> {
     /// The canonical order of the ids `(agent, checker)` hold.
@@ -92,15 +99,15 @@ impl<'a> Ranks<'a> {
 
 /// Forwards everything to `inner`, except that a byte string equal to a
 /// ranked id is written as its rank (tagged, so it cannot pass for raw bytes).
-struct Renaming<'a, H> {
-    inner: &'a mut H,
-    ranks: &'a Ranks<'a>,
+struct Renaming<'h, 'r, 'a, H> {
+    inner: &'h mut H,
+    ranks: &'r Ranks<'a>,
 }
 
 /// Marks a renamed id in the hashed stream.
 const RANK_TAG: u8 = 0xfe;
 
-impl<H: Hasher> Hasher for Renaming<'_, H> {
+impl<H: Hasher> Hasher for Renaming<'_, '_, '_, H> {
     fn finish(&self) -> u64 {
         self.inner.finish()
     }

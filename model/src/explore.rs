@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use stateright::{Checker as _, HasDiscoveries, Model as _};
 
+use crate::conditions::{NO_VIOLATION, Search};
 use crate::search::{Counterexample, shortest_counterexample};
 use crate::space::Space;
 use crate::vacuity::VacuityGoal;
@@ -54,8 +55,7 @@ const POLLS_PER_PROGRESS: usize = 20;
 /// Checks every property over `space` with `threads` workers, calling
 /// `progress` now and then while the search runs.
 pub fn check(space: Space, threads: usize, mut progress: impl FnMut(Counts)) -> Checked {
-    let mut checker = space
-        .clone()
+    let mut checker = Search::new(space.clone())
         .checker()
         .threads(threads.max(1))
         .finish_when(HasDiscoveries::AnyFailures)
@@ -74,15 +74,14 @@ pub fn check(space: Space, threads: usize, mut progress: impl FnMut(Counts)) -> 
     }
     let counts = counts(&checker);
     progress(counts);
-    let found: Vec<&str> = checker.discoveries().into_keys().collect();
-    let broken = crate::conditions::checked_properties().any(|p| found.contains(&p.name()));
+    let broken = checker.discoveries().contains_key(NO_VIOLATION);
     let verdict = if broken {
         let shortest = shortest_counterexample(&space);
         Verdict::Broken(shortest.expect("the breadth-first search finds what stateright found"))
     } else {
         let missed: Vec<VacuityGoal> = space
             .goals()
-            .filter(|goal| !found.contains(&goal.name()))
+            .filter(|goal| !checker.model().reached(*goal))
             .collect();
         if missed.is_empty() {
             Verdict::Holds
@@ -93,7 +92,7 @@ pub fn check(space: Space, threads: usize, mut progress: impl FnMut(Counts)) -> 
     Checked { counts, verdict }
 }
 
-fn counts(checker: &impl stateright::Checker<Space>) -> Counts {
+fn counts(checker: &impl stateright::Checker<Search>) -> Counts {
     Counts {
         total: checker.state_count(),
         unique: checker.unique_state_count(),

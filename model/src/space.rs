@@ -77,8 +77,10 @@ pub struct Spent {
 #[derive(Clone, PartialEq)]
 pub struct State {
     /// The agent under the shared checker; its first broken property makes
-    /// the state terminal.
-    harness: Harness,
+    /// the state terminal. Boxed: the search moves each generated state
+    /// several times (out of `next`, into its stack of states to visit),
+    /// and moving the whole harness inline cost more than an allocation.
+    harness: Box<Harness>,
     spent: Spent,
     tags: Tags,
     /// Goals reached by the transition that led here.
@@ -107,6 +109,11 @@ impl State {
     /// Whether the transition that led here reached `goal`.
     pub fn reached(&self, goal: VacuityGoal) -> bool {
         self.facts.contains(goal)
+    }
+
+    /// The goals the transition that led here reached.
+    pub(crate) fn facts(&self) -> Facts {
+        self.facts
     }
 }
 
@@ -293,7 +300,7 @@ impl Space {
     /// The state before any input.
     pub fn initial(&self) -> State {
         State {
-            harness: Harness::bare(self.agent.clone()),
+            harness: Box::new(Harness::bare(self.agent.clone())),
             spent: Spent::default(),
             tags: Tags::default(),
             facts: Facts::default(),
@@ -474,21 +481,21 @@ impl Space {
     }
 
     fn decision(&self, agent: &Agent, decision: Decision) -> PreStepDecision {
-        let batch = agent.claimed().unwrap_or(&[]);
-        let mut entering = batch.to_vec();
-        match decision {
+        // The batch is copied only for the decisions that enter a list.
+        let batch = agent.claimed().unwrap_or(&[]).iter().cloned();
+        let entering = match decision {
             Decision::Pass => return PreStepDecision::Pass,
             Decision::Reject => return PreStepDecision::Reject,
             Decision::Fail => return PreStepDecision::Fail,
-            Decision::Drop => drop(entering.remove(0)),
-            Decision::Add => entering.push(self.context.clone()),
-            Decision::Reorder => entering.reverse(),
+            Decision::Drop => batch.skip(1).collect(),
+            Decision::Add => batch.chain([self.context.clone()]).collect(),
+            Decision::Reorder => batch.rev().collect(),
             Decision::EnterPending => {
                 let inbox = agent.inbox();
                 let pending = Target::ALL.iter().flat_map(|t| inbox.list(*t)).next();
-                entering.extend(pending.cloned());
+                batch.chain(pending.cloned()).collect()
             }
-        }
+        };
         PreStepDecision::Enter(entering)
     }
 

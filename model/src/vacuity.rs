@@ -4,6 +4,8 @@
 //! several transitions remember how a pending message got there with a
 //! [`Tags`] entry, dropped once the message leaves the inbox.
 
+use std::sync::atomic::{AtomicU16, Ordering};
+
 use strum::{Display, IntoStaticStr, VariantArray};
 
 use courier_core::{
@@ -99,6 +101,26 @@ impl Facts {
 
     fn insert(&mut self, goal: VacuityGoal) {
         self.0 |= goal.bit();
+    }
+}
+
+/// The goals reached anywhere in a search so far, shared by its threads.
+#[derive(Debug, Default)]
+pub(crate) struct Reached(AtomicU16);
+
+impl Reached {
+    /// Adds the goals of one transition. Most states add none, and the
+    /// rest mostly add goals already in: those only read the shared word.
+    pub(crate) fn record(&self, facts: Facts) {
+        if facts.0 & !self.0.load(Ordering::Relaxed) != 0 {
+            self.0.fetch_or(facts.0, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a recorded transition reached `goal` (read once the search's
+    /// threads have been joined).
+    pub(crate) fn contains(&self, goal: VacuityGoal) -> bool {
+        self.0.load(Ordering::Relaxed) & goal.bit() != 0
     }
 }
 
@@ -258,14 +280,13 @@ fn is_edit(input: &Input) -> bool {
 /// Goals one transition shows by itself.
 fn transition_facts(before: &Before<'_>, transition: &Transition) -> Facts {
     let mut facts = Facts::default();
-    let idle = Output::Status {
-        status: Activity::Idle,
-    };
-    let running = Output::Status {
-        status: Activity::Running,
-    };
-    let retired = transition.outputs.iter().position(|o| *o == idle);
-    if retired.is_some_and(|index| transition.outputs[index..].contains(&running)) {
+    let status = |activity: Activity| move |o: &Output| matches!(o, Output::Status { status } if *status == activity);
+    let retired = transition.outputs.iter().position(status(Activity::Idle));
+    if retired.is_some_and(|index| {
+        transition.outputs[index..]
+            .iter()
+            .any(status(Activity::Running))
+    }) {
         facts.insert(VacuityGoal::LatchReplay);
     }
     let blocked = transition.outputs.iter().any(|output| {
@@ -277,7 +298,7 @@ fn transition_facts(before: &Before<'_>, transition: &Transition) -> Facts {
             }
         )
     });
-    if transition.input == Input::PreStep(PreStepDecision::Reject) && blocked {
+    if matches!(transition.input, Input::PreStep(PreStepDecision::Reject)) && blocked {
         facts.insert(VacuityGoal::Reject);
     }
     let cancel = transition.input.abort().is_some();

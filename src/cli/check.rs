@@ -4,6 +4,8 @@
 //! holds and every goal is reached, 1 on a violation (the shortest
 //! counterexample is written as a transcript, its diagram path printed beside
 //! it and, with `--diagram`, written) or an unreached goal, 2 on a usage error.
+//! The summary gives the search's counts, its wall time and the process's
+//! peak memory, so a run at a large bound reports what it cost.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +18,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 /// Arguments of `courier check`.
 #[derive(clap::Args)]
+#[command(
+    after_help = "The summary gives unique and total states, depth, wall time, \
+states/s and peak memory (the process's peak resident set size, Linux's VmHWM). \
+Exit 0: every property holds and every goal is reached; 1: a violation or an \
+unreached goal; 2: a usage error."
+)]
 pub(crate) struct Args {
     /// Distinct messages inserted over a run (sends, prepends, replacements).
     #[arg(long, default_value_t = Bounds::default().messages)]
@@ -200,6 +208,23 @@ fn print_counts(checked: &Checked, elapsed: Duration) {
     println!("depth:         {}", counts.depth);
     println!("wall time:     {:.2} s", elapsed.as_secs_f64());
     println!("states/s:      {}", rate(counts.total, elapsed));
+    match peak_memory() {
+        Some(bytes) => println!("peak memory:   {:.1} MiB", bytes as f64 / MIB),
+        None => println!("peak memory:   unknown (no /proc/self/status here)"),
+    }
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// The process's peak resident set size in bytes (Linux's `VmHWM`, what
+/// `/usr/bin/time` reports as the maximum resident set size), or `None` where
+/// there is no `/proc`. Most of it is the search's set of state hashes and
+/// its stack of states still to visit.
+fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kib = line.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()?;
+    Some(kib * 1024)
 }
 
 fn rate(states: usize, elapsed: Duration) -> u64 {
