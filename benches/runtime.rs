@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use courier_core::{Message, PreStepDecision, Status, StepOutcome};
-use courier_runtime::{Durability, Handle, JsonlFile, Sink, pre_step_hook_fn, step_hook_fn};
+use courier_core::{Message, Output, PreStepDecision, Status, StepOutcome};
+use courier_runtime::{Durability, Event, Handle, JsonlFile, Sink, pre_step_hook_fn, step_hook_fn};
 use criterion::measurement::Measurement;
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use tokio::runtime::Runtime;
@@ -37,14 +37,37 @@ fn current_thread() -> Runtime {
         .expect("a current-thread runtime")
 }
 
-/// A log that keeps nothing: the runtime still serializes every durable
-/// output to its JSONL line (that is part of its cost), but no memory grows
-/// across iterations and no disk is touched.
-struct Discard;
+/// An in-memory log as an embedder keeps one (as `MemoryLog` does): each
+/// durable event as its value, so the runtime encodes nothing for it. So
+/// that no memory grows across iterations, it drops what it holds every
+/// [`KEPT_MAX`] events (the drops are timed too: a kept log's events are
+/// dropped some day).
+struct InMemory {
+    events: Vec<Output>,
+}
 
-impl Sink for Discard {
+/// Events an [`InMemory`] log holds before it drops them.
+const KEPT_MAX: usize = 1 << 12;
+
+impl InMemory {
+    fn new() -> Self {
+        Self {
+            events: Vec::with_capacity(KEPT_MAX),
+        }
+    }
+}
+
+impl Sink for InMemory {
     fn write_line(&mut self, line: &str) -> io::Result<()> {
         black_box(line);
+        Ok(())
+    }
+
+    fn write_event(&mut self, event: Event<'_>) -> io::Result<()> {
+        if self.events.len() == KEPT_MAX {
+            self.events.clear();
+        }
+        self.events.push(event.output().clone());
         Ok(())
     }
 
@@ -90,9 +113,9 @@ const WINDOW: Duration = Duration::from_millis(1);
 /// The end-to-end modes: where the log goes and how it is written.
 #[derive(Clone, Copy)]
 enum Mode {
-    /// [`Discard`], each call writing its own lines (`Durability::Sync`).
+    /// [`InMemory`], each call writing its own events (`Durability::Sync`).
     MemorySync,
-    /// [`Discard`], written behind by the writer thread.
+    /// [`InMemory`], written behind by the writer thread.
     MemoryBehind,
     /// [`RewoundFile`], written behind (write and fdatasync each window).
     FileBehind,
@@ -132,10 +155,10 @@ impl HandleBench {
                 Durability::Sync,
                 pre_step_hook,
                 step_hook,
-                Discard,
+                InMemory::new(),
             ),
             Mode::MemoryBehind => {
-                Handle::with_durability("bench", behind, pre_step_hook, step_hook, Discard)
+                Handle::with_durability("bench", behind, pre_step_hook, step_hook, InMemory::new())
             }
             Mode::FileBehind => {
                 let file = RewoundFile::new();

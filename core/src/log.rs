@@ -63,9 +63,23 @@ impl SessionHeader {
 /// The JSONL line of a durable output (without the newline); `None` for a
 /// live notification, which never reaches the log.
 pub fn durable_line(output: &Output) -> Option<String> {
-    output
-        .is_durable()
-        .then(|| serde_json::to_string(output).expect("an output always serializes"))
+    let mut line = String::new();
+    encode_durable(output, &mut line).then_some(line)
+}
+
+/// [`durable_line`] into `line`, replacing what it held: a writer that
+/// encodes many lines through one buffer allocates nothing once the buffer
+/// is as long as its longest line. `false` (and `line` empty) for a live
+/// notification.
+pub fn encode_durable(output: &Output, line: &mut String) -> bool {
+    let mut bytes = std::mem::take(line).into_bytes();
+    bytes.clear();
+    let durable = output.is_durable();
+    if durable {
+        serde_json::to_writer(&mut bytes, output).expect("an output always serializes");
+    }
+    *line = String::from_utf8(bytes).expect("serde_json writes UTF-8");
+    durable
 }
 
 /// The `session/end-seed` line a resume appends after its closers, as dsh
@@ -711,5 +725,19 @@ mod tests {
     #[test]
     fn live_outputs_never_reach_the_log() {
         assert_eq!(durable_line(&Output::Idle), None);
+        let mut line = String::from("left over");
+        assert!(!encode_durable(&Output::Idle, &mut line));
+        assert_eq!(line, "");
+    }
+
+    #[test]
+    fn a_reused_buffer_holds_exactly_the_latest_line() {
+        let long = Output::UserMessage(crate::Message::from("a-rather-long-message-id"));
+        let short = Output::TurnStart { turn: 7 };
+        let mut line = String::new();
+        assert!(encode_durable(&long, &mut line));
+        assert_eq!(Some(line.clone()), durable_line(&long));
+        assert!(encode_durable(&short, &mut line));
+        assert_eq!(line, r#"{"type":"turn/start","data":{"turn":7}}"#);
     }
 }

@@ -1,9 +1,10 @@
 //! The ordered off-lock writer of the durable log. Under the agent's lock a
 //! transition only moves its durable outputs into the journal's queue (one
 //! short lock, no encoding, no I/O), so the queue holds them in the core's
-//! emission order. Encoding (`durable_line`) and the sink's I/O happen after
-//! the agent's lock is released, by whoever holds the writer's token: the
-//! [`Sink`] itself, taken out of the journal's state while it is in use, so
+//! emission order. Encoding (if the sink asks for lines: [`Sink::write_event`])
+//! and the sink's I/O happen after the agent's lock is released, by whoever
+//! holds the writer's token: the [`Sink`] itself (with its line buffer),
+//! taken out of the journal's state while it is in use, so
 //! at most one batch is written at a time and batches leave the queue in
 //! order. No sink code ever runs under the agent's lock, and every sink
 //! error is kept and returned to whoever asked for the lines it failed on.
@@ -26,10 +27,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use courier_core::Output;
-use courier_core::log::durable_line;
 
 use crate::driver::panic_message;
-use crate::sink::Sink;
+use crate::sink::{Event, Sink};
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard, lock, thread, wait, wait_timeout};
 
 /// When the durable log lines of a transition reach the disk.
@@ -81,7 +81,7 @@ struct State {
     /// Outputs written to the sink and synced.
     synced: Position,
     /// The writer's token: `None` while a writer has it out.
-    sink: Option<Box<dyn Sink>>,
+    writer: Option<Writer>,
     /// The first error the sink returned. After one, nothing more is
     /// written: a log with a hole in it would mislead its reader.
     failure: Option<io::Error>,
@@ -119,7 +119,10 @@ impl Journal {
             spare: Vec::new(),
             queued: 0,
             synced: 0,
-            sink: Some(sink),
+            writer: Some(Writer {
+                sink,
+                line: String::new(),
+            }),
             failure,
             waiting: 0,
             armed: false,
@@ -210,8 +213,8 @@ impl Journal {
             if state.synced >= position {
                 return Ok(());
             }
-            state = match state.sink.take() {
-                Some(sink) => self.write_batch(state, sink),
+            state = match state.writer.take() {
+                Some(writer) => self.write_batch(state, writer),
                 None => {
                     state.waiting += 1;
                     let mut state = wait(&self.written, state);
@@ -222,22 +225,22 @@ impl Journal {
         }
     }
 
-    /// With the token (`sink`) out: takes the whole queue, encodes and writes
+    /// With the token (`writer`) out: takes the whole queue, encodes and writes
     /// it and syncs with the journal's lock released, then puts the token
     /// back and wakes the waiters.
     fn write_batch<'a>(
         &'a self,
         mut state: MutexGuard<'a, State>,
-        mut sink: Box<dyn Sink>,
+        mut writer: Writer,
     ) -> MutexGuard<'a, State> {
         let spare = mem::take(&mut state.spare);
         let mut batch = mem::replace(&mut state.queue, spare);
         let end = state.queued;
         drop(state);
-        let written = guarded(|| write_lines(&mut *sink, &batch).and_then(|()| sink.flush()));
+        let written = guarded(|| writer.write(&batch));
         batch.clear();
         let mut state = lock(&self.state);
-        state.sink = Some(sink);
+        state.writer = Some(writer);
         state.spare = batch;
         match written {
             Ok(()) => state.synced = end,
@@ -307,11 +310,20 @@ fn guarded(call: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
     })
 }
 
-/// Encodes each output to its JSONL line and writes it, in order.
-fn write_lines(sink: &mut dyn Sink, batch: &[Output]) -> io::Result<()> {
-    for output in batch {
-        let line = durable_line(output).expect("only durable outputs are queued");
-        sink.write_line(&line)?;
+/// The writer's token: the sink, and the one buffer its lines are encoded
+/// in (if it asks for lines), reused from line to line and batch to batch.
+struct Writer {
+    sink: Box<dyn Sink>,
+    line: String,
+}
+
+impl Writer {
+    /// Hands each output to the sink, in order, then makes them durable.
+    fn write(&mut self, batch: &[Output]) -> io::Result<()> {
+        for output in batch {
+            self.line.clear();
+            self.sink.write_event(Event::new(output, &mut self.line))?;
+        }
+        self.sink.flush()
     }
-    Ok(())
 }

@@ -62,4 +62,4 @@ pub use hooks::{
 pub use journal::Durability;
 pub use observer::{Observer, Transition};
 pub use resume::ResumeError;
-pub use sink::{JsonlFile, MemoryLog, Sink};
+pub use sink::{Event, JsonlFile, MemoryLog, Sink};

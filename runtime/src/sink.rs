@@ -7,6 +7,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use courier_core::Output;
+use courier_core::log::{durable_line, encode_durable};
+
 use crate::sync::{Arc, Mutex, lock};
 
 /// A destination for log lines. Called outside the agent's lock, by one
@@ -15,32 +18,84 @@ use crate::sync::{Arc, Mutex, lock};
 /// it returns [`crate::Error::Log`] (under `Sync`), later work is refused
 /// with it, and `dispose` reports it.
 pub trait Sink: Send + 'static {
-    /// Appends one JSONL line, given without its newline.
+    /// Appends one JSONL line, given without its newline: the header, and
+    /// every event unless [`Sink::write_event`] is overridden.
     fn write_line(&mut self, line: &str) -> io::Result<()>;
+    /// Appends one durable event. The default encodes it to its JSONL line
+    /// and calls [`Sink::write_line`]; a sink that keeps events as values
+    /// overrides it, and then nothing is encoded until someone reads lines
+    /// (encoding is most of what a line costs: see `BENCHMARKS.md`).
+    fn write_event(&mut self, mut event: Event<'_>) -> io::Result<()> {
+        self.write_line(event.line())
+    }
     /// Makes every line written so far durable (for a file, written and
     /// `fsync`'d): the runtime calls it when its [`crate::Durability`] says
     /// the lines must survive a crash.
     fn flush(&mut self) -> io::Result<()>;
 }
 
+/// One durable event on its way to a [`Sink`]: the core's output, and its
+/// JSONL line, encoded only when asked for, into a buffer the writer
+/// reuses from line to line.
+pub struct Event<'a> {
+    output: &'a Output,
+    buffer: &'a mut String,
+}
+
+impl<'a> Event<'a> {
+    /// A durable `output`, to be encoded (if at all) into `buffer`.
+    pub(crate) fn new(output: &'a Output, buffer: &'a mut String) -> Self {
+        debug_assert!(output.is_durable(), "only durable outputs are logged");
+        Self { output, buffer }
+    }
+
+    /// The event itself.
+    pub fn output(&self) -> &'a Output {
+        self.output
+    }
+
+    /// Its JSONL line, without the newline (encoded at the first call).
+    pub fn line(&mut self) -> &str {
+        if self.buffer.is_empty() {
+            encode_durable(self.output, self.buffer);
+        }
+        self.buffer
+    }
+}
+
+/// A line of a [`MemoryLog`]: the header as written, an event as the value
+/// it is, so keeping it costs no encoding.
+#[derive(Clone)]
+enum Kept {
+    Line(String),
+    Event(Output),
+}
+
 /// A log kept in memory. Clones share the lines, so a test keeps one clone
-/// and reads what the agent wrote through the other.
+/// and reads what the agent wrote through the other. Events are kept as
+/// values (cheap clones) and encoded to their lines only when read.
 #[derive(Clone)]
 pub struct MemoryLog {
-    lines: Arc<Mutex<Vec<String>>>,
+    kept: Arc<Mutex<Vec<Kept>>>,
 }
 
 impl MemoryLog {
     /// An empty log.
     pub fn new() -> Self {
         Self {
-            lines: Arc::new(Mutex::new(Vec::new())),
+            kept: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
     /// Every line written so far, header first.
     pub fn lines(&self) -> Vec<String> {
-        lock(&self.lines).clone()
+        let kept = lock(&self.kept).clone();
+        kept.into_iter()
+            .map(|kept| match kept {
+                Kept::Line(line) => line,
+                Kept::Event(output) => durable_line(&output).expect("only durable events are kept"),
+            })
+            .collect()
     }
 }
 
@@ -52,7 +107,12 @@ impl Default for MemoryLog {
 
 impl Sink for MemoryLog {
     fn write_line(&mut self, line: &str) -> io::Result<()> {
-        lock(&self.lines).push(line.to_owned());
+        lock(&self.kept).push(Kept::Line(line.to_owned()));
+        Ok(())
+    }
+
+    fn write_event(&mut self, event: Event<'_>) -> io::Result<()> {
+        lock(&self.kept).push(Kept::Event(event.output().clone()));
         Ok(())
     }
 

@@ -212,6 +212,69 @@ fn a_cancel_drops_the_hook_in_flight_and_the_core_ends_the_turn() {
     assert_eq!(log.lines().last().map(String::as_str), Some(aborted));
 }
 
+/// One session touching every durable event type (splices with and
+/// without removals and sources with extras, steps, a blocked and a
+/// cancelled turn) logged to `sink`.
+fn varied_session(sink: impl Sink) {
+    let blocks = Arc::new(Mutex::new(true));
+    let pre_step_hook = pre_step_hook_fn(move |_| {
+        let mut first = blocks.lock().expect("no panics");
+        let decision = if std::mem::take(&mut *first) {
+            PreStepDecision::Reject
+        } else {
+            PreStepDecision::Pass
+        };
+        ready(decision)
+    });
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (agent, driver) = Handle::new("varied", pre_step_hook, step_hook, sink);
+    block_on(async {
+        tokio::spawn(driver.run());
+        agent.followup("A").expect("A is fresh");
+        agent.when_idle().await.expect("the driver task runs");
+        let mut extra = serde_json::Map::new();
+        extra.insert("form".into(), "notice \"quoted\" \u{e9}".into());
+        let source = Source::Plugin {
+            plugin: "p".into(),
+            extra,
+        };
+        let content = serde_json::json!([{"type": "text", "text": "line\nbreak"}]);
+        let plugin = Message::new(MessageId::from("P"), content, source);
+        agent.append(Target::NextTurn, plugin).expect("P is fresh");
+        agent.prepend(Target::NextStep, "Q").expect("Q is fresh");
+        agent.remove("Q").expect("Q is pending");
+        agent.steer("B").expect("B is fresh");
+        agent.when_idle().await.expect("the driver task runs");
+        agent.inject("C").expect("C is fresh");
+        agent.dispose().await.expect("the log was written");
+    });
+}
+
+#[test]
+fn a_memory_log_reads_as_the_file_the_same_session_writes() {
+    let log = MemoryLog::new();
+    varied_session(log.clone());
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("session.jsonl");
+    varied_session(JsonlFile::create(&path).expect("a writable file"));
+    let written = std::fs::read_to_string(&path).expect("the file reads");
+    let kept = log.lines();
+    assert_eq!(kept, written.lines().collect::<Vec<_>>());
+    let kinds = [
+        "agent/inbox/spliced",
+        "turn/start",
+        "step/start",
+        "user/message",
+        "step/end",
+        "turn/end",
+        "removedCount",
+        "\\\"quoted\\\"",
+    ];
+    for kind in kinds {
+        assert!(written.contains(kind), "the session writes {kind}");
+    }
+}
+
 #[test]
 fn under_sync_each_call_is_on_disk_when_it_returns() {
     let folder = tempfile::tempdir().expect("a temporary folder");
