@@ -67,7 +67,7 @@ impl Sink for InMemory {
         if self.events.len() == KEPT_MAX {
             self.events.clear();
         }
-        self.events.push(event.output().clone());
+        self.events.push(event.into_output());
         Ok(())
     }
 

@@ -30,7 +30,9 @@ use courier_core::Output;
 
 use crate::driver::panic_message;
 use crate::sink::{Event, Sink};
-use crate::sync::{Arc, Condvar, Mutex, MutexGuard, lock, thread, wait, wait_timeout};
+use crate::sync::{
+    Arc, AtomicBool, Condvar, Mutex, MutexGuard, Ordering, lock, thread, wait, wait_timeout,
+};
 
 /// When the durable log lines of a transition reach the disk.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -64,6 +66,9 @@ pub(crate) type Position = u64;
 
 pub(crate) struct Journal {
     state: Mutex<State>,
+    /// Whether `State::failure` is set: every call checks it before its
+    /// transition, and this lets the check skip the lock in the common case.
+    failed: AtomicBool,
     /// A batch was written (or failed): waiters for a position recheck.
     written: Condvar,
     /// Work for the write-behind thread, or the journal closed.
@@ -130,6 +135,7 @@ impl Journal {
             durability,
         };
         let journal = Arc::new(Self {
+            failed: AtomicBool::new(state.failure.is_some()),
             state: Mutex::new(state),
             written: Condvar::new(),
             work: Condvar::new(),
@@ -151,13 +157,16 @@ impl Journal {
     }
 
     /// Queues a transition's durable outputs (the caller holds the agent's
-    /// lock, which is what orders them). Returns the position the caller
-    /// must pass to [`Journal::sync_through`] once it has released the
-    /// agent's lock: always under `Sync`; under `WriteBehind` only when the
-    /// queue is over [`BACKLOG_MAX`], so the caller helps the writer.
-    pub(crate) fn enqueue(&self, outputs: &mut Vec<Output>) -> Option<Position> {
+    /// lock, which is what orders them) and says what the caller must do
+    /// about them once it has released the agent's lock ([`Journal::settle`]).
+    /// Under `Sync` it writes them itself: with the writer's token when it
+    /// is free (taken here, with the queue, so the write needs no second
+    /// look at the journal), else by waiting for whoever has it. Under
+    /// `WriteBehind` it does nothing, unless the queue is over
+    /// [`BACKLOG_MAX`]: then it helps the writer.
+    pub(crate) fn enqueue(&self, outputs: &mut Vec<Output>) -> Settle {
         if outputs.is_empty() {
-            return None;
+            return Settle::Nothing;
         }
         let mut state = lock(&self.state);
         state.queued += outputs.len() as u64;
@@ -169,24 +178,51 @@ impl Journal {
             state.queue.append(outputs);
         }
         let position = state.queued;
-        let backlog = state.queue.len();
-        let wake = !mem::replace(&mut state.armed, true);
-        let durability = state.durability;
-        drop(state);
-        match durability {
-            Durability::Sync => Some(position),
+        match state.durability {
+            Durability::Sync => match state.writer.take() {
+                Some(writer) if state.failure.is_none() => Settle::Write(take(&mut state, writer)),
+                writer => {
+                    state.writer = writer;
+                    Settle::Through(position)
+                }
+            },
             Durability::WriteBehind { .. } => {
+                let backlog = state.queue.len();
+                let wake = !mem::replace(&mut state.armed, true);
+                drop(state);
                 if wake {
                     self.work.notify_one();
                 }
-                (backlog > BACKLOG_MAX).then_some(position)
+                if backlog > BACKLOG_MAX {
+                    Settle::Through(position)
+                } else {
+                    Settle::Nothing
+                }
+            }
+        }
+    }
+
+    /// Does what [`Journal::enqueue`] said, with the agent's lock released;
+    /// the first error the sink ever reported if the caller's lines were to
+    /// be synced.
+    pub(crate) fn settle(&self, settle: Settle) -> io::Result<()> {
+        match settle {
+            Settle::Nothing => Ok(()),
+            Settle::Through(position) => self.sync_through(position),
+            Settle::Write(taken) => {
+                let end = taken.end;
+                let state = self.write(taken);
+                self.synced_through(state, end)
             }
         }
     }
 
     /// The first error the sink ever reported (a copy: `io::Error` is not
-    /// `Clone`).
+    /// `Clone`). Without one, answered without the journal's lock.
     pub(crate) fn failure(&self) -> io::Result<()> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match &lock(&self.state).failure {
             None => Ok(()),
             Some(error) => Err(io::Error::new(error.kind(), error.to_string())),
@@ -205,7 +241,15 @@ impl Journal {
     /// token writes the whole queue, so waiters that arrived meanwhile share
     /// its one sync.
     pub(crate) fn sync_through(&self, position: Position) -> io::Result<()> {
-        let mut state = lock(&self.state);
+        self.synced_through(lock(&self.state), position)
+    }
+
+    /// [`Journal::sync_through`], the journal's lock already held.
+    fn synced_through<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        position: Position,
+    ) -> io::Result<()> {
         loop {
             if let Some(error) = &state.failure {
                 return Err(io::Error::new(error.kind(), error.to_string()));
@@ -214,7 +258,11 @@ impl Journal {
                 return Ok(());
             }
             state = match state.writer.take() {
-                Some(writer) => self.write_batch(state, writer),
+                Some(writer) => {
+                    let taken = take(&mut state, writer);
+                    drop(state);
+                    self.write(taken)
+                }
                 None => {
                     state.waiting += 1;
                     let mut state = wait(&self.written, state);
@@ -225,19 +273,15 @@ impl Journal {
         }
     }
 
-    /// With the token (`writer`) out: takes the whole queue, encodes and writes
-    /// it and syncs with the journal's lock released, then puts the token
-    /// back and wakes the waiters.
-    fn write_batch<'a>(
-        &'a self,
-        mut state: MutexGuard<'a, State>,
-        mut writer: Writer,
-    ) -> MutexGuard<'a, State> {
-        let spare = mem::take(&mut state.spare);
-        let mut batch = mem::replace(&mut state.queue, spare);
-        let end = state.queued;
-        drop(state);
-        let written = guarded(|| writer.write(&batch));
+    /// With the token out and the journal's lock released: encodes, writes
+    /// and syncs the batch, then puts the token back and wakes the waiters.
+    fn write(&self, taken: Taken) -> MutexGuard<'_, State> {
+        let Taken {
+            mut writer,
+            mut batch,
+            end,
+        } = taken;
+        let written = guarded(|| writer.write(&mut batch));
         batch.clear();
         let mut state = lock(&self.state);
         state.writer = Some(writer);
@@ -246,6 +290,7 @@ impl Journal {
             Ok(()) => state.synced = end,
             Err(error) => {
                 state.failure.get_or_insert(error);
+                self.failed.store(true, Ordering::Release);
                 // Queued while this batch failed: never written either.
                 state.queue.clear();
             }
@@ -318,12 +363,44 @@ struct Writer {
 }
 
 impl Writer {
-    /// Hands each output to the sink, in order, then makes them durable.
-    fn write(&mut self, batch: &[Output]) -> io::Result<()> {
-        for output in batch {
+    /// Hands each output to the sink (moved: a sink that keeps values
+    /// keeps these), in order, then makes them durable.
+    fn write(&mut self, batch: &mut Vec<Output>) -> io::Result<()> {
+        for output in batch.drain(..) {
             self.line.clear();
             self.sink.write_event(Event::new(output, &mut self.line))?;
         }
         self.sink.flush()
+    }
+}
+
+/// What a caller does about its lines once the agent's lock is released:
+/// see [`Journal::enqueue`].
+#[must_use = "a taken writer's token must be given back by `Journal::settle`"]
+pub(crate) enum Settle {
+    /// Nothing: no lines, or they are written behind.
+    Nothing,
+    /// Wait until the log is synced through this position (writing it if
+    /// the token comes free first).
+    Through(Position),
+    /// Write this batch, which holds the caller's lines, with the token.
+    Write(Taken),
+}
+
+/// The writer's token and the queue it took, up to position `end`.
+pub(crate) struct Taken {
+    writer: Writer,
+    batch: Vec<Output>,
+    end: Position,
+}
+
+/// Takes the whole queue for the holder of the token `writer` (the spare
+/// buffer becomes the queue).
+fn take(state: &mut State, writer: Writer) -> Taken {
+    let spare = mem::take(&mut state.spare);
+    Taken {
+        writer,
+        batch: mem::replace(&mut state.queue, spare),
+        end: state.queued,
     }
 }

@@ -73,7 +73,8 @@ struct Locked {
     core: Core,
     /// The driver task's waker while it waits for work or for an abort.
     driver_task: Option<Waker>,
-    /// What the open step entered, read off `user/message` outputs.
+    /// What the open step entered, read off `user/message` outputs, until
+    /// the driver task takes it for the step hook (one job per step).
     entered: Vec<Message>,
     idle: Tickets,
     fanout: Fanout,
@@ -163,7 +164,7 @@ impl Shared {
         let settle = self.journal.enqueue(&mut locked.fanout.durable);
         let wake = mem::take(&mut locked.wake);
         drop(locked);
-        let synced = settle.map_or(Ok(()), |position| self.journal.sync_through(position));
+        let synced = self.journal.settle(settle);
         for waker in wake {
             waker.wake();
         }
@@ -478,7 +479,7 @@ impl Locked {
             } => Job::Step {
                 turn,
                 step,
-                entered: self.entered.clone(),
+                entered: mem::take(&mut self.entered),
             },
         };
         Poll::Ready(Some(job))

@@ -34,30 +34,37 @@ pub trait Sink: Send + 'static {
     fn flush(&mut self) -> io::Result<()>;
 }
 
-/// One durable event on its way to a [`Sink`]: the core's output, and its
-/// JSONL line, encoded only when asked for, into a buffer the writer
-/// reuses from line to line.
+/// One durable event on its way to a [`Sink`]: the core's output (the
+/// sink's to keep), and its JSONL line, encoded only when asked for, into a
+/// buffer the writer reuses from line to line.
 pub struct Event<'a> {
-    output: &'a Output,
+    output: Output,
     buffer: &'a mut String,
 }
 
 impl<'a> Event<'a> {
-    /// A durable `output`, to be encoded (if at all) into `buffer`.
-    pub(crate) fn new(output: &'a Output, buffer: &'a mut String) -> Self {
+    /// A durable `output`, to be encoded (if at all) into `buffer`, which
+    /// is empty.
+    pub(crate) fn new(output: Output, buffer: &'a mut String) -> Self {
         debug_assert!(output.is_durable(), "only durable outputs are logged");
+        debug_assert!(buffer.is_empty(), "a line is encoded into an empty buffer");
         Self { output, buffer }
     }
 
-    /// The event itself.
-    pub fn output(&self) -> &'a Output {
+    /// The event.
+    pub fn output(&self) -> &Output {
+        &self.output
+    }
+
+    /// The event, to keep.
+    pub fn into_output(self) -> Output {
         self.output
     }
 
     /// Its JSONL line, without the newline (encoded at the first call).
     pub fn line(&mut self) -> &str {
         if self.buffer.is_empty() {
-            encode_durable(self.output, self.buffer);
+            encode_durable(&self.output, self.buffer);
         }
         self.buffer
     }
@@ -112,7 +119,7 @@ impl Sink for MemoryLog {
     }
 
     fn write_event(&mut self, event: Event<'_>) -> io::Result<()> {
-        lock(&self.kept).push(Kept::Event(event.output().clone()));
+        lock(&self.kept).push(Kept::Event(event.into_output()));
         Ok(())
     }
 

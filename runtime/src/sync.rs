@@ -8,9 +8,13 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 #[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, Ordering};
+#[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(loom)]
 pub(crate) use loom::thread;
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(not(loom))]
