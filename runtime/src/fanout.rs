@@ -56,8 +56,10 @@ impl Fanout {
     }
 
     pub(crate) fn deliver(&mut self, output: Output) {
-        self.subscribers
-            .retain(|subscriber| subscriber.send(&output));
+        if !self.subscribers.is_empty() {
+            self.subscribers
+                .retain(|subscriber| subscriber.send(&output));
+        }
         if output.is_durable() {
             self.durable.push(output);
         }

@@ -174,6 +174,9 @@ impl Journal {
             // Nothing more is written after a failure; the caller who asks
             // gets the error.
             outputs.clear();
+        } else if state.queue.is_empty() {
+            // The common case: the buffers trade places, nothing is copied.
+            mem::swap(&mut state.queue, outputs);
         } else {
             state.queue.append(outputs);
         }
