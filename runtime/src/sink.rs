@@ -73,34 +73,38 @@ impl<'a> Event<'a> {
 /// A line of a [`MemoryLog`]: the header as written, an event as the value
 /// it is, so keeping it costs no encoding.
 #[derive(Clone)]
-enum Kept {
+enum Entry {
     Line(String),
     Event(Output),
 }
 
 /// A log kept in memory. Clones share the lines, so a test keeps one clone
-/// and reads what the agent wrote through the other. Events are kept as
-/// values (cheap clones) and encoded to their lines only when read.
+/// and reads what the agent wrote through the other. Events are kept as the
+/// values the runtime hands over, and encoded to their lines only when read.
 #[derive(Clone)]
 pub struct MemoryLog {
-    kept: Arc<Mutex<Vec<Kept>>>,
+    entries: Arc<Mutex<Vec<Entry>>>,
 }
 
 impl MemoryLog {
     /// An empty log.
     pub fn new() -> Self {
         Self {
-            kept: Arc::new(Mutex::new(Vec::new())),
+            entries: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
-    /// Every line written so far, header first.
+    /// Every line written so far, header first (encoded outside the log's
+    /// lock, so the agent's writer never waits for a reader's encoding).
     pub fn lines(&self) -> Vec<String> {
-        let kept = lock(&self.kept).clone();
-        kept.into_iter()
-            .map(|kept| match kept {
-                Kept::Line(line) => line,
-                Kept::Event(output) => durable_line(&output).expect("only durable events are kept"),
+        let entries = lock(&self.entries).clone();
+        entries
+            .into_iter()
+            .map(|entry| match entry {
+                Entry::Line(line) => line,
+                Entry::Event(output) => {
+                    durable_line(&output).expect("only durable events are kept")
+                }
             })
             .collect()
     }
@@ -114,12 +118,12 @@ impl Default for MemoryLog {
 
 impl Sink for MemoryLog {
     fn write_line(&mut self, line: &str) -> io::Result<()> {
-        lock(&self.kept).push(Kept::Line(line.to_owned()));
+        lock(&self.entries).push(Entry::Line(line.to_owned()));
         Ok(())
     }
 
     fn write_event(&mut self, event: Event<'_>) -> io::Result<()> {
-        lock(&self.kept).push(Kept::Event(event.into_output()));
+        lock(&self.entries).push(Entry::Event(event.into_output()));
         Ok(())
     }
 
