@@ -78,7 +78,7 @@ impl Sink for InMemory {
 
 /// A real file that never grows past one write-behind window: each flush
 /// writes, `fdatasync`s, then empties it. Lines reach the file as
-/// `JsonlFile`'s do (through a 64 KiB buffer) and every flush costs its
+/// `JsonlFile`'s do (through an 8 KiB buffer) and every flush costs its
 /// sync, but a long run fills no disk.
 struct RewoundFile {
     writer: BufWriter<File>,
@@ -88,7 +88,7 @@ impl RewoundFile {
     fn new() -> Self {
         let file = tempfile::tempfile().expect("a temporary file");
         Self {
-            writer: BufWriter::with_capacity(64 * 1024, file),
+            writer: BufWriter::new(file),
         }
     }
 }

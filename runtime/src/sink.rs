@@ -138,16 +138,12 @@ pub struct JsonlFile {
     writer: BufWriter<File>,
 }
 
-/// The file buffer's size: a write-behind window's batch of lines goes to
-/// the operating system in a few `write(2)`s instead of one per 8 KiB.
-const FILE_BUFFER: usize = 64 * 1024;
-
 impl JsonlFile {
     /// Creates (or truncates) the file at `path`.
     pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
         let file = File::create(path)?;
         Ok(Self {
-            writer: BufWriter::with_capacity(FILE_BUFFER, file),
+            writer: BufWriter::new(file),
         })
     }
 
@@ -155,7 +151,7 @@ impl JsonlFile {
     pub fn append(path: impl AsRef<Path>) -> io::Result<Self> {
         let file = OpenOptions::new().append(true).open(path)?;
         Ok(Self {
-            writer: BufWriter::with_capacity(FILE_BUFFER, file),
+            writer: BufWriter::new(file),
         })
     }
 }
