@@ -21,6 +21,7 @@ use legacy::At;
 pub use legacy::Conversions;
 
 use crate::event::Output;
+use crate::inbox::Splice;
 
 /// The first line of a session log. Fields this crate does not interpret
 /// (`origin`, `parentSession`, `seedLength`, ...) round-trip in `extra`.
@@ -71,15 +72,63 @@ pub fn durable_line(output: &Output) -> Option<String> {
 /// encodes many lines through one buffer allocates nothing once the buffer
 /// is as long as its longest line. `false` (and `line` empty) for a live
 /// notification.
+///
+/// The two events that carry messages are written here around each
+/// message's kept JSON ([`Message::json`](crate::Message::json)), so a message a log writes
+/// twice is encoded once; the others go through `Output`'s `Serialize`.
+/// The lines are byte for byte what `Serialize` writes (the tests compare
+/// them on every shape).
 pub fn encode_durable(output: &Output, line: &mut String) -> bool {
-    let mut bytes = std::mem::take(line).into_bytes();
-    bytes.clear();
-    let durable = output.is_durable();
-    if durable {
-        serde_json::to_writer(&mut bytes, output).expect("an output always serializes");
+    line.clear();
+    match output {
+        Output::Spliced(splice) => splice_line(splice, line),
+        Output::UserMessage(message) => {
+            line.push_str(r#"{"type":"user/message","data":"#);
+            line.push_str(message.json());
+            line.push('}');
+        }
+        Output::TurnStart { .. }
+        | Output::StepStart { .. }
+        | Output::StepEnd { .. }
+        | Output::TurnEnd { .. } => {
+            let mut bytes = std::mem::take(line).into_bytes();
+            serde_json::to_writer(&mut bytes, output).expect("an output always serializes");
+            *line = String::from_utf8(bytes).expect("serde_json writes UTF-8");
+        }
+        Output::Inserted { .. }
+        | Output::Claimed { .. }
+        | Output::Discarded { .. }
+        | Output::Status { .. }
+        | Output::Error { .. }
+        | Output::Idle => return false,
     }
-    *line = String::from_utf8(bytes).expect("serde_json writes UTF-8");
-    durable
+    true
+}
+
+/// An `agent/inbox/spliced` line in [`Splice`]'s field order: `removedCount`
+/// only when not zero, `outcome` only when set.
+fn splice_line(splice: &Splice, line: &mut String) {
+    use std::fmt::Write;
+    line.push_str(r#"{"type":"agent/inbox/spliced","data":{"target":""#);
+    line.push_str(splice.target.as_str());
+    // Writing to a `String` cannot fail.
+    let _ = write!(line, r#"","start":{}"#, splice.start);
+    if splice.removed_count != 0 {
+        let _ = write!(line, r#","removedCount":{}"#, splice.removed_count);
+    }
+    line.push_str(r#","inserted":["#);
+    for (index, message) in splice.inserted.iter().enumerate() {
+        if index > 0 {
+            line.push(',');
+        }
+        line.push_str(message.json());
+    }
+    line.push(']');
+    if let Some(outcome) = &splice.outcome {
+        line.push_str(r#","outcome":"#);
+        line.push_str(&serde_json::to_string(outcome).expect("an outcome serializes"));
+    }
+    line.push_str("}}");
 }
 
 /// The `session/end-seed` line a resume appends after its closers, as dsh
@@ -728,6 +777,104 @@ mod tests {
         let mut line = String::from("left over");
         assert!(!encode_durable(&Output::Idle, &mut line));
         assert_eq!(line, "");
+    }
+
+    /// Messages of every source kind, with content and extras that need
+    /// escaping (quotes, controls, non-ASCII) and numbers of each kind;
+    /// fresh each call, so their JSON is not kept yet.
+    fn varied_messages() -> Vec<crate::Message> {
+        use crate::{Message, MessageId, Source};
+        let mut extra = Map::new();
+        extra.insert("form".into(), "a \"quoted\"\n\u{1}\u{e9}\u{1f600}".into());
+        extra.insert("weight".into(), serde_json::json!(1.5));
+        extra.insert("count".into(), serde_json::json!(-3));
+        let content = serde_json::json!({"k": [1, null, true, 2.5e10, "x\\y", {"z": []}]});
+        vec![
+            Message::from("plain"),
+            Message::new(
+                MessageId::new("w\u{e9}ird \"id\"\\"),
+                content,
+                Source::Plugin {
+                    plugin: "p\t".into(),
+                    extra: extra.clone(),
+                },
+            ),
+            Message::new(
+                MessageId::new("g"),
+                serde_json::json!("text"),
+                Source::Goal {
+                    goal_id: "g1".into(),
+                    revision: 2,
+                    round: u64::MAX,
+                    extra: Map::new(),
+                },
+            ),
+            Message::new(
+                MessageId::new("o"),
+                serde_json::json!([]),
+                Source::Other {
+                    kind: "custom".into(),
+                    extra,
+                },
+            ),
+            Message::new(
+                MessageId::new("t"),
+                Value::Null,
+                Source::Tool { extra: Map::new() },
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_line_is_what_serialize_writes() {
+        use crate::inbox::{Inserted, Outcome};
+        use crate::{Cause, Target, TurnEnd};
+        let mut outputs = vec![
+            Output::TurnStart { turn: 1 },
+            Output::StepStart { turn: 1, step: 2 },
+            Output::StepEnd { turn: 3, step: 4 },
+        ];
+        let reasons = [
+            TurnEnd::Completed,
+            TurnEnd::Interrupted,
+            TurnEnd::Aborted {
+                reason: Cause::Hook {
+                    reason: "v\"eto".into(),
+                },
+            },
+        ];
+        for reason in reasons {
+            outputs.push(Output::TurnEnd { turn: 5, reason });
+        }
+        for target in Target::ALL {
+            for (removed_count, outcome) in [(0, None), (2, Some(Outcome::Canceled)), (7, None)] {
+                for taken in [0, 1, 5] {
+                    let inserted: Inserted = varied_messages().into_iter().take(taken).collect();
+                    outputs.push(Output::Spliced(Splice {
+                        target,
+                        start: 12,
+                        removed_count,
+                        inserted,
+                        outcome,
+                    }));
+                }
+            }
+        }
+        outputs.extend(varied_messages().into_iter().map(Output::UserMessage));
+        for output in outputs {
+            let expected = serde_json::to_string(&output).unwrap();
+            // Once as the messages' JSON is made, once as it is kept.
+            for _ in 0..2 {
+                assert_eq!(durable_line(&output).as_ref(), Some(&expected));
+            }
+        }
+        // A kept message still reads back as itself.
+        let message = varied_messages().swap_remove(1);
+        let line = durable_line(&Output::UserMessage(message.clone())).unwrap();
+        assert_eq!(
+            parse_line(&line).unwrap(),
+            LogLine::Delivery(Output::UserMessage(message))
+        );
     }
 
     #[test]

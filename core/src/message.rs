@@ -5,7 +5,8 @@
 //! the live notifications and `user/message` all hold the same value.
 
 use std::fmt;
-use std::sync::Arc;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -228,6 +229,34 @@ struct MessageData {
     role: Role,
     content: Value,
     source: Source,
+    /// The fields above as JSON, once a log line asked ([`Message::json`]).
+    #[serde(skip)]
+    json: JsonOnce,
+}
+
+/// A message's JSON, encoded at most once: a logged message is written
+/// twice (its splice and its `user/message`), and encoding is most of what
+/// a log line costs. It takes no part in the message's identity: any two
+/// compare equal, hash to nothing and print as nothing.
+#[derive(Clone, Default)]
+struct JsonOnce(OnceLock<Box<str>>);
+
+impl PartialEq for JsonOnce {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for JsonOnce {}
+
+impl Hash for JsonOnce {
+    fn hash<H: Hasher>(&self, _: &mut H) {}
+}
+
+impl fmt::Debug for JsonOnce {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("_")
+    }
 }
 
 /// One identified, immutable user-role message (the seed's `UserMessage`).
@@ -243,6 +272,7 @@ impl Message {
             role: Role::User,
             content,
             source,
+            json: JsonOnce::default(),
         }))
     }
 
@@ -262,6 +292,15 @@ impl Message {
     /// The producer.
     pub fn source(&self) -> &Source {
         &self.0.source
+    }
+
+    /// The message as one JSON object, exactly as its `Serialize` writes
+    /// it; encoded at the first call and kept as long as the message.
+    pub fn json(&self) -> &str {
+        self.0.json.0.get_or_init(|| {
+            let json = serde_json::to_string(self).expect("a message always serializes");
+            json.into_boxed_str()
+        })
     }
 }
 
