@@ -249,8 +249,11 @@ impl Agent {
                 entering
             }
         };
-        let inbox = &self.state.inbox;
-        if entering.iter().any(|message| inbox.contains(message.id())) {
+        let inbox = &mut self.state.inbox;
+        if entering
+            .iter()
+            .any(|message| inbox.find(message.id()).is_some())
+        {
             return self.fail(driver);
         }
         match (entering.is_empty(), driver.step, driver.owed) {
