@@ -58,6 +58,29 @@ impl Keyed for MessageId {
     }
 }
 
+/// How many items key lookups on this thread have visited (compared in a
+/// scan, or walked through in a treap's chain and up to its root): debug
+/// builds count them so a test can bound a lookup's work without timing it
+/// (`tests/linear_inbox.rs`); release builds keep no count.
+#[cfg(debug_assertions)]
+pub fn lookup_visits() -> u64 {
+    VISITS.with(std::cell::Cell::get)
+}
+
+#[cfg(debug_assertions)]
+thread_local! {
+    static VISITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Adds `count` to [`lookup_visits`]; nothing in a release build.
+#[inline(always)]
+fn visited(count: usize) {
+    #[cfg(debug_assertions)]
+    VISITS.with(|visits| visits.set(visits.get() + count as u64));
+    #[cfg(not(debug_assertions))]
+    let _ = count;
+}
+
 /// The hash a treap's key index files `key` under: `rustc-hash`'s fixed
 /// hasher, as the inbox's own index (no process entropy in the core).
 fn key_hash<K: Hash + ?Sized>(key: &K) -> u64 {
@@ -203,7 +226,11 @@ impl<T: Keyed> Pending<T> {
     pub fn position(&self, key: &T::Key) -> Option<usize> {
         match &self.0 {
             Shape::Long(treap) if treap.index.is_some() => treap.position(key),
-            Shape::Short(_) | Shape::Long(_) => self.iter().position(|item| item.key() == key),
+            Shape::Short(_) | Shape::Long(_) => {
+                let found = self.iter().position(|item| item.key() == key);
+                visited(found.map_or(self.len(), |at| at + 1));
+                found
+            }
         }
     }
 
@@ -473,12 +500,15 @@ impl<T> Treap<T> {
     fn rank(&self, node: usize) -> usize {
         let mut rank = self.size(self.nodes[node].left);
         let mut child = node;
+        let mut depth = 0;
         while let Some(parent) = self.node(self.nodes[child].parent) {
             if parent.right == child {
                 rank += self.size(parent.left) + 1;
             }
             child = self.nodes[child].parent;
+            depth += 1;
         }
+        visited(depth);
         rank
     }
 
@@ -637,12 +667,13 @@ impl<T: Keyed> Treap<T> {
         let index = self.index.as_ref()?;
         let mut node = index.get(&key_hash(key)).copied().unwrap_or(NIL);
         let mut first = None;
-        while let Some(visited) = self.node(node) {
-            if visited.item.as_ref().is_some_and(|item| item.key() == key) {
+        while let Some(twin) = self.node(node) {
+            visited(1);
+            if twin.item.as_ref().is_some_and(|item| item.key() == key) {
                 let rank = self.rank(node);
                 first = Some(first.map_or(rank, |best: usize| best.min(rank)));
             }
-            node = visited.twins.after;
+            node = twin.twins.after;
         }
         first
     }
