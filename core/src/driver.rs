@@ -249,11 +249,14 @@ impl Agent {
                 entering
             }
         };
+        // Nothing pending (a claim that took everything, the usual step)
+        // rules every entering id out without a lookup per message.
         let inbox = &mut self.state.inbox;
-        if entering
-            .iter()
-            .any(|message| inbox.find(message.id()).is_some())
-        {
+        let any_pending = !inbox.is_empty()
+            && entering
+                .iter()
+                .any(|message| inbox.find(message.id()).is_some());
+        if any_pending {
             return self.fail(driver);
         }
         match (entering.is_empty(), driver.step, driver.owed) {
