@@ -19,7 +19,10 @@
 //! up the tree, O(log n) expected (a scan per input made 100,000 removes
 //! from the end of a deque quadratic: 56 s). The index is built only by the
 //! first such lookup: the claim cycle and the model checker, whose lists
-//! are short or only spliced at their ends, never pay for it.
+//! are short or only spliced at their ends, never pay for it. (A map from
+//! id to position beside the deque was the alternative: every splice
+//! shifts the positions after it, and keeping the map at all would cost
+//! the claim cycle a map update per message.)
 
 use std::collections::VecDeque;
 use std::collections::hash_map::Entry;
@@ -99,11 +102,12 @@ impl<T> Default for Pending<T> {
 
 #[derive(Clone, Debug)]
 enum Shape<T> {
-    /// Spliced at its ends, or short: a middle splice moves at most half
-    /// of [`Pending::LONG_FROM`] ids.
+    /// Spliced at its ends and never looked up by key while long, or
+    /// short: a middle splice moves at most half of [`Pending::LONG_FROM`]
+    /// ids, a lookup compares at most that many.
     Short(VecDeque<T>),
-    /// Spliced in the middle once long: positions found and split in
-    /// O(log n) expected. Boxed, so a `Pending` is no larger than the deque
+    /// Spliced in the middle, or looked up by key, once long: positions
+    /// found and split in O(log n) expected. Boxed, so a `Pending` is no larger than the deque
     /// (the model checker copies its states).
     Long(Box<Treap<T>>),
 }
