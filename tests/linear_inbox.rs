@@ -11,7 +11,9 @@
 //! size a scan per input cannot finish (`cargo test --release --test
 //! linear_inbox -- --ignored`).
 
-use courier_core::{Agent, Input, Message, Refusal, Source, Target, Wakeup};
+use courier_core::{
+    Agent, Input, Message, Output, PreStepDecision, Refusal, Source, Status, Target, Wakeup,
+};
 
 /// Pending messages per case in CI.
 const PENDING: usize = 10_000;
@@ -152,5 +154,37 @@ fn stay_linear_duplicates_of_the_last_pending_id_are_refused() {
         assert!(agent.inbox().list(Target::NextTurn).is_empty());
         assert_eq!(agent.inbox().len(), PENDING);
         assert_eq!(pending(&agent, Target::NextStep).last(), Some(&last));
+    });
+}
+
+/// A step that enters every message of a long claim, in reverse: each
+/// entering id is matched to its claimed occurrence through an index, not
+/// a scan of the batch per id.
+#[test]
+fn stay_linear_a_step_enters_every_message_of_a_long_claim() {
+    bounded(PENDING + 2, || {
+        let mut agent = injected(PENDING);
+        assert_eq!(handle(&mut agent, Input::followup(message("A"))), Ok(()));
+        assert_eq!(agent.claimed().map(<[Message]>::len), Some(PENDING + 1));
+        let ids = (0..PENDING).rev().map(|k| format!("m{k}"));
+        let entering: Vec<Message> = ids.chain(["A".to_owned()]).map(|id| message(&id)).collect();
+        let decision = Input::PreStep(PreStepDecision::Enter(entering));
+        assert_eq!(agent.handle(decision), Ok(()));
+        let admitted: Vec<String> = std::iter::from_fn(|| agent.poll_output())
+            .filter_map(|output| {
+                let Output::UserMessage(message) = output else {
+                    return None;
+                };
+                Some(message.id().as_str().to_owned())
+            })
+            .collect();
+        let expected: Vec<String> = (0..PENDING).rev().map(|k| format!("m{k}")).collect();
+        assert_eq!(admitted[..PENDING], expected);
+        assert_eq!(admitted[PENDING..], ["A"]);
+        let status = agent.status();
+        assert!(
+            matches!(status, Status::Running { step: 1, .. }),
+            "{status:?}"
+        );
     });
 }

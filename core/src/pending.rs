@@ -84,6 +84,22 @@ fn visited(count: usize) {
     let _ = count;
 }
 
+/// The first of `items` whose key is `key`, with its position: the one
+/// scan by key, counted in [`lookup_visits`]. Callers scan only short
+/// lists (at most [`Pending::LONG_FROM`] items) or lists with no index.
+pub(crate) fn scan<'a, T: Keyed + 'a>(
+    items: impl IntoIterator<Item = &'a T>,
+    key: &T::Key,
+) -> Option<(usize, &'a T)> {
+    let mut compared = 0;
+    let found = items.into_iter().enumerate().find(|(_, item)| {
+        compared += 1;
+        item.key() == key
+    });
+    visited(compared);
+    found
+}
+
 /// The hash a treap's key index files `key` under: `rustc-hash`'s fixed
 /// hasher, as the inbox's own index (no process entropy in the core).
 fn key_hash<K: Hash + ?Sized>(key: &K) -> u64 {
@@ -230,11 +246,7 @@ impl<T: Keyed> Pending<T> {
     pub fn position(&self, key: &T::Key) -> Option<usize> {
         match &self.0 {
             Shape::Long(treap) if treap.index.is_some() => treap.position(key),
-            Shape::Short(_) | Shape::Long(_) => {
-                let found = self.iter().position(|item| item.key() == key);
-                visited(found.map_or(self.len(), |at| at + 1));
-                found
-            }
+            Shape::Short(_) | Shape::Long(_) => scan(self, key).map(|(at, _)| at),
         }
     }
 
