@@ -263,12 +263,20 @@ impl<T: Keyed> Pending<T> {
         }
     }
 
-    /// Removes the items in `range` (within the list), in order.
+    /// Removes the items in `range` (within the list), in order. A treap
+    /// left empty (a claim took everything) is a deque again, so the claim
+    /// cycle gets its O(1) ends back after one lookup made the list a tree.
     pub fn remove(&mut self, range: Range<usize>) -> Vec<T> {
         self.fit(range.start, range.end);
         match &mut self.0 {
             Shape::Short(list) => list.drain(range).collect(),
-            Shape::Long(treap) => treap.remove(range),
+            Shape::Long(treap) => {
+                let removed = treap.remove(range);
+                if treap.len() == 0 {
+                    self.clear();
+                }
+                removed
+            }
         }
     }
 
@@ -276,8 +284,9 @@ impl<T: Keyed> Pending<T> {
     /// removes) that touches neither end of a list longer than
     /// [`Pending::LONG_FROM`]: there a `VecDeque` moves up to half the
     /// list, while at its ends (dsh appends, prepends and claims from the
-    /// front) it costs nothing per id already pending. Never back: a log
-    /// cannot make it convert twice.
+    /// front) it costs nothing per id already pending. Back to a deque only
+    /// once empty ([`Pending::remove`]), so each conversion's O(n) follows
+    /// more than `LONG_FROM` insertions: amortized O(1) per id.
     fn fit(&mut self, start: usize, end: usize) {
         if let Shape::Short(list) = &mut self.0
             && list.len() > Self::LONG_FROM
@@ -876,6 +885,9 @@ mod tests {
         assert_eq!(list.locate(&all[10]), Some(0));
         assert_eq!(list.locate(&MessageId::new("new")), Some(100));
         assert_eq!(list.locate(&all[299]), Some(290));
+        // Emptied (a claim of everything), it is a deque again.
+        list.remove(0..list.len());
+        assert!(matches!(list.0, Shape::Short(_)) && list.is_empty());
     }
 
     /// An item whose key's hash the test controls: keys that share a hash
