@@ -625,12 +625,6 @@ impl<T: Keyed> Treap<T> {
             .collect()
     }
 
-    /// The hash `node`'s item is indexed under.
-    fn hash_of(&self, node: usize) -> Option<u64> {
-        let item = self.nodes[node].item.as_ref()?;
-        Some(key_hash(item.key()))
-    }
-
     /// Builds the key index, unless it is built: every live node, once.
     fn build_index(&mut self) {
         if self.index.is_some() {
@@ -644,35 +638,46 @@ impl<T: Keyed> Treap<T> {
 
     /// Files a live `node` first in its hash's chain, if the index is built.
     fn link(&mut self, node: usize) {
-        let Some(hash) = self.hash_of(node) else {
+        let Self {
+            nodes,
+            index: Some(index),
+            ..
+        } = self
+        else {
             return;
         };
-        let Some(index) = &mut self.index else {
+        let Some(item) = &nodes[node].item else {
             return;
         };
-        let after = match index.entry(hash) {
+        let after = match index.entry(key_hash(item.key())) {
             Entry::Occupied(mut first) => std::mem::replace(first.get_mut(), node),
             Entry::Vacant(first) => {
                 first.insert(node);
                 NIL
             }
         };
-        self.at(node).twins = Twins { before: NIL, after };
-        if let Some(next) = self.nodes.get_mut(after) {
+        nodes[node].twins = Twins { before: NIL, after };
+        if let Some(next) = nodes.get_mut(after) {
             next.twins.before = node;
         }
     }
 
     /// Takes a live `node` out of its chain, if the index is built.
     fn unlink(&mut self, node: usize) {
-        let Some(hash) = self.hash_of(node) else {
+        let Self {
+            nodes,
+            index: Some(index),
+            ..
+        } = self
+        else {
             return;
         };
-        let Twins { before, after } = std::mem::replace(&mut self.at(node).twins, Twins::NONE);
-        let Some(index) = &mut self.index else {
+        let Some(item) = &nodes[node].item else {
             return;
         };
-        match self.nodes.get_mut(before) {
+        let hash = key_hash(item.key());
+        let Twins { before, after } = std::mem::replace(&mut nodes[node].twins, Twins::NONE);
+        match nodes.get_mut(before) {
             Some(previous) => previous.twins.after = after,
             None if after == NIL => {
                 index.remove(&hash);
@@ -681,7 +686,7 @@ impl<T: Keyed> Treap<T> {
                 index.insert(hash, after);
             }
         }
-        if let Some(next) = self.nodes.get_mut(after) {
+        if let Some(next) = nodes.get_mut(after) {
             next.twins.before = before;
         }
     }
