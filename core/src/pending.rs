@@ -123,8 +123,8 @@ enum Shape<T> {
     /// ids, a lookup compares at most that many.
     Short(VecDeque<T>),
     /// Spliced in the middle, or looked up by key, once long: positions
-    /// found and split in O(log n) expected. Boxed, so a `Pending` is no larger than the deque
-    /// (the model checker copies its states).
+    /// found and split in O(log n) expected. Boxed, so a `Pending` is no
+    /// larger than the deque (the model checker copies its states).
     Long(Box<Treap<T>>),
 }
 
