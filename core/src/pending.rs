@@ -636,20 +636,31 @@ impl<T: Keyed> Treap<T> {
         }
     }
 
-    /// Files a live `node` first in its hash's chain, if the index is built.
-    fn link(&mut self, node: usize) {
+    /// The arena, the index and `node`'s hash, if the index is built and
+    /// `node` holds an item: what [`Treap::link`] and [`Treap::unlink`]
+    /// change.
+    fn chain_of(
+        &mut self,
+        node: usize,
+    ) -> Option<(&mut Vec<Node<T>>, &mut FxHashMap<u64, usize>, u64)> {
         let Self {
             nodes,
             index: Some(index),
             ..
         } = self
         else {
+            return None;
+        };
+        let hash = key_hash(nodes[node].item.as_ref()?.key());
+        Some((nodes, index, hash))
+    }
+
+    /// Files a live `node` first in its hash's chain, if the index is built.
+    fn link(&mut self, node: usize) {
+        let Some((nodes, index, hash)) = self.chain_of(node) else {
             return;
         };
-        let Some(item) = &nodes[node].item else {
-            return;
-        };
-        let after = match index.entry(key_hash(item.key())) {
+        let after = match index.entry(hash) {
             Entry::Occupied(mut first) => std::mem::replace(first.get_mut(), node),
             Entry::Vacant(first) => {
                 first.insert(node);
@@ -664,18 +675,9 @@ impl<T: Keyed> Treap<T> {
 
     /// Takes a live `node` out of its chain, if the index is built.
     fn unlink(&mut self, node: usize) {
-        let Self {
-            nodes,
-            index: Some(index),
-            ..
-        } = self
-        else {
+        let Some((nodes, index, hash)) = self.chain_of(node) else {
             return;
         };
-        let Some(item) = &nodes[node].item else {
-            return;
-        };
-        let hash = key_hash(item.key());
         let Twins { before, after } = std::mem::replace(&mut nodes[node].twins, Twins::NONE);
         match nodes.get_mut(before) {
             Some(previous) => previous.twins.after = after,
@@ -742,6 +744,16 @@ mod tests {
 
     type Pending = super::Pending<MessageId>;
 
+    /// A seeded generator of numbers below a bound (an LCG: tests only).
+    fn below_from(mut seed: u64) -> impl FnMut(usize) -> usize {
+        move |bound| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) % bound as u64) as usize
+        }
+    }
+
     fn ids(list: &Pending) -> Vec<String> {
         list.iter().map(|id| id.as_str().to_owned()).collect()
     }
@@ -752,13 +764,7 @@ mod tests {
     fn splices_match_a_vector_across_shapes() {
         let mut list = Pending::default();
         let mut model: Vec<String> = Vec::new();
-        let mut seed = 7u64;
-        let mut below = |bound: usize| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) % bound as u64) as usize
-        };
+        let mut below = below_from(7);
         for round in 0..3000 {
             let start = below(model.len() + 1);
             let removed = below((model.len() - start).min(3) + 1);
@@ -805,13 +811,7 @@ mod tests {
     /// pending id at its position, and absent ids nowhere.
     #[test]
     fn lookups_by_key_match_a_scan_across_shapes() {
-        let mut seed = 11u64;
-        let mut below = |bound: usize| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) % bound as u64) as usize
-        };
+        let mut below = below_from(11);
         // Two lists: one looked up from the start (so indexed as soon as it
         // is long), one only once it is long and middle-spliced.
         let mut early = Pending::default();
@@ -927,13 +927,7 @@ mod tests {
     fn colliding_hashes_and_repeated_keys_still_find_the_first_item() {
         let mut list = super::Pending::<Colliding>::default();
         let mut model: Vec<Colliding> = Vec::new();
-        let mut seed = 3u64;
-        let mut below = |bound: usize| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) % bound as u64) as usize
-        };
+        let mut below = below_from(3);
         for round in 0..1500 {
             let start = below(model.len() + 1);
             let removed = below((model.len() - start).min(2) + 1);
