@@ -378,6 +378,9 @@ impl Twins {
     };
 }
 
+/// A treap's key index: each key hash's first node in its chain.
+type KeyIndex = FxHashMap<u64, usize>;
+
 /// An implicit treap: a binary tree in list order, heap-ordered by
 /// pseudo-random priorities, so its depth is O(log n) expected; a position
 /// is found by subtree sizes. Nodes live in one arena (cloned with one
@@ -394,7 +397,7 @@ struct Treap<T> {
     /// The key index, once a lookup by key built it: each key hash's first
     /// node; the others with that hash follow through [`Node::twins`], so
     /// a collision costs a comparison of keys, never a wrong answer.
-    index: Option<FxHashMap<u64, usize>>,
+    index: Option<KeyIndex>,
 }
 
 impl<T> Treap<T> {
@@ -639,10 +642,7 @@ impl<T: Keyed> Treap<T> {
     /// The arena, the index and `node`'s hash, if the index is built and
     /// `node` holds an item: what [`Treap::link`] and [`Treap::unlink`]
     /// change.
-    fn chain_of(
-        &mut self,
-        node: usize,
-    ) -> Option<(&mut Vec<Node<T>>, &mut FxHashMap<u64, usize>, u64)> {
+    fn chain_of(&mut self, node: usize) -> Option<(&mut Vec<Node<T>>, &mut KeyIndex, u64)> {
         let Self {
             nodes,
             index: Some(index),
