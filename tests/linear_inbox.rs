@@ -1,7 +1,8 @@
 //! The core's inbox under inputs that look an id up in a long list (issue 16
-//! §3, stay linear): a `remove` or `replace` per input, and duplicates of a
-//! pending id refused per input. Each used to scan the lists per input, so
-//! 100,000 removes from the end of a long inbox took 56 s.
+//! §3, stay linear): a `remove` or `replace` per input, duplicates of a
+//! pending id refused per input, and a step entering every message of a
+//! long claim. Each used to scan a list per id, so 100,000 removes from the
+//! end of a long inbox took 56 s.
 //!
 //! Nothing is timed: a debug build counts the items lookups visit
 //! (`courier_core::pending::lookup_visits`), and each case bounds them per
@@ -47,7 +48,7 @@ fn message(id: &str) -> Message {
     Message::text(id, Source::user())
 }
 
-/// `id`'s input result, its outputs drained as the calling contract asks.
+/// The input's result, its outputs drained as the calling contract asks.
 fn handle(agent: &mut Agent, input: Input) -> Result<(), Refusal> {
     let result = agent.handle(input);
     while agent.poll_output().is_some() {}
