@@ -75,10 +75,17 @@ fn id_hash(id: &MessageId) -> u64 {
     FxBuildHasher.hash_one(id)
 }
 
-/// Whether `id` is in either list (a scan).
-fn listed(next_turn: &Pending<Message>, next_step: &Pending<Message>, id: &MessageId) -> bool {
-    let mut pending = next_turn.iter().chain(next_step);
-    pending.any(|message| message.id() == id)
+/// Where `id` is in the lists, if it is: O(log n) expected whatever their
+/// lengths (see [`Pending::locate`]).
+fn locate(
+    next_turn: &mut Pending<Message>,
+    next_step: &mut Pending<Message>,
+    id: &MessageId,
+) -> Option<(Target, usize)> {
+    match next_step.locate(id) {
+        Some(index) => Some((Target::NextStep, index)),
+        None => Some((Target::NextTurn, next_turn.locate(id)?)),
+    }
 }
 
 /// Both pending lists. An id is pending at most once across them.
@@ -122,23 +129,23 @@ impl Inbox {
         }
     }
 
-    /// Whether `id` is pending in either list.
+    /// Whether `id` is pending in either list, without changing them (for
+    /// engines that hold an `&Inbox`; the core's own inputs use
+    /// [`Inbox::find`]).
     ///
-    /// An uncounted hash answers at once. A counted one is confirmed by
-    /// scanning the lists: that happens only when the id is pending (a
-    /// refusal, or a replace or remove, which scan the lists anyway) or on a
-    /// 64-bit hash collision.
+    /// An uncounted hash answers at once. A counted one (the id is pending,
+    /// or its 64-bit hash collides) is confirmed in the lists: through their
+    /// key index once [`Inbox::find`] built it, else by a scan.
     pub fn contains(&self, id: &MessageId) -> bool {
-        !self.is_empty() && self.counted(id) && self.listed(id)
+        self.counted(id)
+            && Target::ALL
+                .into_iter()
+                .any(|t| self.list(t).position(id).is_some())
     }
 
     /// Whether the index counts `id`'s hash: `false` means not pending.
     fn counted(&self, id: &MessageId) -> bool {
-        self.pending.contains_key(&id_hash(id))
-    }
-
-    fn listed(&self, id: &MessageId) -> bool {
-        listed(&self.next_turn, &self.next_step, id)
+        !self.is_empty() && self.pending.contains_key(&id_hash(id))
     }
 
     /// Whether both lists are empty.
@@ -165,15 +172,16 @@ impl Inbox {
         }
     }
 
-    /// Where `id` is pending, if it is.
-    pub fn find(&self, id: &MessageId) -> Option<(Target, usize)> {
+    /// Where `id` is pending, if it is: an uncounted hash answers at once;
+    /// a counted one costs O(log n) expected however long the lists are (a
+    /// list longer than [`Pending::LONG_FROM`] becomes a treap indexed by
+    /// id the first time, see [`Pending::locate`]), so a `remove`, a
+    /// `replace` or a refused duplicate per input stays linear.
+    pub fn find(&mut self, id: &MessageId) -> Option<(Target, usize)> {
         if !self.counted(id) {
             return None;
         }
-        Target::ALL.into_iter().find_map(|target| {
-            let index = self.list(target).iter().position(|m| m.id() == id)?;
-            Some((target, index))
-        })
+        locate(&mut self.next_turn, &mut self.next_step, id)
     }
 
     /// Builds the normalized splice: `start` clamped to the list length and
@@ -224,7 +232,7 @@ impl Inbox {
             }
             // The hash is counted: the id is pending, or its hash collides.
             Entry::Occupied(mut slot) => {
-                if listed(next_turn, next_step, id) {
+                if locate(next_turn, next_step, id).is_some() {
                     return Err(id.clone());
                 }
                 *slot.get_mut() += 1;
@@ -238,28 +246,21 @@ impl Inbox {
     /// The first inserted id that would be pending twice once `splice` is
     /// applied (so replacing A by A is fine).
     ///
-    /// Linear in the splice: sets of the ids inserted so far and of the ids
-    /// removed stand in for scans (a splice of 40,000 ids took 8.6 s when
-    /// each inserted id scanned the ones before it). A send allocates
-    /// nothing: a single insertion needs neither set, and the removed ids
-    /// are collected only for an inserted id that is pending.
-    pub fn duplicate(&self, splice: &Splice) -> Option<MessageId> {
-        let mut removed: Option<FxHashSet<&MessageId>> = None;
+    /// Linear in the splice: a set of the ids inserted so far stands in for
+    /// a scan of them (a splice of 40,000 ids took 8.6 s when each inserted
+    /// id scanned the ones before it), and a pending id is found in
+    /// O(log n) ([`Inbox::find`]), then ruled out if the splice removes it.
+    /// A send allocates nothing: a single insertion needs no set.
+    pub fn duplicate(&mut self, splice: &Splice) -> Option<MessageId> {
+        let removed = splice.start..splice.start + splice.removed_count;
         let several = splice.inserted.len() > 1;
         let mut inserted = several.then(FxHashSet::<&MessageId>::default);
         for message in &splice.inserted {
             let id = message.id();
             let inserted_twice = inserted.as_mut().is_some_and(|seen| !seen.insert(id));
-            let pending_after = !self.is_empty() && self.counted(id) && {
-                let removed = removed.get_or_insert_with(|| {
-                    let range = splice.start..splice.start + splice.removed_count;
-                    let list = self.list(splice.target).range(range);
-                    list.map(Message::id).collect()
-                });
-                // Scanned only when the id is pending (the splice is then
-                // refused) or its hash collides.
-                !removed.contains(id) && self.listed(id)
-            };
+            let pending_after = self.find(id).is_some_and(|(target, index)| {
+                target != splice.target || !removed.contains(&index)
+            });
             if inserted_twice || pending_after {
                 return Some(id.clone());
             }

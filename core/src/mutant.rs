@@ -176,9 +176,10 @@ impl Agent {
         if !self.runs(Mutant::RequeueOnReject) {
             return;
         }
+        let inbox = &mut self.state.inbox;
         let fresh: Inserted = batch
             .into_iter()
-            .filter(|message| !self.state.inbox.contains(message.id()))
+            .filter(|message| inbox.find(message.id()).is_none())
             .collect();
         let splice = self
             .state

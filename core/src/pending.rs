@@ -11,10 +11,100 @@
 //! `imbl`'s RRB vector was measured first and rejected: repeated split and
 //! append at the middle of one vector fragment its leaves (milliseconds
 //! per splice past 100,000 splices, 1.6 GB at 350,000; BENCHMARKS.md).
+//!
+//! Finding an item by its key ([`Pending::locate`]: a `remove`, a `replace`,
+//! a refused duplicate) scans a list of at most [`Pending::LONG_FROM`]
+//! items; a longer one becomes a treap whose nodes are indexed by their
+//! key's hash and linked to their parents, so the item's position is a walk
+//! up the tree, O(log n) expected (a scan per input made 100,000 removes
+//! from the end of a deque quadratic: 56 s). The index is built only by the
+//! first such lookup: the claim cycle and the model checker, whose lists
+//! are short or only spliced at their ends, never pay for it. (A map from
+//! id to position beside the deque was the alternative: every splice
+//! shifts the positions after it, and keeping the map at all would cost
+//! the claim cycle a map update per message.)
 
 use std::collections::VecDeque;
-use std::hash::{Hash, Hasher};
+use std::collections::hash_map::Entry;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::Range;
+
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
+use crate::message::{Message, MessageId};
+
+/// An item a list can find by its key: a message by its id.
+pub trait Keyed {
+    /// What names an item; equal keys name the same item.
+    type Key: Eq + Hash + ?Sized;
+
+    /// This item's key.
+    fn key(&self) -> &Self::Key;
+}
+
+impl Keyed for Message {
+    type Key = MessageId;
+
+    #[inline]
+    fn key(&self) -> &MessageId {
+        self.id()
+    }
+}
+
+/// The checker's ghost lists hold bare ids.
+impl Keyed for MessageId {
+    type Key = MessageId;
+
+    #[inline]
+    fn key(&self) -> &MessageId {
+        self
+    }
+}
+
+/// How many items key lookups on this thread have visited (compared in a
+/// scan, or walked through in a treap's chain and up to its root): debug
+/// builds count them so a test can bound a lookup's work without timing it
+/// (`tests/linear_inbox.rs`); release builds keep no count.
+#[cfg(debug_assertions)]
+pub fn lookup_visits() -> u64 {
+    VISITS.with(std::cell::Cell::get)
+}
+
+#[cfg(debug_assertions)]
+thread_local! {
+    static VISITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Adds `count` to [`lookup_visits`]; nothing in a release build.
+#[inline(always)]
+fn visited(count: usize) {
+    #[cfg(debug_assertions)]
+    VISITS.with(|visits| visits.set(visits.get() + count as u64));
+    #[cfg(not(debug_assertions))]
+    let _ = count;
+}
+
+/// The first of `items` whose key is `key`, with its position: the one
+/// scan by key, counted in [`lookup_visits`]. Callers scan only short
+/// lists (at most [`Pending::LONG_FROM`] items) or lists with no index.
+pub(crate) fn scan<'a, T: Keyed + 'a>(
+    items: impl IntoIterator<Item = &'a T>,
+    key: &T::Key,
+) -> Option<(usize, &'a T)> {
+    let mut compared = 0;
+    let found = items.into_iter().enumerate().find(|(_, item)| {
+        compared += 1;
+        item.key() == key
+    });
+    visited(compared);
+    found
+}
+
+/// The hash a treap's key index files `key` under: `rustc-hash`'s fixed
+/// hasher, as the inbox's own index (no process entropy in the core).
+fn key_hash<K: Hash + ?Sized>(key: &K) -> u64 {
+    FxBuildHasher.hash_one(key)
+}
 
 /// An ordered list of pending items.
 #[derive(Clone, Debug)]
@@ -28,12 +118,13 @@ impl<T> Default for Pending<T> {
 
 #[derive(Clone, Debug)]
 enum Shape<T> {
-    /// Spliced at its ends, or short: a middle splice moves at most half
-    /// of [`Pending::LONG_FROM`] ids.
+    /// Spliced at its ends and never looked up by key while long, or
+    /// short: a middle splice moves at most half of [`Pending::LONG_FROM`]
+    /// ids, a lookup compares at most that many.
     Short(VecDeque<T>),
-    /// Spliced in the middle once long: positions found and split in
-    /// O(log n) expected. Boxed, so a `Pending` is no larger than the deque
-    /// (the model checker copies its states).
+    /// Spliced in the middle, or looked up by key, once long: positions
+    /// found and split in O(log n) expected. Boxed, so a `Pending` is no
+    /// larger than the deque (the model checker copies its states).
     Long(Box<Treap<T>>),
 }
 
@@ -129,6 +220,35 @@ impl<T> Pending<T> {
     pub fn clear(&mut self) {
         *self = Self::default();
     }
+}
+
+impl<T: Keyed> Pending<T> {
+    /// The position of the first item whose key is `key`, if any: a scan
+    /// of a list of at most [`Pending::LONG_FROM`] items; in a longer one
+    /// O(log n) expected through the treap's key index, which the first
+    /// lookup builds (making the list a treap if it was a deque). The
+    /// items, their order and so equality and hashing do not change.
+    pub fn locate(&mut self, key: &T::Key) -> Option<usize> {
+        match &mut self.0 {
+            Shape::Short(list) if list.len() > Self::LONG_FROM => {
+                let mut treap = Treap::from_items(std::mem::take(list));
+                treap.build_index();
+                self.0 = Shape::Long(Box::new(treap));
+            }
+            Shape::Short(_) => {}
+            Shape::Long(treap) => treap.build_index(),
+        }
+        self.position(key)
+    }
+
+    /// [`Pending::locate`] without changing the list: through the key index
+    /// if a lookup built it, else a scan.
+    pub fn position(&self, key: &T::Key) -> Option<usize> {
+        match &self.0 {
+            Shape::Long(treap) if treap.index.is_some() => treap.position(key),
+            Shape::Short(_) | Shape::Long(_) => scan(self, key).map(|(at, _)| at),
+        }
+    }
 
     /// Adds `item` at the end: O(1) amortized in either shape's deque,
     /// O(log n) in a treap.
@@ -143,12 +263,20 @@ impl<T> Pending<T> {
         }
     }
 
-    /// Removes the items in `range` (within the list), in order.
+    /// Removes the items in `range` (within the list), in order. A treap
+    /// left empty (a claim took everything) is a deque again, so the claim
+    /// cycle gets its O(1) ends back after one lookup made the list a tree.
     pub fn remove(&mut self, range: Range<usize>) -> Vec<T> {
         self.fit(range.start, range.end);
         match &mut self.0 {
             Shape::Short(list) => list.drain(range).collect(),
-            Shape::Long(treap) => treap.remove(range),
+            Shape::Long(treap) => {
+                let removed = treap.remove(range);
+                if treap.len() == 0 {
+                    self.clear();
+                }
+                removed
+            }
         }
     }
 
@@ -156,8 +284,9 @@ impl<T> Pending<T> {
     /// removes) that touches neither end of a list longer than
     /// [`Pending::LONG_FROM`]: there a `VecDeque` moves up to half the
     /// list, while at its ends (dsh appends, prepends and claims from the
-    /// front) it costs nothing per id already pending. Never back: a log
-    /// cannot make it convert twice.
+    /// front) it costs nothing per id already pending. Back to a deque only
+    /// once empty ([`Pending::remove`]), so each conversion's O(n) follows
+    /// more than `LONG_FROM` insertions: amortized O(1) per id.
     fn fit(&mut self, start: usize, end: usize) {
         if let Shape::Short(list) = &mut self.0
             && list.len() > Self::LONG_FROM
@@ -226,7 +355,31 @@ struct Node<T> {
     size: usize,
     left: usize,
     right: usize,
+    /// [`NIL`] at the root: a node's position is a walk up to it.
+    parent: usize,
+    /// The neighbours in this node's chain of the key index (the nodes
+    /// whose keys have one hash); unused while the treap has no index.
+    twins: Twins,
 }
+
+/// The nodes before and after one node in its chain of a treap's key
+/// index ([`NIL`] at the chain's ends).
+#[derive(Clone, Copy, Debug)]
+struct Twins {
+    before: usize,
+    after: usize,
+}
+
+impl Twins {
+    /// Alone in its chain, or not indexed.
+    const NONE: Self = Self {
+        before: NIL,
+        after: NIL,
+    };
+}
+
+/// A treap's key index: each key hash's first node in its chain.
+type KeyIndex = FxHashMap<u64, usize>;
 
 /// An implicit treap: a binary tree in list order, heap-ordered by
 /// pseudo-random priorities, so its depth is O(log n) expected; a position
@@ -241,15 +394,23 @@ struct Treap<T> {
     root: usize,
     /// The priority generator's state (splitmix64).
     seed: u64,
+    /// The key index, once a lookup by key built it: each key hash's first
+    /// node; the others with that hash follow through [`Node::twins`], so
+    /// a collision costs a comparison of keys, never a wrong answer.
+    index: Option<KeyIndex>,
 }
 
 impl<T> Treap<T> {
-    fn from_items(items: impl IntoIterator<Item = T>) -> Self {
+    fn from_items(items: impl IntoIterator<Item = T>) -> Self
+    where
+        T: Keyed,
+    {
         let mut treap = Self {
             nodes: Vec::new(),
             free: Vec::new(),
             root: NIL,
             seed: 0,
+            index: None,
         };
         treap.insert(0, items);
         treap
@@ -326,6 +487,8 @@ impl<T> Treap<T> {
             size: 1,
             left: NIL,
             right: NIL,
+            parent: NIL,
+            twins: Twins::NONE,
         };
         match self.free.pop() {
             Some(slot) => {
@@ -339,10 +502,42 @@ impl<T> Treap<T> {
         }
     }
 
+    /// Recomputes `node`'s size after a change of its children, and makes
+    /// it their parent.
     fn update(&mut self, node: usize) {
         let (left, right) = (self.at(node).left, self.at(node).right);
         let size = self.size(left) + 1 + self.size(right);
         self.at(node).size = size;
+        for child in [left, right] {
+            if let Some(child) = self.nodes.get_mut(child) {
+                child.parent = node;
+            }
+        }
+    }
+
+    /// Makes `root` the tree's root, with no parent.
+    fn set_root(&mut self, root: usize) {
+        self.root = root;
+        if let Some(node) = self.nodes.get_mut(root) {
+            node.parent = NIL;
+        }
+    }
+
+    /// `node`'s position: its left subtree, plus, on the walk up, every
+    /// ancestor it lies right of and that ancestor's left subtree.
+    fn rank(&self, node: usize) -> usize {
+        let mut rank = self.size(self.nodes[node].left);
+        let mut child = node;
+        let mut depth = 0;
+        while let Some(parent) = self.node(self.nodes[child].parent) {
+            if parent.right == child {
+                rank += self.size(parent.left) + 1;
+            }
+            child = self.nodes[child].parent;
+            depth += 1;
+        }
+        visited(depth);
+        rank
     }
 
     /// Splits `node`'s subtree into its first `index` ids and the rest.
@@ -388,24 +583,29 @@ impl<T> Treap<T> {
             second
         }
     }
+}
 
+impl<T: Keyed> Treap<T> {
     fn insert(&mut self, start: usize, items: impl IntoIterator<Item = T>) {
         let mut run = NIL;
         for item in items {
             let node = self.new_node(item);
+            self.link(node);
             run = self.merge(run, node);
         }
         let (first, rest) = self.split(self.root, start);
         let first = self.merge(first, run);
-        self.root = self.merge(first, rest);
+        let root = self.merge(first, rest);
+        self.set_root(root);
     }
 
     fn remove(&mut self, range: Range<usize>) -> Vec<T> {
         let (first, rest) = self.split(self.root, range.start);
         let (taken, last) = self.split(rest, range.len());
-        self.root = self.merge(first, last);
-        // The taken subtree's slots in list order; each item moves out and
-        // its slot is freed for reuse.
+        let root = self.merge(first, last);
+        self.set_root(root);
+        // The taken subtree's slots in list order; each item leaves the
+        // index, moves out, and its slot is freed for reuse.
         let mut order = Vec::with_capacity(range.len());
         let mut stack = Vec::new();
         let mut node = taken;
@@ -418,11 +618,96 @@ impl<T> Treap<T> {
             order.push(top);
             node = self.nodes[top].right;
         }
+        for &slot in &order {
+            self.unlink(slot);
+        }
         self.free.extend(&order);
         order
             .into_iter()
             .filter_map(|slot| self.nodes[slot].item.take())
             .collect()
+    }
+
+    /// Builds the key index, unless it is built: every live node, once.
+    fn build_index(&mut self) {
+        if self.index.is_some() {
+            return;
+        }
+        self.index = Some(FxHashMap::default());
+        for node in 0..self.nodes.len() {
+            self.link(node);
+        }
+    }
+
+    /// The arena, the index and `node`'s hash, if the index is built and
+    /// `node` holds an item: what [`Treap::link`] and [`Treap::unlink`]
+    /// change.
+    fn chain_of(&mut self, node: usize) -> Option<(&mut Vec<Node<T>>, &mut KeyIndex, u64)> {
+        let Self {
+            nodes,
+            index: Some(index),
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let hash = key_hash(nodes[node].item.as_ref()?.key());
+        Some((nodes, index, hash))
+    }
+
+    /// Files a live `node` first in its hash's chain, if the index is built.
+    fn link(&mut self, node: usize) {
+        let Some((nodes, index, hash)) = self.chain_of(node) else {
+            return;
+        };
+        let after = match index.entry(hash) {
+            Entry::Occupied(mut first) => std::mem::replace(first.get_mut(), node),
+            Entry::Vacant(first) => {
+                first.insert(node);
+                NIL
+            }
+        };
+        nodes[node].twins = Twins { before: NIL, after };
+        if let Some(next) = nodes.get_mut(after) {
+            next.twins.before = node;
+        }
+    }
+
+    /// Takes a live `node` out of its chain, if the index is built.
+    fn unlink(&mut self, node: usize) {
+        let Some((nodes, index, hash)) = self.chain_of(node) else {
+            return;
+        };
+        let Twins { before, after } = std::mem::replace(&mut nodes[node].twins, Twins::NONE);
+        match nodes.get_mut(before) {
+            Some(previous) => previous.twins.after = after,
+            None if after == NIL => {
+                index.remove(&hash);
+            }
+            None => {
+                index.insert(hash, after);
+            }
+        }
+        if let Some(next) = nodes.get_mut(after) {
+            next.twins.before = before;
+        }
+    }
+
+    /// The first position of `key`, through the index (built): the least
+    /// rank among the nodes of its hash's chain whose keys are `key`.
+    fn position(&self, key: &T::Key) -> Option<usize> {
+        let index = self.index.as_ref()?;
+        let mut node = index.get(&key_hash(key)).copied().unwrap_or(NIL);
+        let mut first = None;
+        while let Some(twin) = self.node(node) {
+            visited(1);
+            if twin.item.as_ref().is_some_and(|item| item.key() == key) {
+                let rank = self.rank(node);
+                first = Some(first.map_or(rank, |best: usize| best.min(rank)));
+            }
+            node = twin.twins.after;
+        }
+        first
     }
 }
 
@@ -459,6 +744,16 @@ mod tests {
 
     type Pending = super::Pending<MessageId>;
 
+    /// A seeded generator of numbers below a bound (an LCG: tests only).
+    fn below_from(mut seed: u64) -> impl FnMut(usize) -> usize {
+        move |bound| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) % bound as u64) as usize
+        }
+    }
+
     fn ids(list: &Pending) -> Vec<String> {
         list.iter().map(|id| id.as_str().to_owned()).collect()
     }
@@ -469,13 +764,7 @@ mod tests {
     fn splices_match_a_vector_across_shapes() {
         let mut list = Pending::default();
         let mut model: Vec<String> = Vec::new();
-        let mut seed = 7u64;
-        let mut below = |bound: usize| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) % bound as u64) as usize
-        };
+        let mut below = below_from(7);
         for round in 0..3000 {
             let start = below(model.len() + 1);
             let removed = below((model.len() - start).min(3) + 1);
@@ -514,6 +803,150 @@ mod tests {
         long.remove(10..model.len());
         assert_eq!(short, long);
         assert!(matches!(long.0, Shape::Long(_)) && matches!(short.0, Shape::Short(_)));
+    }
+
+    /// Lookups by key after random splices, in every shape (a short deque,
+    /// a long one a lookup turns into an indexed treap, a treap a middle
+    /// splice made and a lookup indexes), match a scan of a vector: every
+    /// pending id at its position, and absent ids nowhere.
+    #[test]
+    fn lookups_by_key_match_a_scan_across_shapes() {
+        let mut below = below_from(11);
+        // Two lists: one looked up from the start (so indexed as soon as it
+        // is long), one only once it is long and middle-spliced.
+        let mut early = Pending::default();
+        let mut late = Pending::default();
+        let mut model: Vec<String> = Vec::new();
+        let mut next = 0;
+        for round in 0..2500 {
+            // Mostly end splices for 600 rounds (the deque stays a deque
+            // past LONG_FROM), then anywhere; grows, then shrinks.
+            let anywhere = round >= 600;
+            let start = match below(3) {
+                0 => 0,
+                1 => model.len(),
+                _ if anywhere => below(model.len() + 1),
+                _ => model.len(),
+            };
+            let removed = below((model.len() - start).min(2) + 1);
+            let count = if round < 1800 { below(4) } else { below(2) };
+            let inserted: Vec<String> = (next..next + count).map(|k| format!("m{k}")).collect();
+            next += count;
+            model.splice(start..start + removed, inserted.iter().cloned());
+            for list in [&mut early, &mut late] {
+                list.remove(start..start + removed);
+                list.insert(start, inserted.iter().map(|id| MessageId::new(id.as_str())));
+            }
+            let probe = below(next.max(1));
+            let id = MessageId::new(format!("m{probe}"));
+            let expected = model.iter().position(|listed| listed == id.as_str());
+            assert_eq!(early.locate(&id), expected, "round {round}");
+            assert_eq!(late.position(&id), expected, "round {round}");
+            if round == 1200 {
+                assert!(matches!(&late.0, Shape::Long(treap) if treap.index.is_none()));
+            }
+            if round % 100 == 99 {
+                for (at, listed) in model.iter().enumerate() {
+                    let id = MessageId::new(listed.as_str());
+                    assert_eq!(early.locate(&id), Some(at), "round {round}");
+                    assert_eq!(early.position(&id), Some(at), "round {round}");
+                    // `late` is looked up only by scans until round 1200.
+                    let found = if round < 1200 {
+                        late.position(&id)
+                    } else {
+                        late.locate(&id)
+                    };
+                    assert_eq!(found, Some(at), "round {round}");
+                }
+                assert_eq!(ids(&early), model, "round {round}");
+                assert_eq!(early, late);
+            }
+        }
+        for list in [&early, &late] {
+            assert!(matches!(&list.0, Shape::Long(treap) if treap.index.is_some()));
+        }
+    }
+
+    /// A long deque spliced only at its ends becomes an indexed treap at
+    /// its first lookup, with the same items in the same order; a short one
+    /// stays a deque.
+    #[test]
+    fn a_lookup_indexes_a_long_list_only() {
+        let mut list = Pending::default();
+        let all: Vec<MessageId> = (0..300).map(|k| MessageId::new(format!("m{k}"))).collect();
+        list.insert(0, all[..Pending::LONG_FROM].iter().cloned());
+        assert_eq!(list.locate(&all[5]), Some(5));
+        assert!(matches!(list.0, Shape::Short(_)));
+        list.insert(list.len(), all[Pending::LONG_FROM..].iter().cloned());
+        let before = list.clone();
+        assert_eq!(list.locate(&all[299]), Some(299));
+        assert!(matches!(&list.0, Shape::Long(treap) if treap.index.is_some()));
+        assert_eq!(list, before);
+        assert_eq!(list.locate(&MessageId::new("absent")), None);
+        // Removed ids leave the index; inserted ones join it.
+        list.remove(0..10);
+        list.insert(100, [MessageId::new("new")]);
+        assert_eq!(list.locate(&all[5]), None);
+        assert_eq!(list.locate(&all[10]), Some(0));
+        assert_eq!(list.locate(&MessageId::new("new")), Some(100));
+        assert_eq!(list.locate(&all[299]), Some(290));
+        // Emptied (a claim of everything), it is a deque again.
+        list.remove(0..list.len());
+        assert!(matches!(list.0, Shape::Short(_)) && list.is_empty());
+    }
+
+    /// An item whose key's hash the test controls: keys that share a hash
+    /// (`hash % 3`, so most do), and keys that repeat.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Colliding {
+        key: Bucketed,
+        serial: usize,
+    }
+
+    /// A key hashed by its bucket only.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    struct Bucketed(usize);
+
+    impl Hash for Bucketed {
+        fn hash<H: Hasher>(&self, hasher: &mut H) {
+            (self.0 % 3).hash(hasher);
+        }
+    }
+
+    impl Keyed for Colliding {
+        type Key = Bucketed;
+
+        fn key(&self) -> &Bucketed {
+            &self.key
+        }
+    }
+
+    /// With hashes that collide and keys that repeat, a lookup still finds
+    /// the first item with exactly that key, as a scan does.
+    #[test]
+    fn colliding_hashes_and_repeated_keys_still_find_the_first_item() {
+        let mut list = super::Pending::<Colliding>::default();
+        let mut model: Vec<Colliding> = Vec::new();
+        let mut below = below_from(3);
+        for round in 0..1500 {
+            let start = below(model.len() + 1);
+            let removed = below((model.len() - start).min(2) + 1);
+            let count = if round < 1000 { below(4) } else { below(2) };
+            let inserted: Vec<Colliding> = (0..count)
+                .map(|k| Colliding {
+                    key: Bucketed(below(200)),
+                    serial: round * 4 + k,
+                })
+                .collect();
+            model.splice(start..start + removed, inserted.iter().cloned());
+            list.remove(start..start + removed);
+            list.insert(start, inserted);
+            let key = Bucketed(below(200));
+            let expected = model.iter().position(|item| item.key == key);
+            assert_eq!(list.locate(&key), expected, "round {round}");
+        }
+        assert!(matches!(&list.0, Shape::Long(treap) if treap.index.is_some()));
+        assert!(list.iter().eq(model.iter()));
     }
 
     /// Splices at the ends (dsh's appends, prepends and claims) keep a long
