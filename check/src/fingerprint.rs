@@ -81,6 +81,7 @@ const RANKS_INLINE: usize = 16;
 
 impl<'a> Ranks<'a> {
     /// The canonical order of the ids `(agent, checker)` hold.
+    #[inline]
     pub fn of(agent: &'a Agent, checker: &'a Checker) -> Self {
         let inbox = agent.inbox();
         let batch = agent.claimed().unwrap_or(&[]);
@@ -88,8 +89,9 @@ impl<'a> Ranks<'a> {
         let listed = listed.chain(inbox.list(Target::NextTurn)).chain(batch);
         let mut ranks = Self::default();
         for id in listed.map(Message::id).chain(checker.history().admitted()) {
-            if !ranks.ids.contains(&id.as_str()) {
-                ranks.ids.push(id.as_str());
+            let id = id.as_str();
+            if ranks.position(id.as_bytes()).is_none() {
+                ranks.ids.push(id);
             }
         }
         ranks
@@ -101,11 +103,21 @@ impl<'a> Ranks<'a> {
             .unwrap_or(self.ids.len())
     }
 
-    /// Ids are shared `Arc<str>`s, so the same pointer usually matches
-    /// before any byte is compared.
+    /// Ids are shared `Arc<str>`s, so the hashed id is usually the very
+    /// string ranked: a scan by address finds it without reading a byte.
+    /// Other strings (a new id, a hook's reason) are compared by length and
+    /// first byte before the rest (a `memcmp` call), which tells the
+    /// simulator's one-letter ids apart. Ranked ids are distinct, so both
+    /// scans find the same rank.
     fn position(&self, bytes: &[u8]) -> Option<usize> {
-        let same = |id: &&str| std::ptr::eq(id.as_bytes(), bytes) || id.as_bytes() == bytes;
-        self.ids.iter().position(same)
+        let at = |id: &&str| id.as_ptr() == bytes.as_ptr() && id.len() == bytes.len();
+        self.ids.iter().position(at).or_else(|| {
+            let same = |id: &&str| {
+                let id = id.as_bytes();
+                id.len() == bytes.len() && id.first() == bytes.first() && id == bytes
+            };
+            self.ids.iter().position(same)
+        })
     }
 }
 
