@@ -740,7 +740,11 @@ impl Checker {
 /// first, and empty lists (most, after every input) end there.
 fn same_ids(ghost: &Pending<MessageId>, real: &Pending<Message>) -> bool {
     ghost.len() == real.len()
-        && (ghost.is_empty() || ghost.iter().zip(real).all(|(id, message)| id == message.id()))
+        && (ghost.is_empty()
+            || ghost
+                .iter()
+                .zip(real)
+                .all(|(id, message)| id == message.id()))
 }
 
 /// splitmix64's finalizer: spreads a rank over 64 bits so sums of distinct
