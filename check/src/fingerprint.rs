@@ -7,13 +7,17 @@
 //! sits in an ordered list (the two pending lists, the claimed batch, the ids
 //! admitted in the open step; the ghost's id sets are subsets of pending), so
 //! ranking ids by first appearance in those lists is canonical. The state is
-//! then hashed through a [`Renaming`] hasher that writes each id as its rank.
+//! then hashed through a [`StringHasher`] that writes each id as its rank.
 //! This works on the core's derived `Hash` without reading its private
 //! fields: a `str` hashes as one `write` of its bytes (then `write_u8(0xff)`),
-//! and the core hashes ids only as strings inside ordered containers.
+//! and the core hashes ids only as strings inside ordered containers. A
+//! message hashes as its id and its [`Message::digest`], which writes the
+//! message's own id in its content and source as a marker, so it is renamed
+//! too (and its JSON content is hashed once per message, not per state).
 
 use std::hash::{BuildHasher, Hash, Hasher};
 
+use courier_core::hashing::StringHasher;
 use courier_core::{Agent, Message, MessageId, Target};
 use smallvec::SmallVec;
 
@@ -45,10 +49,18 @@ pub fn hash_with<H: Hasher>(
     extra: impl FnOnce(&Ranks<'_>, &mut H),
 ) {
     let ranks = Ranks::of(agent, checker);
-    let mut renaming = Renaming {
-        inner: &mut *hasher,
-        ranks: &ranks,
-    };
+    // A byte string equal to a ranked id is written as its rank (tagged, so
+    // it cannot pass for raw bytes).
+    let mut renaming =
+        StringHasher::new(&mut *hasher, |inner: &mut &mut H, bytes: &[u8]| match ranks
+            .position(bytes)
+        {
+            Some(rank) => {
+                inner.write_u8(RANK_TAG);
+                inner.write_usize(rank);
+            }
+            None => inner.write(bytes),
+        });
     agent.hash(&mut renaming);
     checker.hash_canonical(&mut renaming, |id| ranks.rank(id));
     extra(&ranks, hasher);
@@ -69,6 +81,7 @@ const RANKS_INLINE: usize = 16;
 
 impl<'a> Ranks<'a> {
     /// The canonical order of the ids `(agent, checker)` hold.
+    #[inline]
     pub fn of(agent: &'a Agent, checker: &'a Checker) -> Self {
         let inbox = agent.inbox();
         let batch = agent.claimed().unwrap_or(&[]);
@@ -76,8 +89,9 @@ impl<'a> Ranks<'a> {
         let listed = listed.chain(inbox.list(Target::NextTurn)).chain(batch);
         let mut ranks = Self::default();
         for id in listed.map(Message::id).chain(checker.history().admitted()) {
-            if !ranks.ids.contains(&id.as_str()) {
-                ranks.ids.push(id.as_str());
+            let id = id.as_str();
+            if ranks.position(id.as_bytes()).is_none() {
+                ranks.ids.push(id);
             }
         }
         ranks
@@ -89,86 +103,24 @@ impl<'a> Ranks<'a> {
             .unwrap_or(self.ids.len())
     }
 
-    /// Ids are shared `Arc<str>`s, so the same pointer usually matches
-    /// before any byte is compared.
+    /// Ids are shared `Arc<str>`s, so the hashed id is usually the very
+    /// string ranked: a scan by address finds it without reading a byte.
+    /// Other strings (a new id, a hook's reason) are compared by length and
+    /// first byte before the rest (a `memcmp` call), which tells the
+    /// simulator's one-letter ids apart. Ranked ids are distinct, so both
+    /// scans find the same rank.
     fn position(&self, bytes: &[u8]) -> Option<usize> {
-        let same = |id: &&str| std::ptr::eq(id.as_bytes(), bytes) || id.as_bytes() == bytes;
-        self.ids.iter().position(same)
+        let at = |id: &&str| id.as_ptr() == bytes.as_ptr() && id.len() == bytes.len();
+        self.ids.iter().position(at).or_else(|| {
+            let same = |id: &&str| {
+                let id = id.as_bytes();
+                id.len() == bytes.len() && id.first() == bytes.first() && id == bytes
+            };
+            self.ids.iter().position(same)
+        })
     }
 }
 
-/// Forwards everything to `inner`, except that a byte string equal to a
-/// ranked id is written as its rank (tagged, so it cannot pass for raw bytes).
-struct Renaming<'h, 'r, 'a, H> {
-    inner: &'h mut H,
-    ranks: &'r Ranks<'a>,
-}
-
-/// Marks a renamed id in the hashed stream.
+/// Marks a renamed id in the hashed stream (ids are UTF-8, which never
+/// holds this byte).
 const RANK_TAG: u8 = 0xfe;
-
-impl<H: Hasher> Hasher for Renaming<'_, '_, '_, H> {
-    fn finish(&self) -> u64 {
-        self.inner.finish()
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        match self.ranks.position(bytes) {
-            Some(rank) => {
-                self.inner.write_u8(RANK_TAG);
-                self.inner.write_usize(rank);
-            }
-            None => self.inner.write(bytes),
-        }
-    }
-
-    // Fixed-width writes never carry an id: forward them untouched (the
-    // default would route them through `write`).
-    fn write_u8(&mut self, value: u8) {
-        self.inner.write_u8(value);
-    }
-
-    fn write_u16(&mut self, value: u16) {
-        self.inner.write_u16(value);
-    }
-
-    fn write_u32(&mut self, value: u32) {
-        self.inner.write_u32(value);
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.inner.write_u64(value);
-    }
-
-    fn write_u128(&mut self, value: u128) {
-        self.inner.write_u128(value);
-    }
-
-    fn write_usize(&mut self, value: usize) {
-        self.inner.write_usize(value);
-    }
-
-    fn write_i8(&mut self, value: i8) {
-        self.inner.write_i8(value);
-    }
-
-    fn write_i16(&mut self, value: i16) {
-        self.inner.write_i16(value);
-    }
-
-    fn write_i32(&mut self, value: i32) {
-        self.inner.write_i32(value);
-    }
-
-    fn write_i64(&mut self, value: i64) {
-        self.inner.write_i64(value);
-    }
-
-    fn write_i128(&mut self, value: i128) {
-        self.inner.write_i128(value);
-    }
-
-    fn write_isize(&mut self, value: isize) {
-        self.inner.write_isize(value);
-    }
-}

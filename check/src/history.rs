@@ -19,6 +19,7 @@ use std::hash::{Hash, Hasher};
 
 use courier_core::{Message, MessageId, Output, Pending, Splice, Target, TurnEnd};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use crate::property::{Property, Violation, ensure};
 
@@ -38,8 +39,9 @@ pub enum Mode {
 pub struct Effect {
     /// Occurrences the splice removed, in list order.
     pub removed: Vec<MessageId>,
-    /// Occurrences the splice inserted, in order.
-    pub inserted: Vec<MessageId>,
+    /// Occurrences the splice inserted, in order (on the stack for the
+    /// usual one or two: every inserting splice the engines check makes one).
+    pub inserted: SmallVec<[MessageId; 2]>,
     /// Whether the removal was a claim (pure deletion without outcome).
     pub claim: bool,
 }
@@ -313,8 +315,9 @@ impl History {
 
     /// Checks each inserted id is not pending (nor inserted twice), then
     /// puts them in place.
-    fn insert(&mut self, splice: &Splice) -> Result<Vec<MessageId>, Violation> {
-        let ids: Vec<MessageId> = splice.inserted.iter().map(|m| m.id().clone()).collect();
+    fn insert(&mut self, splice: &Splice) -> Result<SmallVec<[MessageId; 2]>, Violation> {
+        let ids: SmallVec<[MessageId; 2]> =
+            splice.inserted.iter().map(|m| m.id().clone()).collect();
         let length = self.next_turn.len() + self.next_step.len() + ids.len();
         let pending = self.next_step.iter().chain(&self.next_turn);
         self.pending_index.fit(length, pending);
@@ -477,17 +480,19 @@ impl History {
                 format!("user/message {id} outside an open step"),
             ));
         };
-        let step = format!("{}.{}", turn.number, turn.last_step);
+        // Formatted only for a violation: this runs for every admission.
+        let (number, last_step) = (turn.number, turn.last_step);
+        let step = || format!("{number}.{last_step}");
         ensure(admitting || !strict, Property::Admission, || {
-            format!("user/message {id} not right after step/start {step}")
+            format!("user/message {id} not right after step/start {}", step())
         })?;
         ensure(!pending, Property::Admission, || {
-            format!("user/message {id} in step {step} while {id} is pending")
+            format!("user/message {id} in step {} while {id} is pending", step())
         })?;
         if identity {
             let twice = turn.admitted_index.contains(id, &turn.admitted);
             ensure(!twice, Property::Admission, || {
-                format!("user/message {id} admitted twice in step {step}")
+                format!("user/message {id} admitted twice in step {}", step())
             })?;
             turn.admitted.push(id.clone());
             turn.admitted_index.insert(id);

@@ -10,6 +10,7 @@ mod agent;
 mod driver;
 mod error;
 mod event;
+pub mod hashing;
 mod inbox;
 pub mod log;
 mod message;

@@ -8,9 +8,12 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
+use rustc_hash::FxHasher;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use strum::{Display, EnumString, IntoStaticStr};
+
+use crate::hashing::StringHasher;
 
 /// The opaque identity of one message. Delivery never mints ids.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -223,46 +226,47 @@ impl<'de> Deserialize<'de> for Source {
 }
 
 /// The fields of a message, shared behind one `Arc` by every holder.
-#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct MessageData {
     id: MessageId,
     role: Role,
     content: Value,
     source: Source,
-    /// The fields above as JSON, once a log line asked ([`Message::json`]).
+    /// [`Message::digest`], computed on first use; not part of the value.
     #[serde(skip)]
-    json: JsonOnce,
+    digest: OnceLock<u64>,
+    /// The fields above as JSON, once a log line asked ([`Message::json`]):
+    /// a logged message is written twice (its splice and its
+    /// `user/message`), and encoding is most of what a log line costs. Not
+    /// part of the value either.
+    #[serde(skip)]
+    json: OnceLock<Box<str>>,
 }
 
-/// A message's JSON, encoded at most once: a logged message is written
-/// twice (its splice and its `user/message`), and encoding is most of what
-/// a log line costs. It takes no part in the message's identity: any two
-/// compare equal, hash to nothing and print as nothing.
-#[derive(Clone, Default)]
-struct JsonOnce(OnceLock<Box<str>>);
-
-impl PartialEq for JsonOnce {
-    fn eq(&self, _: &Self) -> bool {
-        true
+// The value is the four fields; the digest and the JSON are derived from them.
+impl PartialEq for MessageData {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.id, self.role, &self.content, &self.source)
+            == (&other.id, other.role, &other.content, &other.source)
     }
 }
 
-impl Eq for JsonOnce {}
-
-impl Hash for JsonOnce {
-    fn hash<H: Hasher>(&self, _: &mut H) {}
-}
-
-impl fmt::Debug for JsonOnce {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("_")
-    }
-}
+impl Eq for MessageData {}
 
 /// One identified, immutable user-role message (the seed's `UserMessage`).
-#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Message(Arc<MessageData>);
+
+/// The id, then the [`Message::digest`] of the rest: the engines'
+/// fingerprints hash every pending message of every state, and hashing the
+/// JSON content each time was most of their cost.
+impl Hash for Message {
+    fn hash<H: Hasher>(&self, hasher: &mut H) {
+        self.id().hash(hasher);
+        self.digest().hash(hasher);
+    }
+}
 
 impl Message {
     /// Freezes a message. Delivery only reads `id` and `source.kind`.
@@ -272,7 +276,8 @@ impl Message {
             role: Role::User,
             content,
             source,
-            json: JsonOnce::default(),
+            digest: OnceLock::new(),
+            json: OnceLock::new(),
         }))
     }
 
@@ -297,12 +302,45 @@ impl Message {
     /// The message as one JSON object, exactly as its `Serialize` writes
     /// it; encoded at the first call and kept as long as the message.
     pub fn json(&self) -> &str {
-        self.0.json.0.get_or_init(|| {
+        self.0.json.get_or_init(|| {
             let json = serde_json::to_string(self).expect("a message always serializes");
             json.into_boxed_str()
         })
     }
+
+    /// A 64-bit digest of the role, content and source (FxHash: fixed, the
+    /// same in every run), in which every string equal to the message's own
+    /// id is written as a marker. Messages that differ only in their id (a
+    /// text block holding it, as [`Message::text`] builds) digest alike, so
+    /// a hash canonical over id renaming can use it. Computed once per
+    /// message, on first use (a sent message never pays for it).
+    pub fn digest(&self) -> u64 {
+        *self.0.digest.get_or_init(|| {
+            let own = self.id().as_str().as_bytes();
+            let mut hasher = StringHasher::new(FxHasher::default(), |inner, bytes| {
+                if bytes == own {
+                    inner.write_u8(OWN_ID);
+                } else {
+                    inner.write(bytes);
+                }
+            });
+            let MessageData {
+                id: _,
+                role,
+                content,
+                source,
+                digest: _,
+                json: _,
+            } = &*self.0;
+            (role, content, source).hash(&mut hasher);
+            hasher.finish()
+        })
+    }
 }
+
+/// Stands for the message's own id in its digest: never a byte of UTF-8,
+/// so it cannot pass for a string's bytes.
+const OWN_ID: u8 = 0xfd;
 
 impl fmt::Debug for Message {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -441,4 +479,45 @@ pub enum TurnEnd {
     /// Written only by a restart's repair (SPEC §11): the process died
     /// while the turn was open.
     Interrupted,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_renames_only_the_messages_own_id() {
+        let text = |id: &str, source: Source| Message::text(id, source).digest();
+        assert_eq!(text("A", Source::user()), text("B", Source::user()));
+        assert_ne!(text("A", Source::user()), text("A", Source::plugin("p")));
+        let naming = |id: &str, named: &str| {
+            Message::new(id.into(), serde_json::json!(named), Source::user()).digest()
+        };
+        assert_eq!(naming("A", "A"), naming("B", "B"));
+        assert_ne!(
+            naming("A", "B"),
+            naming("A", "A"),
+            "another id stays itself"
+        );
+        assert_ne!(naming("A", "B"), naming("A", "C"));
+    }
+
+    #[test]
+    fn a_computed_digest_is_not_part_of_the_value() {
+        let digested = Message::text("A", Source::user());
+        let fresh = Message::text("A", Source::user());
+        let _ = digested.digest();
+        assert_eq!(digested, fresh);
+        let json = serde_json::to_string(&digested).expect("serializes");
+        assert_eq!(json, serde_json::to_string(&fresh).expect("serializes"));
+        let value: Value = serde_json::from_str(&json).expect("parses");
+        let mut keys: Vec<&str> = value
+            .as_object()
+            .map(|fields| fields.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        keys.sort_unstable();
+        assert_eq!(keys, ["content", "id", "role", "source"], "no digest field");
+        let read: Message = serde_json::from_str(&json).expect("parses");
+        assert_eq!((read.digest(), &read), (digested.digest(), &fresh));
+    }
 }

@@ -14,7 +14,7 @@ use courier_core::{
 };
 use strum::VariantArray;
 
-use crate::prng::Prng;
+use crate::prng::{Prng, running_totals};
 use crate::swarm::{InputWeights, POOL_SIZE_MAX, Swarm};
 
 /// The ids a pool draws from, in order.
@@ -106,6 +106,8 @@ fn weight(kind: Kind, weights: &InputWeights) -> u32 {
 pub(crate) struct KindTable {
     kinds: Vec<Kind>,
     weights: Vec<u32>,
+    /// The running totals of `weights`, for [`Prng::pick_cumulative`].
+    totals: Vec<u64>,
 }
 
 impl KindTable {
@@ -115,8 +117,13 @@ impl KindTable {
             .flat_map(|kind| drawn_as(*kind))
             .copied()
             .collect();
-        let weights = kinds.iter().map(|k| weight(*k, &swarm.inputs)).collect();
-        Self { kinds, weights }
+        let weights: Vec<u32> = kinds.iter().map(|k| weight(*k, &swarm.inputs)).collect();
+        let totals = running_totals(&weights);
+        Self {
+            kinds,
+            weights,
+            totals,
+        }
     }
 
     /// The kinds, in draw order.
@@ -168,7 +175,7 @@ impl Generator {
     pub(crate) fn next_input(&mut self, agent: &Agent) -> Input {
         let kind = self
             .prng
-            .pick(self.kinds.weights())
+            .pick_cumulative(&self.kinds.totals)
             .map_or(Kind::Completion, |index| self.kinds.kinds()[index]);
         match kind {
             Kind::Send(target, wakeup) => Input::send(self.message(), target, wakeup),

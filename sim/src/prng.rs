@@ -83,11 +83,32 @@ impl Prng {
         unreachable!("the ticket is below the total weight")
     }
 
+    /// [`Prng::pick`] over weights given as their running totals (the
+    /// generator draws its input kind this way on every input: no sum, and
+    /// a binary search instead of the scan). The same draw for the same
+    /// weights.
+    pub(crate) fn pick_cumulative(&mut self, totals: &[u64]) -> Option<usize> {
+        let total = totals.last().copied().filter(|total| *total > 0)?;
+        let ticket = self.below(total);
+        Some(totals.partition_point(|running| *running <= ticket))
+    }
+
     /// An index in `0..length`; `None` for an empty slice.
     pub fn index(&mut self, length: usize) -> Option<usize> {
         let length = u64::try_from(length).expect("a length fits in u64");
         (length > 0).then(|| usize::try_from(self.below(length)).expect("below a usize length"))
     }
+}
+
+/// The running totals of `weights`, which [`Prng::pick_cumulative`] draws
+/// from.
+pub(crate) fn running_totals(weights: &[u32]) -> Vec<u64> {
+    let mut running = 0;
+    let total = |weight: &u32| {
+        running += u64::from(*weight);
+        running
+    };
+    weights.iter().map(total).collect()
 }
 
 #[cfg(test)]
@@ -117,6 +138,19 @@ mod tests {
         let picks: Vec<Option<usize>> = (0..6).map(|_| prng.pick(&[1, 0, 3, 2])).collect();
         assert_eq!(picks, [2, 3, 3, 3, 3, 0].map(Some));
         assert_eq!(prng.child().next_u64(), 7844175745849579193);
+    }
+
+    #[test]
+    fn a_cumulative_pick_draws_as_the_weights_do() {
+        let tables: [&[u32]; 5] = [&[1, 0, 3, 2], &[0, 0, 5], &[7], &[0, 0], &[3, 0, 0, 1, 9]];
+        for weights in tables {
+            let totals = running_totals(weights);
+            let (mut scanned, mut searched) = (Prng::new(3), Prng::new(3));
+            for _ in 0..200 {
+                assert_eq!(scanned.pick(weights), searched.pick_cumulative(&totals));
+            }
+        }
+        assert_eq!(Prng::new(0).pick_cumulative(&[]), None);
     }
 
     #[test]

@@ -25,8 +25,8 @@ pub struct Plan {
     pub jobs: usize,
     /// Run each seed twice and compare the runs and their output hashes.
     pub check_determinism: bool,
-    /// Count distinct abstract states (the fingerprint costs about as much
-    /// as generating and checking an input).
+    /// Count distinct abstract states (the fingerprint and its set add
+    /// about 16% to a sweep's instructions: BENCHMARKS.md).
     pub coverage: bool,
     /// Draw only inputs the model checker explores within these bounds
     /// ([`simulate_within`]) instead of the free generator's (a bound

@@ -50,7 +50,7 @@ pub(crate) struct Args {
     /// Run each seed twice and fail on any difference.
     #[arg(long)]
     check_determinism: bool,
-    /// Skip counting distinct abstract states (about 1.4 times the throughput: BENCHMARKS.md).
+    /// Skip counting distinct abstract states (about 1.3 times the throughput: BENCHMARKS.md).
     #[arg(long)]
     no_coverage: bool,
     /// Draw only inputs `courier check --messages M` explores and report the
