@@ -59,8 +59,8 @@ pub struct Agent {
     sweep_credit: usize,
     /// Whether the debug build's check after the last input swept the
     /// inbox as it stands, so an engine's [`Agent::check_invariants`] right
-    /// after need not sweep it again (it was a fifth of `courier sim`'s
-    /// instructions with debug assertions on); not state.
+    /// after need not sweep it again (the second sweep was a tenth of
+    /// `courier sim`'s instructions with debug assertions on); not state.
     #[cfg(debug_assertions)]
     swept: bool,
 }
