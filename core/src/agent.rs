@@ -57,12 +57,6 @@ pub struct Agent {
     /// before the next one (see [`SWEEP_BUDGET`]); not state.
     #[cfg(debug_assertions)]
     sweep_credit: usize,
-    /// Whether the debug build's check after the last input swept the
-    /// inbox as it stands, so an engine's [`Agent::check_invariants`] right
-    /// after need not sweep it again (the second sweep was a tenth of
-    /// `courier sim`'s instructions with debug assertions on); not state.
-    #[cfg(debug_assertions)]
-    swept: bool,
 }
 
 /// The pending messages a debug build's inbox sweep may visit per input,
@@ -152,10 +146,6 @@ impl Agent {
     pub(crate) fn restore(&mut self, inbox: Inbox, last_turn: u64) {
         self.state.inbox = inbox;
         self.state.last_turn = last_turn;
-        #[cfg(debug_assertions)]
-        {
-            self.swept = false;
-        }
     }
 
     /// Runs one atomic transition. A refusal changes nothing and emits nothing.
@@ -214,11 +204,14 @@ impl Agent {
     #[cfg(debug_assertions)]
     fn debug_check(&mut self) {
         self.check_phase();
+        if self.state.inbox.is_swept() {
+            // Unchanged since its sweep: nothing to check, no credit spent.
+            return;
+        }
         self.sweep_credit = self.sweep_credit.saturating_add(SWEEP_BUDGET);
-        self.swept = self.sweep_credit >= self.state.inbox.len();
-        if self.swept {
+        if self.sweep_credit >= self.state.inbox.len() {
             self.sweep_credit = 0;
-            self.state.inbox.check_invariants();
+            self.state.inbox.sweep();
         }
     }
 
@@ -295,11 +288,10 @@ impl Agent {
     /// then (see [`Agent::handle`]); the checker's harness calls this after
     /// every input it feeds, and then sweeps only what that check did not.
     pub fn check_invariants(&self) {
-        #[cfg(debug_assertions)]
-        let swept = self.swept;
-        #[cfg(not(debug_assertions))]
-        let swept = false;
-        if !swept {
+        // The debug build's own check swept the lists as they stand (a
+        // second sweep was a tenth of `courier sim`'s instructions with
+        // debug assertions on).
+        if !self.state.inbox.is_swept() {
             self.state.inbox.check_invariants();
         }
         self.check_phase();

@@ -95,6 +95,12 @@ pub struct Inbox {
     next_step: Pending<Message>,
     /// Derived from the lists; kept only so a send need not scan them.
     pending: IdIndex,
+    /// Whether [`Inbox::sweep`] checked the lists as they stand (debug
+    /// builds): after an input that leaves them alone (a completion, a
+    /// status change) the debug build's check need not sweep them again.
+    /// Not state.
+    #[cfg(debug_assertions)]
+    swept: bool,
 }
 
 // Equality and hashing cover the lists only: the index is derived from them.
@@ -122,7 +128,13 @@ impl Inbox {
         }
     }
 
+    /// Every change to the lists goes through here, so it is where a sweep
+    /// goes stale.
     fn list_mut(&mut self, target: Target) -> &mut Pending<Message> {
+        #[cfg(debug_assertions)]
+        {
+            self.swept = false;
+        }
         match target {
             Target::NextTurn => &mut self.next_turn,
             Target::NextStep => &mut self.next_step,
@@ -225,6 +237,7 @@ impl Inbox {
             next_turn,
             next_step,
             pending,
+            ..
         } = &mut *self;
         match pending.entry(id_hash(id)) {
             Entry::Vacant(slot) => {
@@ -310,6 +323,26 @@ impl Inbox {
             }
         }
         taken
+    }
+
+    /// [`Inbox::check_invariants`], unless the lists have not changed since
+    /// the last sweep.
+    #[cfg(debug_assertions)]
+    pub(crate) fn sweep(&mut self) {
+        if !self.swept {
+            self.check_invariants();
+            self.swept = true;
+        }
+    }
+
+    /// Whether the lists have been swept as they stand (always `false`
+    /// without debug assertions, which never sweep on their own).
+    pub(crate) fn is_swept(&self) -> bool {
+        #[cfg(debug_assertions)]
+        let swept = self.swept;
+        #[cfg(not(debug_assertions))]
+        let swept = false;
+        swept
     }
 
     /// Checks that no id is pending twice and the index counts the lists.
@@ -421,6 +454,36 @@ mod tests {
             short.uncount(&MessageId::from("m-1"));
             let broken = std::panic::catch_unwind(|| short.check_invariants());
             assert!(broken.is_err(), "{count}: a missing index entry passed");
+        }
+    }
+
+    /// A sweep goes stale with every change to the lists (a send, a splice,
+    /// a claim), so the debug build's check never skips a changed inbox.
+    #[cfg(debug_assertions)]
+    #[test]
+    fn every_change_unsweeps() {
+        let message = |id: &str| Message::text(id, Source::user());
+        let mut inbox = Inbox::default();
+        assert!(!inbox.is_swept(), "a new inbox counts as swept");
+        let changes: [fn(&mut Inbox, &Message); 3] = [
+            |inbox, m| drop(inbox.push_back(Target::NextStep, m)),
+            |inbox, m| {
+                let splice = inbox.normalize(
+                    Target::NextTurn,
+                    0,
+                    1,
+                    Inserted::from_buf([m.clone()]),
+                    None,
+                );
+                inbox.apply(&splice);
+            },
+            |inbox, _| drop(inbox.take_front(Target::NextStep, 1)),
+        ];
+        for (k, change) in changes.into_iter().enumerate() {
+            inbox.sweep();
+            assert!(inbox.is_swept());
+            change(&mut inbox, &message(&format!("m-{k}")));
+            assert!(!inbox.is_swept(), "change {k} left the sweep standing");
         }
     }
 }
