@@ -150,7 +150,7 @@ fn step(harness: &mut Harness, input: Input) -> Result<(), TestCaseError> {
         "outputs left over from the last input"
     );
     let step = harness.feed(input);
-    harness.agent().check_invariants();
+    harness.check_invariants();
     let Transition {
         input,
         answer,

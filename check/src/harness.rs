@@ -179,6 +179,13 @@ impl Harness {
         &self.agent
     }
 
+    /// [`Agent::check_invariants`] on the agent as it stands: for a release
+    /// engine that sweeps after every input (a debug build's
+    /// [`Harness::feed`] already does).
+    pub fn check_invariants(&mut self) {
+        self.agent.check_invariants();
+    }
+
     /// The checker's ghost state.
     pub fn checker(&self) -> &Checker {
         self.monitor.checker()

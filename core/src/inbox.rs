@@ -95,11 +95,9 @@ pub struct Inbox {
     next_step: Pending<Message>,
     /// Derived from the lists; kept only so a send need not scan them.
     pending: IdIndex,
-    /// Whether [`Inbox::sweep`] checked the lists as they stand (debug
-    /// builds): after an input that leaves them alone (a completion, a
-    /// status change) the debug build's check need not sweep them again.
-    /// Not state.
-    #[cfg(debug_assertions)]
+    /// Whether [`Inbox::sweep`] checked the lists as they stand, so a check
+    /// after an input that left them alone (a completion, a status change)
+    /// need not sweep them again. Not state.
     swept: bool,
 }
 
@@ -131,10 +129,7 @@ impl Inbox {
     /// Every change to the lists goes through here, so it is where a sweep
     /// goes stale.
     fn list_mut(&mut self, target: Target) -> &mut Pending<Message> {
-        #[cfg(debug_assertions)]
-        {
-            self.swept = false;
-        }
+        self.swept = false;
         match target {
             Target::NextTurn => &mut self.next_turn,
             Target::NextStep => &mut self.next_step,
@@ -327,7 +322,6 @@ impl Inbox {
 
     /// [`Inbox::check_invariants`], unless the lists have not changed since
     /// the last sweep.
-    #[cfg(debug_assertions)]
     pub(crate) fn sweep(&mut self) {
         if !self.swept {
             self.check_invariants();
@@ -335,14 +329,11 @@ impl Inbox {
         }
     }
 
-    /// Whether the lists have been swept as they stand (always `false`
-    /// without debug assertions, which never sweep on their own).
+    /// Whether the lists have been swept as they stand (for the debug
+    /// build's own check after each input).
+    #[cfg(debug_assertions)]
     pub(crate) fn is_swept(&self) -> bool {
-        #[cfg(debug_assertions)]
-        let swept = self.swept;
-        #[cfg(not(debug_assertions))]
-        let swept = false;
-        swept
+        self.swept
     }
 
     /// Checks that no id is pending twice and the index counts the lists.
@@ -458,13 +449,12 @@ mod tests {
     }
 
     /// A sweep goes stale with every change to the lists (a send, a splice,
-    /// a claim), so the debug build's check never skips a changed inbox.
-    #[cfg(debug_assertions)]
+    /// a claim), so a check never skips a changed inbox.
     #[test]
     fn every_change_unsweeps() {
         let message = |id: &str| Message::text(id, Source::user());
         let mut inbox = Inbox::default();
-        assert!(!inbox.is_swept(), "a new inbox counts as swept");
+        assert!(!inbox.swept, "a new inbox counts as swept");
         let changes: [fn(&mut Inbox, &Message); 3] = [
             |inbox, m| drop(inbox.push_back(Target::NextStep, m)),
             |inbox, m| {
@@ -481,9 +471,9 @@ mod tests {
         ];
         for (k, change) in changes.into_iter().enumerate() {
             inbox.sweep();
-            assert!(inbox.is_swept());
+            assert!(inbox.swept);
             change(&mut inbox, &message(&format!("m-{k}")));
-            assert!(!inbox.is_swept(), "change {k} left the sweep standing");
+            assert!(!inbox.swept, "change {k} left the sweep standing");
         }
     }
 }

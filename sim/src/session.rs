@@ -123,7 +123,7 @@ impl<'a> Session<'a> {
         // debug builds; never let a release build run the simulator with
         // them off.
         if !cfg!(debug_assertions) {
-            self.harness.agent().check_invariants();
+            self.harness.check_invariants();
         }
         if let Some(hash) = &mut self.hash {
             hash.add(&transition.answer, &transition.outputs);
@@ -157,7 +157,7 @@ impl<'a> Session<'a> {
             "the shape tracks the log"
         );
         if !cfg!(debug_assertions) {
-            self.harness.agent().check_invariants();
+            self.harness.check_invariants();
         }
         if let Some(hash) = &mut self.hash {
             hash.add(&Ok(()), &closers);
