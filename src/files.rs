@@ -8,7 +8,8 @@
 //! its name, and by inode). [`replace`] and [`Staged`] write through a
 //! temporary file in the target's own folder and rename it over the target,
 //! so a full disk, a kill or a write error leaves the old file whole (or no
-//! file at all); a device or pipe is written in place.
+//! file at all); a device or pipe is written in place, from a temporary
+//! file once the output is whole.
 //!
 //! [`read_capped`] reads a transcript whole only up to [`TRANSCRIPT_MAX`],
 //! so `courier run /dev/zero` is an error, not gigabytes; [`is_report`] and
@@ -166,7 +167,9 @@ pub fn replace_with(
 /// [`Staged::commit`]; dropped uncommitted, it is deleted and the target is
 /// untouched. For writers that need a path of their own (a session log).
 /// A target that exists and is not a regular file (`/dev/null`, a FIFO) has
-/// nothing to keep whole and must not be replaced: it is written in place.
+/// nothing to keep whole and must not be replaced: it is written in place,
+/// copied there from a temporary file on commit (a writer may sync or read
+/// back what it wrote, which a device or pipe cannot do).
 #[derive(Debug)]
 pub struct Staged(Stage);
 
@@ -178,13 +181,18 @@ enum Stage {
         target: PathBuf,
         permissions: Option<Permissions>,
     },
-    /// A device or pipe, opened for writing.
-    InPlace { file: File, target: PathBuf },
+    /// A device or pipe: written to a temporary file in the system's
+    /// temporary folder (a writer may sync it or read it back, which a
+    /// device or pipe cannot do), copied into the target on commit.
+    InPlace {
+        temporary: NamedTempFile,
+        target: PathBuf,
+    },
 }
 
 impl Staged {
-    /// A fresh temporary file in `target`'s folder (or the target itself,
-    /// opened, when it is a device or a pipe).
+    /// A fresh temporary file in `target`'s folder (or, for a device or a
+    /// pipe, in the system's temporary folder).
     pub fn new(target: &Path) -> io::Result<Staged> {
         if let Some(refusal) = unwritable(target) {
             return Err(io::Error::new(io::ErrorKind::PermissionDenied, refusal));
@@ -192,18 +200,18 @@ impl Staged {
         // Replace the file a link names, not the link.
         let target = fs::canonicalize(target).unwrap_or_else(|_| target.to_owned());
         let metadata = fs::metadata(&target).ok();
-        if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
-            let file = fs::OpenOptions::new().write(true).open(&target)?;
-            return Ok(Staged(Stage::InPlace { file, target }));
-        }
         let name = target.file_name().map_or_else(
             || "courier".into(),
             |name| name.to_string_lossy().into_owned(),
         );
-        let temporary = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .tempfile_in(folder_of(&target))?;
+        let prefix = format!(".{name}.");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
+            let temporary = builder.tempfile()?;
+            return Ok(Staged(Stage::InPlace { temporary, target }));
+        }
+        let temporary = builder.tempfile_in(folder_of(&target))?;
         Ok(Staged(Stage::Beside {
             temporary,
             target,
@@ -211,19 +219,19 @@ impl Staged {
         }))
     }
 
-    /// The path to write: the temporary file's (or the device's).
+    /// The path to write: always a regular temporary file.
     pub fn path(&self) -> &Path {
         match &self.0 {
-            Stage::Beside { temporary, .. } => temporary.path(),
-            Stage::InPlace { target, .. } => target,
+            Stage::Beside { temporary, .. } | Stage::InPlace { temporary, .. } => temporary.path(),
         }
     }
 
-    /// The file, open for writing.
+    /// The temporary file, open for writing.
     pub fn file(&mut self) -> &mut File {
         match &mut self.0 {
-            Stage::Beside { temporary, .. } => temporary.as_file_mut(),
-            Stage::InPlace { file, .. } => file,
+            Stage::Beside { temporary, .. } | Stage::InPlace { temporary, .. } => {
+                temporary.as_file_mut()
+            }
         }
     }
 
@@ -237,7 +245,14 @@ impl Staged {
                 target,
                 permissions,
             } => (temporary, target, permissions),
-            Stage::InPlace { mut file, .. } => return file.flush(),
+            Stage::InPlace { temporary, target } => {
+                // Read from the path: a writer may have replaced the file
+                // there (a log created anew at `path()`).
+                let mut written = File::open(temporary.path())?;
+                let mut device = fs::OpenOptions::new().write(true).open(&target)?;
+                io::copy(&mut written, &mut device)?;
+                return device.flush();
+            }
         };
         temporary.as_file().sync_all()?;
         let permissions = match permissions {

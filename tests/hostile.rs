@@ -309,6 +309,74 @@ fn never_destroy_a_device_output_is_written_in_place_not_replaced() {
     assert!(kind.is_char_device(), "/dev/null is still a device");
 }
 
+/// A writer that syncs or reads back what it wrote (the demo's session
+/// log, resumed from the file after `--crash`) gets a regular temporary
+/// file, copied into the device once whole: before, `demo --log /dev/null`
+/// panicked (`fsync` of a device: "Invalid argument").
+#[cfg(unix)]
+#[test]
+fn never_destroy_a_device_log_is_written_from_a_temporary_file() {
+    for arguments in [
+        &["demo", "--log", "/dev/null"][..],
+        &["demo", "--crash", "--log", "/dev/null"],
+    ] {
+        let (code, stdout, stderr) = run(arguments);
+        assert_eq!(code, Some(0), "{arguments:?}: {stderr}");
+        assert!(stdout.contains("log written to /dev/null"), "{stdout}");
+    }
+    // Through a pipe, the whole log arrives once the demo ends: its header,
+    // then the record of every event up to the disposal, each a JSON line.
+    let (code, stdout, stderr) = run(&["demo", "--crash", "--log", "/dev/stdout"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let log: Vec<&str> = stdout
+        .lines()
+        .skip_while(|line| !line.starts_with(r#"{"type":"session","#))
+        .take_while(|line| line.starts_with('{'))
+        .collect();
+    assert!(log.len() > 10, "the log is in stdout: {stdout}");
+    assert!(
+        log.last()
+            .unwrap()
+            .contains(r#""reason":{"kind":"completed"}"#),
+        "{log:?}"
+    );
+}
+
+/// A log the disk cannot take, whether at the end (`/dev/full`) or in the
+/// middle of the session (a file size limit, as a full disk would stop it):
+/// one `error:` line naming `--log`, exit 2, the old file whole. Before, the
+/// demo panicked (`A is fresh: Log(... No space left on device)`).
+#[cfg(unix)]
+#[test]
+fn never_panic_a_log_the_disk_cannot_take_is_an_error() {
+    let folder = folder();
+    let log = write(&folder, "kept.jsonl", "the old log\n");
+    let binary = env!("CARGO_BIN_EXE_courier");
+    for crash in ["", "--crash"] {
+        for target in ["/dev/full", &text(&log)] {
+            // `ulimit -f 2`: no file grows past 1 KiB (the log is about
+            // 3 KiB); SIGXFSZ ignored, so a write past it fails (EFBIG).
+            let script =
+                format!("trap '' XFSZ; ulimit -f 2; exec {binary} demo {crash} --log {target}");
+            let output = Command::new("sh")
+                .args(["-c", &script])
+                .env("RUST_BACKTRACE", "1")
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{script}: {stderr}");
+            assert!(
+                stderr.contains(&format!("error: --log {target}: ")),
+                "{script}: {stderr}"
+            );
+            assert!(!stderr.contains("panicked"), "{script}: {stderr}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "the old log\n");
+    let left: Vec<_> = std::fs::read_dir(folder.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "no temporary file is left: {left:?}");
+}
+
 #[test]
 fn never_destroy_a_report_is_recognized_by_content_not_by_its_name() {
     let folder = folder();
