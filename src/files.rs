@@ -208,10 +208,10 @@ impl Staged {
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix).suffix(".tmp");
         if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
-            let temporary = builder.tempfile()?;
+            let temporary = builder.tempfile().map_err(unnamed)?;
             return Ok(Staged(Stage::InPlace { temporary, target }));
         }
-        let temporary = builder.tempfile_in(folder_of(&target))?;
+        let temporary = builder.tempfile_in(folder_of(&target)).map_err(unnamed)?;
         Ok(Staged(Stage::Beside {
             temporary,
             target,
@@ -265,6 +265,17 @@ impl Staged {
             let _best_effort = folder.sync_all();
         }
         Ok(())
+    }
+}
+
+/// A temporary file's creation error without its random name (tempfile
+/// appends ` at path "..."` to the system's message): the user named the
+/// target, and the caller names that.
+fn unnamed(error: io::Error) -> io::Error {
+    let text = error.to_string();
+    match text.rsplit_once(" at path \"") {
+        Some((cause, _)) => io::Error::new(error.kind(), cause),
+        None => error,
     }
 }
 

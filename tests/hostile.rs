@@ -649,3 +649,87 @@ fn bounded_memory_a_trace_too_long_to_draw_is_refused() {
         "{stderr}"
     );
 }
+
+/// Feeds `lines` to `courier serve-protocol`; its exit code and stdout.
+fn serve(lines: &[&str]) -> (Option<i32>, String) {
+    use std::io::Write as _;
+    let mut child = courier()
+        .arg("serve-protocol")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    (output.status.code(), stdout)
+}
+
+/// A `bench` line asking for more messages than memory holds is an error
+/// answer, and the server goes on. Before: `memory allocation of
+/// 8000000000000 bytes failed` (abort, exit 134) for a batch of 10^12, and
+/// the check pass kept every output (2.3 GB for 2^20 messages).
+#[test]
+fn bounded_memory_a_protocol_bench_too_big_is_refused() {
+    let (code, stdout) = serve(&[
+        r#"{"bench":{"batch":1000000000000,"cycles":1}}"#,
+        r#"{"bench":{"batch":4294967296,"cycles":4294967296}}"#,
+        r#"{"bench":{"batch":1024,"cycles":1025}}"#,
+        r#"{"query":"status"}"#,
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    for line in 1..=3 {
+        assert!(
+            stdout.contains(&format!(
+                "line {line}: bench batch × cycles must be at most 1048576 messages"
+            )),
+            "{stdout}"
+        );
+    }
+    assert!(stdout.contains(r#"{"status":"idle"}"#), "{stdout}");
+}
+
+/// A protocol line that is not what it must be gets an answer naming what
+/// is wrong with it: a key given twice (at any depth) is refused, not read
+/// as whichever serde keeps; a JSON value that is not an object, an object
+/// of two kinds, a bad restart and a bad input each say so. Before, all but
+/// the first were `data did not match any variant of untagged enum
+/// Stimulus`, and `{"query":"inbox","query":"status"}` answered the status.
+#[test]
+fn truthful_a_protocol_line_names_what_is_wrong_with_it() {
+    let (code, stdout) = serve(&[
+        r#"{"query":"inbox","query":"status"}"#,
+        r#"{"restart":{"lose":1,"lose":2}}"#,
+        r#"{"input":"remove","id":"A","id":"B"}"#,
+        r#"["session/end-seed"]"#,
+        r#"{"query":"inbox","input":"dispose"}"#,
+        r#"{"restart":{"lose":-1}}"#,
+        r#"{"input":"nope"}"#,
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    let answers: Vec<&str> = stdout
+        .lines()
+        .filter(|line| *line != r#"{"settled":true}"#)
+        .collect();
+    let expected = [
+        "line 1: duplicate key `query`",
+        "line 2: duplicate key `lose`",
+        "line 3: duplicate key `id`",
+        "line 4: not a JSON object: an array",
+        "line 5: an object with exactly one of the keys `input`, `restart`, `query`, `bench`, got input, query",
+        r#"line 6: restart: not `{\"restart\":{\"lose\":N}}` with N a non-negative integer"#,
+        "line 7: input: unknown variant `nope`",
+    ];
+    assert_eq!(answers.len(), expected.len(), "{stdout}");
+    for (answer, expected) in answers.iter().zip(expected) {
+        assert!(answer.starts_with(r#"{"error":""#), "{answer}");
+        assert!(answer.contains(expected), "{answer} lacks {expected}");
+    }
+}
