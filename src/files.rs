@@ -403,7 +403,83 @@ pub fn is_report(path: &Path) -> Result<bool, String> {
 
 /// Reads a race report, streamed (see [`courier_sim::Report::read`]): a
 /// report of a million stimuli needs memory for its trace, not for its text.
-pub fn read_report(path: &Path) -> Result<courier_sim::Report, String> {
-    let open = || File::open(path).map_err(|error| format!("cannot read: {error}"));
+/// It is read twice (its version first), so `path` must be [`Rereadable`].
+pub fn read_report(path: &Rereadable) -> Result<courier_sim::Report, String> {
+    let open = || File::open(path.path()).map_err(|error| format!("cannot read: {error}"));
     courier_sim::Report::read(open()?, open()?).map_err(|error| error.to_string())
+}
+
+/// An input a command reads more than once (a report: its version, then
+/// the whole; a file told apart by content, then read; a log read, then
+/// copied). A regular file (or a device) is opened again; a pipe or FIFO
+/// (`/dev/stdin` under `|`, `<(...)`) gives its bytes once, so it is first
+/// copied to a temporary file, of at most [`TRANSCRIPT_MAX`] bytes (a
+/// bigger one is refused: save it to a file).
+#[derive(Debug)]
+pub struct Rereadable {
+    path: PathBuf,
+    /// The copy of a pipe, kept (and removed when dropped) while `path`
+    /// names it.
+    _copy: Option<NamedTempFile>,
+}
+
+impl Rereadable {
+    /// `path`, copied first when it is a pipe.
+    pub fn new(path: &Path) -> Result<Rereadable, String> {
+        let meta = fs::metadata(path).map_err(|error| format!("cannot read: {error}"))?;
+        if meta.is_dir() {
+            return Err("cannot read: is a folder".to_owned());
+        }
+        if !is_pipe(&meta) {
+            return Ok(Rereadable {
+                path: path.to_owned(),
+                _copy: None,
+            });
+        }
+        let source = File::open(path).map_err(|error| format!("cannot read: {error}"))?;
+        let mut copy = NamedTempFile::new()
+            .map_err(unnamed)
+            .map_err(|error| format!("cannot copy the pipe to a temporary file: {error}"))?;
+        let copied = io::copy(&mut source.take(TRANSCRIPT_MAX + 1), copy.as_file_mut())
+            .map_err(|error| format!("cannot read: {error}"))?;
+        if copied > TRANSCRIPT_MAX {
+            return Err(format!(
+                "a pipe larger than {} MiB: refused (it is read more than once, so it is \
+                 copied first; save it to a file)",
+                TRANSCRIPT_MAX >> 20
+            ));
+        }
+        Ok(Rereadable {
+            path: copy.path().to_owned(),
+            _copy: Some(copy),
+        })
+    }
+
+    /// Where to read it (again): the file, or the pipe's copy.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(unix)]
+fn is_pipe(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    meta.file_type().is_fifo() || meta.file_type().is_socket()
+}
+
+#[cfg(not(unix))]
+fn is_pipe(_: &fs::Metadata) -> bool {
+    false
+}
+
+/// Refuses to rewrite `path` in place unless it is a regular file: a pipe
+/// or a device (`/dev/stdin`) cannot be replaced, and writing into it would
+/// lose the rewrite while saying it was done.
+pub fn rewritable(path: &Path) -> Result<(), String> {
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+            Err("not a regular file (a pipe or a device): --rewrite cannot replace it".to_owned())
+        }
+        _ => Ok(()),
+    }
 }

@@ -733,3 +733,80 @@ fn truthful_a_protocol_line_names_what_is_wrong_with_it() {
         assert!(answer.contains(expected), "{answer} lacks {expected}");
     }
 }
+
+/// Runs `courier` with `arguments`, `stdin` piped in; exit code, stdout, stderr.
+fn run_piped(arguments: &[&str], stdin: &[u8]) -> (Option<i32>, String, String) {
+    use std::io::Write as _;
+    let mut child = courier()
+        .args(arguments)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    // A command that refuses early closes its end: a write error is fine.
+    let _ = pipe.write_all(stdin);
+    drop(pipe);
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().unwrap();
+    let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+    (status.code(), text(stdout), text(stderr))
+}
+
+/// A pipe gives its bytes once: a command that reads its input twice (a
+/// report's version, then the report; a file told apart by content, then
+/// read; a log read, then copied to `--out`) copies a pipe first. Before,
+/// `cat r.json | courier replay /dev/stdin` was "not a race report: EOF
+/// while parsing", `diagram` of a piped transcript "not a transcript", and
+/// `repair /dev/stdin --out` exit 1 "the input shrank while it was read".
+/// And a pipe cannot be rewritten in place: `run --rewrite /dev/stdin`
+/// said "rewrote /dev/stdin" and wrote the transcript into the pipe.
+#[cfg(unix)]
+#[test]
+fn never_destroy_a_pipe_input_is_read_once() {
+    let report_text = report(vec![followup("A")]);
+    let (code, stdout, stderr) = run_piped(&["replay", "/dev/stdin"], report_text.as_bytes());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("no violation: the trace passes"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = run_piped(
+        &["diagram", "/dev/stdin", "--format", "mermaid"],
+        report_text.as_bytes(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("seed 7"), "drawn as a report: {stdout}");
+    let (code, stdout, stderr) = run_piped(
+        &["diagram", "/dev/stdin", "--format", "mermaid"],
+        PASSING.as_bytes(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.starts_with("sequenceDiagram"), "{stdout}");
+    let log = match common::shared_root() {
+        Some(root) => root.join("fixtures/dsh-restart-logs"),
+        None => common::vendored_root().join("dsh-restart-logs"),
+    };
+    let log = std::fs::read(log.join("r05-restart-loses-claim.jsonl")).unwrap();
+    let folder = folder();
+    let out = folder.path().join("repaired.jsonl");
+    let (code, stdout, stderr) = run_piped(&["repair", "/dev/stdin", "--out", &text(&out)], &log);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let repaired = std::fs::read(&out).unwrap();
+    assert!(repaired.starts_with(&log), "the kept lines, verbatim");
+    assert!(repaired.len() > log.len(), "then the closers");
+    let (code, stdout, stderr) =
+        run_piped(&["run", "--rewrite", "/dev/stdin"], b"status\n----\nbusy\n");
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(!stdout.contains("rewrote"), "{stdout}");
+    assert!(
+        stderr.contains(
+            "/dev/stdin: not a regular file (a pipe or a device): --rewrite cannot replace it"
+        ),
+        "{stderr}"
+    );
+}

@@ -147,7 +147,11 @@ impl Engine<'_> {
 
 fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
     let name = file.display();
-    let text = match files::read_capped(file, files::TRANSCRIPT_MAX) {
+    let readable = match args.rewrite {
+        true => files::rewritable(file),
+        false => Ok(()),
+    };
+    let text = match readable.and_then(|()| files::read_capped(file, files::TRANSCRIPT_MAX)) {
         Ok(text) => text,
         Err(error) => {
             eprintln!("error: {name}: {error}");

@@ -23,12 +23,14 @@ use crate::variant::fresh_agent;
 /// line on the default build) draws the correct design, with a note saying
 /// so and how to draw the planted bug.
 pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
-    if crate::files::is_report(file)? {
-        let report = crate::files::read_report(file)?;
+    // Told apart, then read: a pipe is copied first.
+    let source = crate::files::Rereadable::new(file)?;
+    if crate::files::is_report(source.path())? {
+        let report = crate::files::read_report(&source)?;
         drawable(report.trace.len())?;
         return from_report(file, &report, mutant);
     }
-    let text = crate::files::read_capped(file, crate::files::TRANSCRIPT_MAX)?;
+    let text = crate::files::read_capped(source.path(), crate::files::TRANSCRIPT_MAX)?;
     let script = Script::parse(&text).map_err(|error| error.to_string())?;
     drawable(script.blocks().count())?;
     let named = named_variant(&text);
