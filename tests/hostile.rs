@@ -810,3 +810,39 @@ fn never_destroy_a_pipe_input_is_read_once() {
         "{stderr}"
     );
 }
+
+/// Another implementation (`run --against`, `sim --against`) is input too:
+/// an endless line is cut at the protocol's 16 MiB cap, an error quotes at
+/// most 200 characters of what it printed, and an empty command is refused.
+/// Before, `--against 'head -c 100000000 /dev/zero'` read the whole line
+/// (205 MB resident) and printed all 100 MB of it to stderr, and
+/// `--against ''` was "cannot write to the implementation: Broken pipe".
+#[cfg(unix)]
+#[test]
+fn bounded_memory_another_implementation_is_input_too() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", PASSING);
+    let path = text(&transcript);
+    let cases = [
+        (
+            "head -c 20000000 /dev/zero",
+            "cannot read its answer: it printed a line longer than 16777216 bytes",
+        ),
+        (
+            "head -c 1000000 /dev/zero | tr '\\0' x; echo",
+            "... (1000000 bytes in all)` is not JSON",
+        ),
+        ("", "error: --against: an empty command"),
+    ];
+    for (command, expected) in cases {
+        for arguments in [
+            vec!["run", "--against", command, &path],
+            vec!["sim", "--seeds", "0", "--no-restarts", "--against", command],
+        ] {
+            let (code, _, stderr) = run(&arguments);
+            assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+            assert!(stderr.contains(expected), "{arguments:?}: {stderr}");
+            assert!(stderr.len() < 2000, "{arguments:?}: {} bytes", stderr.len());
+        }
+    }
+}

@@ -31,7 +31,7 @@ const SETTLED: &str = r#"{"settled":true}"#;
 
 /// The longest request line read (a request names one input; a line this
 /// long is not one, and reading it whole would take the memory it asks).
-const LINE_MAX: u64 = 16 << 20;
+pub(crate) const LINE_MAX: u64 = 16 << 20;
 
 pub(crate) fn main(args: &Args) -> ExitCode {
     let Some(agent) = super::agent(args.mutant) else {
