@@ -846,3 +846,46 @@ fn bounded_memory_another_implementation_is_input_too() {
         }
     }
 }
+
+/// An error about a whole file (missing, a folder, a glob that matched
+/// nothing and reached the command as written) names no line: before,
+/// `validate` printed `missing.jsonl:0: cannot open` (`"line":0` in JSON)
+/// and blamed line 1 of a folder; `repair` of a folder said `line 1:
+/// cannot read: Is a directory`.
+#[test]
+fn truthful_an_error_about_a_whole_file_names_no_line() {
+    let folder = folder();
+    let dir = folder.path().join("logs.jsonl");
+    std::fs::create_dir(&dir).unwrap();
+    let missing = folder.path().join("*.jsonl");
+    let (dir, missing) = (text(&dir), text(&missing));
+    let (code, _, stderr) = run(&["validate", &dir, &missing]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("error: {dir}: cannot read: is a folder\n")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("error: {missing}: cannot open: ")),
+        "{stderr}"
+    );
+    let (code, stdout, _) = run(&["validate", "--format", "json", &dir, &missing]);
+    assert_eq!(code, Some(2), "{stdout}");
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for line in &lines {
+        assert_eq!(line["status"], "unreadable", "{line}");
+        assert!(line["error"]["line"].is_null(), "{line}");
+    }
+    for command in ["repair", "replay", "diagram"] {
+        let (code, _, stderr) = run(&[command, &dir]);
+        assert_eq!(code, Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains(&format!("error: {dir}: cannot read: is a folder")),
+            "{command}: {stderr}"
+        );
+    }
+}
