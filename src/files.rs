@@ -313,9 +313,11 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String, String> {
         ));
     }
     String::from_utf8(bytes).map_err(|error| {
+        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|byte| **byte == b'\n').count() + 1;
         format!(
-            "not UTF-8 text (byte {} is invalid)",
-            error.utf8_error().valid_up_to() + 1
+            "line {line}: not UTF-8 text (byte {} of the file is invalid)",
+            valid.len() + 1
         )
     })
 }
@@ -375,6 +377,21 @@ pub fn flush_stdout() -> Option<std::process::ExitCode> {
         let _unreported = writeln!(io::stderr(), "error: cannot write to stdout: {error}");
     }
     Some(std::process::ExitCode::from(2))
+}
+
+/// The most characters of a user's text (or another program's) an error
+/// quotes.
+const SHOWN_MAX: usize = 200;
+
+/// Text an error quotes (a line of a file, what another implementation
+/// printed): whole when short, else its start and its length, so a 100 MB
+/// line is not a 100 MB error message.
+pub fn shown(text: &impl std::fmt::Display) -> String {
+    let text = text.to_string();
+    match text.char_indices().nth(SHOWN_MAX) {
+        None => text,
+        Some((end, _)) => format!("{}... ({} bytes in all)", &text[..end], text.len()),
+    }
 }
 
 /// The largest transcript read (they are read whole; the biggest written

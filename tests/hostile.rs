@@ -889,3 +889,59 @@ fn truthful_an_error_about_a_whole_file_names_no_line() {
         );
     }
 }
+
+/// `diagram` names the lines it does not draw: lines that are not
+/// commands (`courier run` prints `error: bad-command` for each) were
+/// silently skipped, the verdict "every property holds".
+#[test]
+fn truthful_diagram_names_the_lines_it_does_not_draw() {
+    let folder = folder();
+    let garbled = write(
+        &folder,
+        "garbled.txn",
+        format!("{PASSING}\nfrobnicate\n----\n\nrestart lose=-1\n"),
+    );
+    let (code, _, stderr) = run(&["diagram", &text(&garbled), "--format", "mermaid"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let line = PASSING.lines().count() + 2;
+    let note = format!("note: line {line}: `frobnicate` is not a command, nor is 1 other line");
+    assert!(stderr.contains(&note), "{stderr}");
+}
+
+/// A transcript whose `run` never reaches idle is drawn up to the cap with
+/// a liveness verdict; before, `diagram` exited 2 as if the file were
+/// unreadable, while `run` calls it a liveness failure (exit 1). Ignored:
+/// 45 s on a debug build (the checker's debug assertions cost a pass over
+/// the 5,000 pending messages per input; 0.1 s in release).
+#[test]
+#[ignore]
+fn truthful_diagram_draws_a_run_that_stalls_as_a_liveness_failure() {
+    let folder = folder();
+    let followups: String = (0..=5000).map(|k| format!("followup m{k}\n")).collect();
+    let stalls = write(&folder, "stalls.txn", format!("{followups}run\n"));
+    let (code, stdout, stderr) = run(&["diagram", &text(&stalls)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let verdict = "liveness failure after row 15001: line 5002: run did not reach idle";
+    assert!(stderr.contains(verdict), "{stderr}");
+    assert!(stdout.contains(verdict), "the picture says it too");
+}
+
+/// A transcript that is not UTF-8 is refused naming the line: before, only
+/// the byte (`not UTF-8 text (byte 24 is invalid)`).
+#[test]
+fn truthful_a_transcript_that_is_not_utf8_names_the_line() {
+    let folder = folder();
+    let path = write(
+        &folder,
+        "latin1.txn",
+        b"status\n----\nidle\n\n# caf\xe9\n".as_slice(),
+    );
+    for command in ["run", "diagram"] {
+        let (code, _, stderr) = run(&[command, &text(&path)]);
+        assert_eq!(code, Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("line 5: not UTF-8 text (byte 24 of the file is invalid)"),
+            "{command}: {stderr}"
+        );
+    }
+}

@@ -9,6 +9,7 @@ use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use courier::files::shown;
 use courier_core::transcript::{Command, RUN_INPUTS_MAX, Script, Stalled, parse_command};
 use courier_core::{AwaitPoint, Input, Output, PreStepDecision, Status, StepOutcome, Stimulus};
 use serde_json::Value;
@@ -334,19 +335,6 @@ fn answered(value: &Value) -> Result<Answered, String> {
     serde_json::from_value::<Output>(value.clone())
         .map(Answered::Output)
         .map_err(|error| format!("`{}` is not an output: {error}", shown(value)))
-}
-
-/// The most characters of the other side's text an error quotes.
-const SHOWN_MAX: usize = 200;
-
-/// What the other implementation printed, for an error: whole when short,
-/// else its start and its length (a 100 MB line is not an error message).
-pub(crate) fn shown(text: &impl std::fmt::Display) -> String {
-    let text = text.to_string();
-    match text.char_indices().nth(SHOWN_MAX) {
-        None => text,
-        Some((end, _)) => format!("{}... ({} bytes in all)", &text[..end], text.len()),
-    }
 }
 
 /// Runs every block of `script` on a fresh process of `command`, returning

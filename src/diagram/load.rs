@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use courier_check::Violation;
-use courier_core::transcript::Script;
+use courier_core::transcript::{Script, parse_command};
 use courier_core::{Agent, Mutant};
 use courier_sim::Report;
 
@@ -51,13 +51,35 @@ pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
         },
     };
     let mut tracer = Tracer::new(agent);
-    tracer
-        .run_script(&script)
-        .map_err(|(line, stalled)| format!("line {line}: {stalled}"))?;
+    // A stall is the run's verdict (a liveness failure), drawn up to there.
+    let stalled = tracer.run_script(&script).err();
     let mut diagram = tracer.finish(title(file, variant));
+    diagram.stalled = stalled.map(|(line, stalled)| format!("line {line}: {stalled}"));
     diagram.notes.extend(note);
+    diagram.notes.extend(not_commands(&script));
     diagram.diverged = diverged(&text, diagram.rows.len());
     Ok(diagram)
+}
+
+/// A note naming the lines that are not commands, which draw nothing
+/// (`courier run` prints each as `error: bad-command`): the first, and how
+/// many.
+fn not_commands(script: &Script) -> Option<String> {
+    let mut bad = script
+        .blocks()
+        .filter(|block| parse_command(&block.command).is_err());
+    let first = bad.next()?;
+    let others = match bad.count() {
+        0 => String::new(),
+        1 => ", nor is 1 other line".to_owned(),
+        more => format!(", nor are {more} other lines"),
+    };
+    Some(format!(
+        "note: line {}: `{}` is not a command{others}: not drawn (`courier run` prints \
+         `error: bad-command` for it)",
+        first.line,
+        crate::files::shown(&first.command)
+    ))
 }
 
 /// The other implementation's lines a divergence transcript (written by
