@@ -75,6 +75,18 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
     Ok(())
 }
 
+/// Refuses a folder output (`flag` names it) that exists as something
+/// else, before any work; a folder not there yet is created when written.
+pub fn check_folder(flag: &str, path: &Path) -> Result<(), String> {
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_dir() => Err(format!(
+            "{flag} {}: not a folder (the output goes in a folder): refused",
+            path.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Why `path` cannot be an output, if it cannot: a folder, or a read-only
 /// file (a rename over it would go around its mode).
 fn unwritable(path: &Path) -> Option<&'static str> {

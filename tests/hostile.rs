@@ -945,3 +945,34 @@ fn truthful_a_transcript_that_is_not_utf8_names_the_line() {
         );
     }
 }
+
+/// `sim --against --out DIR` names a folder: a file there was found only
+/// after every seed ran (`st.txn/divergence-0.txn: cannot write: File
+/// exists`, exit 1); now it is refused before any work (exit 2). And an
+/// empty shard says so instead of reading as a pass.
+#[test]
+fn truthful_sim_refuses_a_file_for_a_folder_and_names_an_empty_shard() {
+    let folder = folder();
+    let file = write(&folder, "notes.txt", "mine\n");
+    let (code, stdout, stderr) = run(&[
+        "sim",
+        "--seeds",
+        "0..2",
+        "--against",
+        "cat",
+        "--out",
+        &text(&file),
+    ]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    let refusal = format!("error: --out {}: not a folder", text(&file));
+    assert!(stderr.contains(&refusal), "{stderr}");
+    assert!(stdout.is_empty(), "before any work: {stdout}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine\n");
+    let (code, stdout, stderr) = run(&["sim", "--seeds", "0..2", "--shard", "2/5"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("passed: 0 seeds"), "{stdout}");
+    assert!(
+        stderr.contains("note: shard 2/5 of 0..2 is empty: more shards than seeds"),
+        "{stderr}"
+    );
+}

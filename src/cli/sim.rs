@@ -104,7 +104,19 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         Some(shard) => shard_of(&args.seeds, shard),
         None => args.seeds.clone(),
     };
+    if let (Some((index, count)), true) = (args.shard, seeds.is_empty()) {
+        // Not an error (a CI matrix may have more shards than seeds), but
+        // a run of no seeds must not read as a pass of some.
+        let Range { start, end } = &args.seeds;
+        eprintln!("note: shard {index}/{count} of {start}..{end} is empty: more shards than seeds");
+    }
     if let Some(against) = &args.against {
+        // The divergence transcript goes in a folder: a file there would
+        // fail the write after all the work.
+        if let Err(error) = files::check_folder("--out", &args.out) {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
         let command = match super::against::resolve(against) {
             Ok(command) => command,
             Err(error) => {
