@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 
-use courier_check::Violation;
 use courier_core::transcript::{Script, parse_command};
 use courier_core::{Agent, Mutant};
 use courier_sim::Report;
@@ -101,8 +100,9 @@ fn diverged(text: &str, rows: usize) -> Option<Diverged> {
 
 /// A race report's trace, run on its variant (or `mutant`). A liveness
 /// failure (a stall, a wake still owed when the run ends) is the simulator's
-/// verdict over the whole trace, not one transition's, so when the re-run
-/// breaks nothing the report's own violation is marked at its last row.
+/// verdict over the whole trace, not one transition's, so when no row
+/// breaks a property the simulator's verdict is marked at the last row (or
+/// a note says the trace passes now).
 pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result<Diagram, String> {
     let agent = match (mutant, &report.mutant) {
         (Some(flag), _) => flagged(flag)?,
@@ -110,17 +110,23 @@ pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result
             .map_err(|error| format!("the report's `mutant` field: {error}"))?,
     };
     let variant = mutant.or(report.mutant.as_deref());
-    let mut tracer = Tracer::new(agent);
+    let mut tracer = Tracer::new(agent.clone());
     tracer.apply_all(report.trace.iter().cloned());
     let title = format!("{} seed {}", title(file, variant), report.seed);
     let mut diagram = tracer.finish(title);
     let last = diagram.rows.len().checked_sub(1);
     if let (None, Some(last)) = (&diagram.broken, last) {
-        let violation = Violation {
-            property: report.property,
-            detail: report.detail.clone(),
-        };
-        diagram.broken = Some((last, violation));
+        // Marked only when the simulator's own verdict over the trace (what
+        // `courier replay` prints) still finds it: a report this build no
+        // longer reproduces is not drawn as broken.
+        match courier_sim::evaluate(&agent, &report.trace).violation {
+            Some(violation) => diagram.broken = Some((last, violation)),
+            None => diagram.notes.push(format!(
+                "note: the report says {}, but this build's run of its trace breaks \
+                 nothing (as `courier replay` says)",
+                report.property
+            )),
+        }
     }
     Ok(diagram)
 }
