@@ -130,19 +130,28 @@ fn crash_main(log: Option<&Path>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let temporary = std::env::temp_dir().join(format!("courier-demo-{}.jsonl", std::process::id()));
-    let told = crash_and_resume(staged.as_ref().map_or(temporary.as_path(), Staged::path));
+    // Else a fresh temporary file (never a predictable name another user
+    // could have linked elsewhere), removed when dropped: the story is
+    // printed, nothing is kept.
+    let temporary = match tempfile::Builder::new()
+        .prefix("courier-demo-")
+        .suffix(".jsonl")
+        .tempfile()
+    {
+        Ok(temporary) => temporary,
+        Err(error) => {
+            eprintln!("error: cannot create a temporary log: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let told = crash_and_resume(staged.as_ref().map_or(temporary.path(), Staged::path));
     let told = match staged {
         Some(staged) => told.and_then(|()| {
             staged
                 .commit()
                 .map_err(|error| format!("cannot write: {error}"))
         }),
-        // Nothing to keep: the story is printed.
-        None => {
-            let _ = std::fs::remove_file(&temporary);
-            told
-        }
+        None => told,
     };
     match told {
         Ok(()) => {
@@ -154,7 +163,7 @@ fn crash_main(log: Option<&Path>) -> ExitCode {
         Err(error) => {
             match log {
                 Some(path) => eprintln!("error: --log {}: {error}", path.display()),
-                None => eprintln!("error: {}: {error}", temporary.display()),
+                None => eprintln!("error: {}: {error}", temporary.path().display()),
             }
             ExitCode::from(2)
         }
