@@ -49,6 +49,13 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
         if let Some(refusal) = unwritable(path) {
             return Err(format!("{flag} {shown}: {refusal}"));
         }
+        // `out/` names a folder even before it exists; the rename would
+        // fail after all the work.
+        if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+            return Err(format!(
+                "{flag} {shown}: ends in `/`, so it names a folder, not a file: refused"
+            ));
+        }
         let Some(resolved) = Identity::of(path) else {
             return Err(format!(
                 "{flag} {shown}: its folder does not exist (or it names no file)"

@@ -1006,3 +1006,36 @@ fn truthful_sim_refuses_a_file_for_a_folder_and_names_an_empty_shard() {
         "{stderr}"
     );
 }
+
+/// An output ending in `/` names a folder even when none exists: it is
+/// refused before any work, for every flag that names a file. Before,
+/// `diagram --out nothere/` drew the picture and then failed the rename
+/// (`cannot write: Not a directory`), as `check --out` would after its
+/// whole search.
+#[test]
+fn never_destroy_an_output_ending_in_a_slash_is_refused_before_work() {
+    let folder = folder();
+    let transcript = write(&folder, "x.txn", PASSING);
+    let out = format!("{}/", folder.path().join("nothere").display());
+    let log = folder.path().join("log.jsonl");
+    write(&folder, "log.jsonl", "");
+    for arguments in [
+        vec!["diagram", &text(&transcript), "--out", &out],
+        vec!["check", "--messages", "1", "--out", &out],
+        vec!["sim", "--seeds", "0", "--report", &out],
+        vec!["repair", &text(&log), "--out", &out],
+        vec!["demo", "--log", &out],
+    ] {
+        let (code, stdout, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{out}: ends in `/`, so it names a folder")),
+            "{arguments:?}: {stderr}"
+        );
+        assert!(
+            stdout.is_empty(),
+            "{arguments:?}: before any work: {stdout}"
+        );
+    }
+    assert!(!folder.path().join("nothere").exists());
+}
