@@ -1039,3 +1039,35 @@ fn never_destroy_an_output_ending_in_a_slash_is_refused_before_work() {
     }
     assert!(!folder.path().join("nothere").exists());
 }
+
+/// A seed out of range says what the range is: before, `--seeds
+/// 18446744073709551616` was "not a seed (a non-negative integer)", which
+/// it is, and `--seeds 18446744073709551615` only "seed too large".
+#[test]
+fn truthful_a_seed_out_of_range_names_the_range() {
+    let cases = [
+        (
+            "18446744073709551616",
+            "is not a seed (an integer from 0 to 18446744073709551615)",
+        ),
+        (
+            "0..18446744073709551616",
+            "is not a seed (an integer from 0 to 18446744073709551615)",
+        ),
+        (
+            "18446744073709551615",
+            "seed 18446744073709551615 is too large: a single seed is at most 18446744073709551614",
+        ),
+        ("9..3", "`9..3` is an empty range"),
+        ("5..5", "`5..5` is an empty range"),
+    ];
+    for (seeds, expected) in cases {
+        let (code, _, stderr) = run(&["sim", &format!("--seeds={seeds}")]);
+        assert_eq!(code, Some(2), "{seeds}: {stderr}");
+        assert!(stderr.contains(expected), "{seeds}: {stderr}");
+    }
+    // The largest seed runs.
+    let (code, stdout, stderr) = run(&["sim", "--seeds", "18446744073709551614", "--no-coverage"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("passed: 1 seeds"), "{stdout}");
+}

@@ -354,13 +354,19 @@ fn rate(count: u64, elapsed: Duration) -> String {
 fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
     let number = |word: &str| {
         word.parse::<u64>()
-            .map_err(|_| format!("`{word}` is not a seed (a non-negative integer)"))
+            .map_err(|_| format!("`{word}` is not a seed (an integer from 0 to {})", u64::MAX))
     };
     let range = match text.split_once("..") {
         Some((start, end)) => number(start)?..number(end)?,
         None => {
             let seed = number(text)?;
-            seed..seed.checked_add(1).ok_or("seed too large")?
+            // The range `N..N+1` must be representable.
+            seed..seed.checked_add(1).ok_or_else(|| {
+                format!(
+                    "seed {seed} is too large: a single seed is at most {}",
+                    u64::MAX - 1
+                )
+            })?
         }
     };
     if range.start >= range.end {
