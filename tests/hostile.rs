@@ -1071,3 +1071,46 @@ fn truthful_a_seed_out_of_range_names_the_range() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("passed: 1 seeds"), "{stdout}");
 }
+
+/// A diagram the disk cannot take names its path and flag; the verdict
+/// stands (the counterexample or the rerun command is printed). Before,
+/// `check --diagram` said only "cannot write the diagram: File too large".
+#[cfg(all(unix, feature = "mutants"))]
+#[test]
+fn truthful_an_output_the_disk_cannot_take_names_its_flag() {
+    let folder = folder();
+    let binary = env!("CARGO_BIN_EXE_courier");
+    let cex = folder.path().join("cex.txn");
+    let svg = folder.path().join("cex.svg");
+    // `ulimit -f 1`: no file grows past 512 bytes; the counterexample fits,
+    // its picture does not.
+    let limited = |command: String| {
+        let script = format!("trap '' XFSZ; ulimit -f 1; exec {binary} {command}");
+        let output = Command::new("sh").args(["-c", &script]).output().unwrap();
+        let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+        (
+            output.status.code(),
+            text(output.stdout),
+            text(output.stderr),
+        )
+    };
+    let (code, stdout, stderr) = limited(format!(
+        "check --mutant no-latch --messages 2 --restarts 0 --diagram --out {}",
+        text(&cex)
+    ));
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("violation: no-lost-wakeup"), "{stdout}");
+    let expected = format!("error: --diagram {}: cannot write: ", text(&svg));
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(!svg.exists(), "no half picture");
+    let report = folder.path().join("race.json");
+    let (code, stdout, stderr) = limited(format!(
+        "sim --mutant no-latch --seeds 0..5 --no-coverage --report {}",
+        text(&report)
+    ));
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("cannot write the report"), "{stderr}");
+    assert!(stdout.contains("rerun: courier sim --seeds 0"), "{stdout}");
+    assert!(!report.exists(), "no half report");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -271,7 +271,7 @@ fn print_diagram(args: &Args, path: &Path, report: &Report) {
     });
     match drawn {
         Ok(()) => println!("diagram: {}", svg.display()),
-        Err(error) => eprintln!("error: {}: cannot draw the report: {error}", svg.display()),
+        Err(error) => eprintln!("error: --diagram {}: cannot write: {error}", svg.display()),
     }
 }
 
