@@ -1114,3 +1114,16 @@ fn truthful_an_output_the_disk_cannot_take_names_its_flag() {
     assert!(!report.exists(), "no half report");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// The kill tests' hidden `soak` child creates its log with `File::create`:
+/// pointed at a file that is there, it emptied it in place. Now a fresh log
+/// refuses a file that exists (only `--resume` appends).
+#[test]
+fn never_destroy_soak_refuses_to_truncate_a_file() {
+    let folder = folder();
+    let mine = write(&folder, "notes.txt", "mine\n");
+    let (code, _, stderr) = run(&["soak", "--log", &text(&mine), "--calls", "1"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("exists: refused"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine\n");
+}
