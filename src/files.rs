@@ -508,6 +508,31 @@ fn is_pipe(_: &fs::Metadata) -> bool {
     false
 }
 
+/// What a file is as it is read: its length, modification time and inode.
+/// A command that rewrites its input compares them again just before it
+/// replaces the file, so an edit saved meanwhile (an editor, another
+/// `--rewrite`) is not overwritten by a rewrite of the older text.
+#[derive(PartialEq, Eq, Debug)]
+pub struct Stamp(Option<(u64, Option<std::time::SystemTime>, Option<(u64, u64)>)>);
+
+impl Stamp {
+    /// `path` as it is now (nothing, if it cannot be read).
+    pub fn of(path: &Path) -> Stamp {
+        let meta = fs::metadata(path).ok();
+        Stamp(meta.map(|meta| (meta.len(), meta.modified().ok(), node(path))))
+    }
+
+    /// Refuses when `path` is no longer as it was stamped.
+    pub fn unchanged(&self, path: &Path) -> Result<(), String> {
+        match Stamp::of(path) == *self {
+            true => Ok(()),
+            false => {
+                Err("changed while it ran: not rewritten, the change kept (run again)".to_owned())
+            }
+        }
+    }
+}
+
 /// Refuses to rewrite `path` in place unless it is a regular file: a pipe
 /// or a device (`/dev/stdin`) cannot be replaced, and writing into it would
 /// lose the rewrite while saying it was done.

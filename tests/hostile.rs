@@ -1127,3 +1127,40 @@ fn never_destroy_soak_refuses_to_truncate_a_file() {
     assert!(stderr.contains("exists: refused"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine\n");
 }
+
+/// An edit saved while `run --rewrite` runs is never lost: the rewrite
+/// compares the file with what it read just before replacing it. Before,
+/// the rewrite of the older text replaced the file, edit and all. (If the
+/// edit lands before the file is read, the rewrite keeps it as a comment:
+/// either way it is there.)
+#[test]
+fn never_destroy_an_edit_made_while_rewrite_runs() {
+    let folder = folder();
+    // A second or so of work on a debug build: 4,000 turns, then a stale block.
+    let followups: String = (0..4000).map(|k| format!("followup m{k}\n")).collect();
+    let content = format!("{followups}run\n\nstatus\n----\nbusy\n");
+    let path = write(&folder, "long.txn", &content);
+    let child = courier()
+        .args(["run", "--rewrite", &text(&path)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let edited = format!("{content}# edited meanwhile\n");
+    std::fs::write(&path, &edited).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let now = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        now.contains("# edited meanwhile"),
+        "the edit is lost: {stderr}"
+    );
+    if now == edited {
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("changed while it ran: not rewritten"),
+            "{stderr}"
+        );
+    }
+}

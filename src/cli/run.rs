@@ -147,6 +147,7 @@ impl Engine<'_> {
 
 fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
     let name = file.display();
+    let stamp = files::Stamp::of(file);
     let readable = match args.rewrite {
         true => files::rewritable(file),
         false => Ok(()),
@@ -185,8 +186,12 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
         if mismatches.is_empty() {
             return Verdict::Passed;
         }
-        if let Err(error) = files::replace(file, script.render(&actual)) {
-            eprintln!("error: {name}: cannot write: {error} (the file is as it was)");
+        let written = stamp.unchanged(file).and_then(|()| {
+            files::replace(file, script.render(&actual))
+                .map_err(|error| format!("cannot write: {error} (the file is as it was)"))
+        });
+        if let Err(error) = written {
+            eprintln!("error: {name}: {error}");
             return Verdict::Broken;
         }
         println!("rewrote {name}");
