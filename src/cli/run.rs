@@ -10,7 +10,8 @@
 //! transcript, or is larger than [`files::TRANSCRIPT_MAX`]), or the
 //! implementation cannot be spawned or breaks the protocol (naming the file
 //! and line). `--rewrite` leaves a passing file untouched and replaces a
-//! failing one atomically.
+//! failing one atomically, unless it changed while it ran (or is a pipe or
+//! a device, which cannot be replaced).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
