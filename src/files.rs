@@ -227,7 +227,14 @@ impl Staged {
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix).suffix(".tmp");
         if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
-            let temporary = builder.tempfile().map_err(unnamed)?;
+            let temporary = builder.tempfile().map_err(|error| {
+                let folder = std::env::temp_dir();
+                let error = unnamed(error);
+                io::Error::new(
+                    error.kind(),
+                    format!("a temporary file in {}: {error}", folder.display()),
+                )
+            })?;
             return Ok(Staged(Stage::InPlace { temporary, target }));
         }
         let temporary = builder.tempfile_in(folder_of(&target)).map_err(unnamed)?;
@@ -473,9 +480,13 @@ impl Rereadable {
             });
         }
         let source = File::open(path).map_err(|error| format!("cannot read: {error}"))?;
-        let mut copy = NamedTempFile::new()
-            .map_err(unnamed)
-            .map_err(|error| format!("cannot copy the pipe to a temporary file: {error}"))?;
+        let mut copy = NamedTempFile::new().map_err(unnamed).map_err(|error| {
+            let folder = std::env::temp_dir();
+            format!(
+                "cannot copy the pipe to a temporary file in {}: {error}",
+                folder.display()
+            )
+        })?;
         let copied = io::copy(&mut source.take(TRANSCRIPT_MAX + 1), copy.as_file_mut())
             .map_err(|error| format!("cannot read: {error}"))?;
         if copied > TRANSCRIPT_MAX {

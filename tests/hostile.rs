@@ -340,6 +340,19 @@ fn never_destroy_a_device_log_is_written_from_a_temporary_file() {
             .contains(r#""reason":{"kind":"completed"}"#),
         "{log:?}"
     );
+    // Without a temporary folder, the error says which folder is missing,
+    // not that `/dev/null` is.
+    let output = courier()
+        .args(["demo", "--log", "/dev/null"])
+        .env("TMPDIR", "/nonexistent-courier-tmp")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a temporary file in /nonexistent-courier-tmp: "),
+        "{stderr}"
+    );
 }
 
 /// A log the disk cannot take, whether at the end (`/dev/full`) or in the
