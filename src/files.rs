@@ -524,13 +524,24 @@ fn is_pipe(_: &fs::Metadata) -> bool {
 /// replaces the file, so an edit saved meanwhile (an editor, another
 /// `--rewrite`) is not overwritten by a rewrite of the older text.
 #[derive(PartialEq, Eq, Debug)]
-pub struct Stamp(Option<(u64, Option<std::time::SystemTime>, Option<(u64, u64)>)>);
+pub struct Stamp(Option<Seen>);
+
+/// A file's length, modification time and device and inode, as read.
+#[derive(PartialEq, Eq, Debug)]
+struct Seen {
+    length: u64,
+    modified: Option<std::time::SystemTime>,
+    node: Option<(u64, u64)>,
+}
 
 impl Stamp {
     /// `path` as it is now (nothing, if it cannot be read).
     pub fn of(path: &Path) -> Stamp {
-        let meta = fs::metadata(path).ok();
-        Stamp(meta.map(|meta| (meta.len(), meta.modified().ok(), node(path))))
+        Stamp(fs::metadata(path).ok().map(|meta| Seen {
+            length: meta.len(),
+            modified: meta.modified().ok(),
+            node: node(path),
+        }))
     }
 
     /// Refuses when `path` is no longer as it was stamped.
