@@ -8,7 +8,8 @@
 //! its name, and by inode). [`replace`] and [`Staged`] write through a
 //! temporary file in the target's own folder and rename it over the target,
 //! so a full disk, a kill or a write error leaves the old file whole (or no
-//! file at all); a device or pipe is written in place.
+//! file at all); a device or pipe is written in place, from a temporary
+//! file once the output is whole.
 //!
 //! [`read_capped`] reads a transcript whole only up to [`TRANSCRIPT_MAX`],
 //! so `courier run /dev/zero` is an error, not gigabytes; [`is_report`] and
@@ -48,6 +49,13 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
         if let Some(refusal) = unwritable(path) {
             return Err(format!("{flag} {shown}: {refusal}"));
         }
+        // `out/` names a folder even before it exists; the rename would
+        // fail after all the work.
+        if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+            return Err(format!(
+                "{flag} {shown}: ends in `/`, so it names a folder, not a file: refused"
+            ));
+        }
         let Some(resolved) = Identity::of(path) else {
             return Err(format!(
                 "{flag} {shown}: its folder does not exist (or it names no file)"
@@ -72,6 +80,18 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
         seen.push((*output, resolved));
     }
     Ok(())
+}
+
+/// Refuses a folder output (`flag` names it) that exists as something
+/// else, before any work; a folder not there yet is created when written.
+pub fn check_folder(flag: &str, path: &Path) -> Result<(), String> {
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_dir() => Err(format!(
+            "{flag} {}: not a folder (the output goes in a folder): refused",
+            path.display()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Why `path` cannot be an output, if it cannot: a folder, or a read-only
@@ -166,7 +186,9 @@ pub fn replace_with(
 /// [`Staged::commit`]; dropped uncommitted, it is deleted and the target is
 /// untouched. For writers that need a path of their own (a session log).
 /// A target that exists and is not a regular file (`/dev/null`, a FIFO) has
-/// nothing to keep whole and must not be replaced: it is written in place.
+/// nothing to keep whole and must not be replaced: it is written in place,
+/// copied there from a temporary file on commit (a writer may sync or read
+/// back what it wrote, which a device or pipe cannot do).
 #[derive(Debug)]
 pub struct Staged(Stage);
 
@@ -178,13 +200,18 @@ enum Stage {
         target: PathBuf,
         permissions: Option<Permissions>,
     },
-    /// A device or pipe, opened for writing.
-    InPlace { file: File, target: PathBuf },
+    /// A device or pipe: written to a temporary file in the system's
+    /// temporary folder (a writer may sync it or read it back, which a
+    /// device or pipe cannot do), copied into the target on commit.
+    InPlace {
+        temporary: NamedTempFile,
+        target: PathBuf,
+    },
 }
 
 impl Staged {
-    /// A fresh temporary file in `target`'s folder (or the target itself,
-    /// opened, when it is a device or a pipe).
+    /// A fresh temporary file in `target`'s folder (or, for a device or a
+    /// pipe, in the system's temporary folder).
     pub fn new(target: &Path) -> io::Result<Staged> {
         if let Some(refusal) = unwritable(target) {
             return Err(io::Error::new(io::ErrorKind::PermissionDenied, refusal));
@@ -192,18 +219,25 @@ impl Staged {
         // Replace the file a link names, not the link.
         let target = fs::canonicalize(target).unwrap_or_else(|_| target.to_owned());
         let metadata = fs::metadata(&target).ok();
-        if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
-            let file = fs::OpenOptions::new().write(true).open(&target)?;
-            return Ok(Staged(Stage::InPlace { file, target }));
-        }
         let name = target.file_name().map_or_else(
             || "courier".into(),
             |name| name.to_string_lossy().into_owned(),
         );
-        let temporary = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .tempfile_in(folder_of(&target))?;
+        let prefix = format!(".{name}.");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
+            let temporary = builder.tempfile().map_err(|error| {
+                let folder = std::env::temp_dir();
+                let error = unnamed(error);
+                io::Error::new(
+                    error.kind(),
+                    format!("a temporary file in {}: {error}", folder.display()),
+                )
+            })?;
+            return Ok(Staged(Stage::InPlace { temporary, target }));
+        }
+        let temporary = builder.tempfile_in(folder_of(&target)).map_err(unnamed)?;
         Ok(Staged(Stage::Beside {
             temporary,
             target,
@@ -211,19 +245,19 @@ impl Staged {
         }))
     }
 
-    /// The path to write: the temporary file's (or the device's).
+    /// The path to write: always a regular temporary file.
     pub fn path(&self) -> &Path {
         match &self.0 {
-            Stage::Beside { temporary, .. } => temporary.path(),
-            Stage::InPlace { target, .. } => target,
+            Stage::Beside { temporary, .. } | Stage::InPlace { temporary, .. } => temporary.path(),
         }
     }
 
-    /// The file, open for writing.
+    /// The temporary file, open for writing.
     pub fn file(&mut self) -> &mut File {
         match &mut self.0 {
-            Stage::Beside { temporary, .. } => temporary.as_file_mut(),
-            Stage::InPlace { file, .. } => file,
+            Stage::Beside { temporary, .. } | Stage::InPlace { temporary, .. } => {
+                temporary.as_file_mut()
+            }
         }
     }
 
@@ -237,7 +271,14 @@ impl Staged {
                 target,
                 permissions,
             } => (temporary, target, permissions),
-            Stage::InPlace { mut file, .. } => return file.flush(),
+            Stage::InPlace { temporary, target } => {
+                // Read from the path: a writer may have replaced the file
+                // there (a log created anew at `path()`).
+                let mut written = File::open(temporary.path())?;
+                let mut device = fs::OpenOptions::new().write(true).open(&target)?;
+                io::copy(&mut written, &mut device)?;
+                return device.flush();
+            }
         };
         temporary.as_file().sync_all()?;
         let permissions = match permissions {
@@ -250,6 +291,17 @@ impl Staged {
             let _best_effort = folder.sync_all();
         }
         Ok(())
+    }
+}
+
+/// A temporary file's creation error without its random name (tempfile
+/// appends ` at path "..."` to the system's message): the user named the
+/// target, and the caller names that.
+fn unnamed(error: io::Error) -> io::Error {
+    let text = error.to_string();
+    match text.rsplit_once(" at path \"") {
+        Some((cause, _)) => io::Error::new(error.kind(), cause),
+        None => error,
     }
 }
 
@@ -287,9 +339,11 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String, String> {
         ));
     }
     String::from_utf8(bytes).map_err(|error| {
+        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|byte| **byte == b'\n').count() + 1;
         format!(
-            "not UTF-8 text (byte {} is invalid)",
-            error.utf8_error().valid_up_to() + 1
+            "line {line}: not UTF-8 text (byte {} of the file is invalid)",
+            valid.len() + 1
         )
     })
 }
@@ -351,6 +405,21 @@ pub fn flush_stdout() -> Option<std::process::ExitCode> {
     Some(std::process::ExitCode::from(2))
 }
 
+/// The most characters of a user's text (or another program's) an error
+/// quotes.
+const SHOWN_MAX: usize = 200;
+
+/// Text an error quotes (a line of a file, what another implementation
+/// printed): whole when short, else its start and its length, so a 100 MB
+/// line is not a 100 MB error message.
+pub fn shown(text: &impl std::fmt::Display) -> String {
+    let text = text.to_string();
+    match text.char_indices().nth(SHOWN_MAX) {
+        None => text,
+        Some((end, _)) => format!("{}... ({} bytes in all)", &text[..end], text.len()),
+    }
+}
+
 /// The largest transcript read (they are read whole; the biggest written
 /// by hand or by `courier check` are a few kilobytes).
 pub const TRANSCRIPT_MAX: u64 = 64 << 20;
@@ -377,7 +446,123 @@ pub fn is_report(path: &Path) -> Result<bool, String> {
 
 /// Reads a race report, streamed (see [`courier_sim::Report::read`]): a
 /// report of a million stimuli needs memory for its trace, not for its text.
-pub fn read_report(path: &Path) -> Result<courier_sim::Report, String> {
-    let open = || File::open(path).map_err(|error| format!("cannot read: {error}"));
+/// It is read twice (its version first), so `path` must be [`Rereadable`].
+pub fn read_report(path: &Rereadable) -> Result<courier_sim::Report, String> {
+    let open = || File::open(path.path()).map_err(|error| format!("cannot read: {error}"));
     courier_sim::Report::read(open()?, open()?).map_err(|error| error.to_string())
+}
+
+/// An input a command reads more than once (a report: its version, then
+/// the whole; a file told apart by content, then read; a log read, then
+/// copied). A regular file (or a device) is opened again; a pipe or FIFO
+/// (`/dev/stdin` under `|`, `<(...)`) gives its bytes once, so it is first
+/// copied to a temporary file, of at most [`TRANSCRIPT_MAX`] bytes (a
+/// bigger one is refused: save it to a file).
+#[derive(Debug)]
+pub struct Rereadable {
+    path: PathBuf,
+    /// The copy of a pipe, kept (and removed when dropped) while `path`
+    /// names it.
+    _copy: Option<NamedTempFile>,
+}
+
+impl Rereadable {
+    /// `path`, copied first when it is a pipe.
+    pub fn new(path: &Path) -> Result<Rereadable, String> {
+        let meta = fs::metadata(path).map_err(|error| format!("cannot read: {error}"))?;
+        if meta.is_dir() {
+            return Err("cannot read: is a folder".to_owned());
+        }
+        if !is_pipe(&meta) {
+            return Ok(Rereadable {
+                path: path.to_owned(),
+                _copy: None,
+            });
+        }
+        let source = File::open(path).map_err(|error| format!("cannot read: {error}"))?;
+        let mut copy = NamedTempFile::new().map_err(unnamed).map_err(|error| {
+            let folder = std::env::temp_dir();
+            format!(
+                "cannot copy the pipe to a temporary file in {}: {error}",
+                folder.display()
+            )
+        })?;
+        let copied = io::copy(&mut source.take(TRANSCRIPT_MAX + 1), copy.as_file_mut())
+            .map_err(|error| format!("cannot read: {error}"))?;
+        if copied > TRANSCRIPT_MAX {
+            return Err(format!(
+                "a pipe larger than {} MiB: refused (it is read more than once, so it is \
+                 copied first; save it to a file)",
+                TRANSCRIPT_MAX >> 20
+            ));
+        }
+        Ok(Rereadable {
+            path: copy.path().to_owned(),
+            _copy: Some(copy),
+        })
+    }
+
+    /// Where to read it (again): the file, or the pipe's copy.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(unix)]
+fn is_pipe(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    meta.file_type().is_fifo() || meta.file_type().is_socket()
+}
+
+#[cfg(not(unix))]
+fn is_pipe(_: &fs::Metadata) -> bool {
+    false
+}
+
+/// What a file is as it is read: its length, modification time and inode.
+/// A command that rewrites its input compares them again just before it
+/// replaces the file, so an edit saved meanwhile (an editor, another
+/// `--rewrite`) is not overwritten by a rewrite of the older text.
+#[derive(PartialEq, Eq, Debug)]
+pub struct Stamp(Option<Seen>);
+
+/// A file's length, modification time and device and inode, as read.
+#[derive(PartialEq, Eq, Debug)]
+struct Seen {
+    length: u64,
+    modified: Option<std::time::SystemTime>,
+    node: Option<(u64, u64)>,
+}
+
+impl Stamp {
+    /// `path` as it is now (nothing, if it cannot be read).
+    pub fn of(path: &Path) -> Stamp {
+        Stamp(fs::metadata(path).ok().map(|meta| Seen {
+            length: meta.len(),
+            modified: meta.modified().ok(),
+            node: node(path),
+        }))
+    }
+
+    /// Refuses when `path` is no longer as it was stamped.
+    pub fn unchanged(&self, path: &Path) -> Result<(), String> {
+        match Stamp::of(path) == *self {
+            true => Ok(()),
+            false => {
+                Err("changed while it ran: not rewritten, the change kept (run again)".to_owned())
+            }
+        }
+    }
+}
+
+/// Refuses to rewrite `path` in place unless it is a regular file: a pipe
+/// or a device (`/dev/stdin`) cannot be replaced, and writing into it would
+/// lose the rewrite while saying it was done.
+pub fn rewritable(path: &Path) -> Result<(), String> {
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+            Err("not a regular file (a pipe or a device): --rewrite cannot replace it".to_owned())
+        }
+        _ => Ok(()),
+    }
 }

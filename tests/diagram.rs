@@ -285,10 +285,13 @@ fn courier() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
 }
 
-/// A liveness failure breaks no single transition: the report's own
-/// violation is marked at its last row.
+/// A liveness failure breaks no single transition: the simulator's verdict
+/// over the whole trace is marked at its last row, and only when it still
+/// holds. This report claims one its trace does not show on the correct
+/// design (`courier replay` says it passes), so nothing is marked and a note
+/// says why.
 #[test]
-fn a_liveness_report_is_marked_at_its_last_row() {
+fn a_liveness_report_is_marked_only_when_its_trace_still_fails() {
     use courier_check::Property;
     use courier_core::{Input, Message, Source, Stimulus};
     use courier_sim::{Prng, REPORT_FORMAT, Report, Swarm};
@@ -307,9 +310,14 @@ fn a_liveness_report_is_marked_at_its_last_row() {
         ],
     };
     let diagram = courier::diagram::from_report(Path::new("race-7.json"), &report, None).unwrap();
-    let (row, violation) = diagram.broken.expect("marked");
-    assert_eq!((row, violation.property), (1, Property::NoLostWakeup));
-    assert!(violation.detail.starts_with("liveness:"), "{violation:?}");
+    assert_eq!(diagram.broken, None);
+    assert_eq!(
+        diagram.notes,
+        [
+            "note: the report says no-lost-wakeup, but this build's run of its trace breaks \
+          nothing (as `courier replay` says)"
+        ]
+    );
     assert_eq!(diagram.title, "race-7.json (correct design) seed 7");
 }
 

@@ -1,8 +1,9 @@
 //! Never panic (issue 16, class 2): arbitrary bytes, and near-misses built
 //! from each format's own words, thrown at every reader of a user's file —
 //! the transcript parser and runner, the log validator, the race-report
-//! reader. Each answers with an error, never a panic. Bounded (a few
-//! hundred cases each), so it runs in CI in seconds.
+//! reader — and at `courier serve-protocol`'s lines. Each answers with an
+//! error, never a panic. Bounded (a few hundred cases each, a few dozen
+//! processes), so it runs in CI in seconds.
 
 use courier_core::Agent;
 use courier_core::transcript::{Script, parse_command};
@@ -96,6 +97,77 @@ const REPORT_WORDS: &[&str] = &[
     "\"A\\n----\"",
 ];
 
+/// Pieces of protocol lines (docs/PROTOCOL.md). Numbers are small, as a
+/// `bench` line of big ones takes the time it asks for.
+const PROTOCOL_WORDS: &[&str] = &[
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    "\"",
+    "\n",
+    " ",
+    "\u{feff}",
+    "\u{ff}",
+    "1",
+    "0",
+    "-1",
+    "1e400",
+    "null",
+    r#"{"input":"send","message":{"id":"A","role":"user","content":[{"type":"text","text":"A"}],"source":{"kind":"user"}},"target":"next-turn","wakeup":"wake"}"#,
+    r#""message":{"id":"B","role":"user","content":[],"source":{"kind":"user"}}"#,
+    r#"{"input":"pre-step","decision":"pass"}"#,
+    r#"{"input":"pre-step","decision":"enter","batch":["#,
+    r#"{"input":"step","completed":null}"#,
+    r#"{"input":"cancel","cause":{"kind":"user"},"keep_inbox":true}"#,
+    r#"{"input":"dispose"}"#,
+    r#"{"input":"#,
+    r#"{"restart":{"lose":"#,
+    r#"{"query":"inbox"}"#,
+    r#"{"query":"status"}"#,
+    r#"{"query":"log"}"#,
+    r#"{"bench":{"batch":"#,
+    r#","cycles":"#,
+    r#","log":"/dev/null""#,
+    r#""input":"#,
+    r#""query":"#,
+];
+
+/// Feeds `bytes` to one `courier serve-protocol`: it answers every line
+/// that is not blank with exactly one `{"settled":true}`, exits 0 at the
+/// end of input, and never panics.
+fn protocol(bytes: &[u8]) {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_courier"))
+        .arg("serve-protocol")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("courier runs");
+    let mut stdin = child.stdin.take().expect("a pipe");
+    // Written from a thread: the answers fill stdout's pipe meanwhile.
+    let input = bytes.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let output = child.wait_with_output().expect("courier ends");
+    writer.join().expect("the writer").expect("stdin written");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // The segment after the last newline is a line too when not blank
+    // (the server answers a final line without its newline).
+    let lines = bytes
+        .split(|byte| *byte == b'\n')
+        .filter(|line| !std::str::from_utf8(line).is_ok_and(|text| text.trim().is_empty()))
+        .count();
+    let settled = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| *line == r#"{"settled":true}"#)
+        .count();
+    assert_eq!(settled, lines, "one answer per line: {stderr}");
+}
+
 /// Parses and, when it parses, runs a transcript on the correct core.
 fn transcript(bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
@@ -140,5 +212,21 @@ proptest! {
     #[test]
     fn never_panic_report_near_misses(bytes in near_miss(REPORT_WORDS)) {
         report(&bytes);
+    }
+}
+
+proptest! {
+    // A process per case: fewer cases, each of many lines.
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn never_panic_protocol_near_misses(
+        lines in proptest::collection::vec(near_miss(PROTOCOL_WORDS), 0..24),
+        noise in proptest::collection::vec(any::<u8>(), 0..256),
+    ) {
+        let mut bytes = lines.join(&b'\n');
+        bytes.push(b'\n');
+        bytes.extend(noise);
+        protocol(&bytes);
     }
 }

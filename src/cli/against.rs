@@ -3,12 +3,13 @@
 //! are printed in the transcript's line format, so `run` judges them by the
 //! same rule (`Script::mismatches`) as the core's own.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use courier::files::shown;
 use courier_core::transcript::{Command, RUN_INPUTS_MAX, Script, Stalled, parse_command};
 use courier_core::{AwaitPoint, Input, Output, PreStepDecision, Status, StepOutcome, Stimulus};
 use serde_json::Value;
@@ -20,6 +21,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 /// The shell command `--against dsh` stands for: node on the dsh adapter's
 /// bundle, built first when its dependencies are installed.
 pub(crate) fn resolve(against: &str) -> Result<String, String> {
+    if against.trim().is_empty() {
+        return Err("--against: an empty command (a shell command, or `dsh`)".to_owned());
+    }
     if against != "dsh" {
         return Ok(against.to_owned());
     }
@@ -86,10 +90,39 @@ impl Peer {
             .map_err(|error| format!("cannot spawn `{command}`: {error}"))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-        let (sender, lines) = std::sync::mpsc::channel();
+        // Bounded, so an implementation that floods stdout waits for the
+        // reader instead of filling memory.
+        let (sender, lines) = std::sync::mpsc::sync_channel(64);
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                if sender.send(line).is_err() {
+            let mut stdout = BufReader::new(stdout);
+            // Each line read whole, but no longer than the protocol's cap:
+            // an endless line would take all the memory there is.
+            loop {
+                let mut line = Vec::new();
+                let read = (&mut stdout)
+                    .take(super::serve::LINE_MAX + 1)
+                    .read_until(b'\n', &mut line);
+                let line = match read {
+                    Ok(0) => return,
+                    Ok(_) if line.len() as u64 > super::serve::LINE_MAX => {
+                        Err(std::io::Error::other(format!(
+                            "it printed a line longer than {} bytes",
+                            super::serve::LINE_MAX
+                        )))
+                    }
+                    Ok(_) => {
+                        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+                        String::from_utf8(text.to_vec()).map_err(|_| {
+                            std::io::Error::other(format!(
+                                "its line `{}` is not UTF-8",
+                                shown(&String::from_utf8_lossy(text))
+                            ))
+                        })
+                    }
+                    Err(error) => Err(error),
+                };
+                let broke = line.is_err();
+                if sender.send(line).is_err() || broke {
                     return;
                 }
             }
@@ -121,7 +154,7 @@ impl Peer {
                 }
             };
             let value: Value = serde_json::from_str(&text)
-                .map_err(|error| format!("its line `{text}` is not JSON: {error}"))?;
+                .map_err(|error| format!("its line `{}` is not JSON: {error}", shown(&text)))?;
             if value == serde_json::json!({ "settled": true }) {
                 return Ok(values);
             }
@@ -152,7 +185,7 @@ impl Peer {
             [value] => value
                 .get(key)
                 .cloned()
-                .ok_or_else(|| format!("`{value}` does not answer the {key} query")),
+                .ok_or_else(|| format!("`{}` does not answer the {key} query", shown(value))),
             _ => Err(format!("{} lines answer the {key} query", answer.len())),
         }
     }
@@ -182,7 +215,7 @@ impl Peer {
                 step,
                 awaiting,
             }),
-            _ => Err(format!("`{value}` is not a status")),
+            _ => Err(format!("`{}` is not a status", shown(&value))),
         }
     }
 
@@ -192,10 +225,12 @@ impl Peer {
             .into_iter()
             .map(|target| {
                 let ids = value.get(target).and_then(Value::as_array);
-                let ids = ids.ok_or_else(|| format!("`{value}` lacks `{target}`"))?;
+                let ids = ids.ok_or_else(|| format!("`{}` lacks `{target}`", shown(&value)))?;
                 let mut line = format!("{target}:");
                 for id in ids {
-                    let id = id.as_str().ok_or_else(|| format!("`{id}` is not an id"))?;
+                    let id = id
+                        .as_str()
+                        .ok_or_else(|| format!("`{}` is not an id", shown(id)))?;
                     line.push(' ');
                     line.push_str(id);
                 }
@@ -299,7 +334,7 @@ fn answered(value: &Value) -> Result<Answered, String> {
     }
     serde_json::from_value::<Output>(value.clone())
         .map(Answered::Output)
-        .map_err(|error| format!("`{value}` is not an output: {error}"))
+        .map_err(|error| format!("`{}` is not an output: {error}", shown(value)))
 }
 
 /// Runs every block of `script` on a fresh process of `command`, returning

@@ -180,7 +180,7 @@ fn print_diagram(args: &Args) {
         });
     match drawn {
         Ok(()) => println!("diagram: {}", svg.display()),
-        Err(error) => eprintln!("error: cannot write the diagram: {error}"),
+        Err(error) => eprintln!("error: --diagram {}: cannot write: {error}", svg.display()),
     }
 }
 

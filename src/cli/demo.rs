@@ -21,12 +21,12 @@ use std::future::ready;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use courier::files::Staged;
+use courier::files::{self, Output, Staged};
 
 use courier_core::transcript::command_line;
 use courier_core::{CancelCause, Input, Message, PreStepDecision, Source, StepOutcome, Target};
 use courier_runtime::{
-    Handle, JsonlFile, MemoryLog, Notifications, StepCall, StepHook, kept, pre_step_hook_fn,
+    Error, Handle, JsonlFile, MemoryLog, Notifications, StepCall, StepHook, kept, pre_step_hook_fn,
 };
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -43,6 +43,18 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
+    let outputs: Vec<Output<'_>> = args
+        .log
+        .iter()
+        .map(|path| Output {
+            flag: "--log",
+            path,
+        })
+        .collect();
+    if let Err(error) = files::check_paths(&[], &outputs) {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
     if args.crash {
         return crash_main(args.log.as_deref());
     }
@@ -74,12 +86,14 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             printer: agent.subscribe(),
             events,
         };
-        session.script(&agent).await;
+        // A log that cannot be written fails the script's next call; the
+        // agent is still disposed, and the first error is the one told.
+        let scripted = session.script(&agent).await;
         let written = agent.dispose().await;
         session.print_outputs();
         drop(agent);
         driver.await.expect("the driver does not panic");
-        written
+        scripted.and(written)
     });
     let written = written.map_err(|error| error.to_string()).and_then(|()| {
         staged
@@ -89,8 +103,9 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     match (written, &args.log) {
         (Ok(()), Some(path)) => println!("log written to {}", path.display()),
         (Ok(()), None) => {}
-        (Err(error), _) => {
-            eprintln!("error: writing the log: {error}");
+        (Err(error), log) => {
+            let path = log.as_deref().unwrap_or(Path::new("(in memory)"));
+            eprintln!("error: --log {}: cannot write: {error}", path.display());
             return ExitCode::from(2);
         }
     }
@@ -115,15 +130,28 @@ fn crash_main(log: Option<&Path>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let temporary = std::env::temp_dir().join(format!("courier-demo-{}.jsonl", std::process::id()));
-    let told = crash_and_resume(staged.as_ref().map_or(temporary.as_path(), Staged::path));
-    let told = match staged {
-        Some(staged) => told.and_then(|()| staged.commit().map_err(|error| error.to_string())),
-        // Nothing to keep: the story is printed.
-        None => {
-            let _ = std::fs::remove_file(&temporary);
-            told
+    // Else a fresh temporary file (never a predictable name another user
+    // could have linked elsewhere), removed when dropped: the story is
+    // printed, nothing is kept.
+    let temporary = match tempfile::Builder::new()
+        .prefix("courier-demo-")
+        .suffix(".jsonl")
+        .tempfile()
+    {
+        Ok(temporary) => temporary,
+        Err(error) => {
+            eprintln!("error: cannot create a temporary log: {error}");
+            return ExitCode::from(2);
         }
+    };
+    let told = crash_and_resume(staged.as_ref().map_or(temporary.path(), Staged::path));
+    let told = match staged {
+        Some(staged) => told.and_then(|()| {
+            staged
+                .commit()
+                .map_err(|error| format!("cannot write: {error}"))
+        }),
+        None => told,
     };
     match told {
         Ok(()) => {
@@ -133,8 +161,10 @@ fn crash_main(log: Option<&Path>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            let path = log.unwrap_or(&temporary);
-            eprintln!("error: {}: {error}", path.display());
+            match log {
+                Some(path) => eprintln!("error: --log {}: {error}", path.display()),
+                None => eprintln!("error: {}: {error}", temporary.path().display()),
+            }
             ExitCode::from(2)
         }
     }
@@ -146,13 +176,13 @@ fn crash_and_resume(path: &Path) -> Result<(), String> {
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let (agent, driver) = Handle::new("demo", pre_step_hook, step_hook, file);
     let runtime = current_thread();
-    runtime.block_on(async {
+    let before = runtime.block_on(async {
         tokio::spawn(driver.run());
         let mut session = Session {
             printer: agent.subscribe(),
             events,
         };
-        session.before_the_crash(&agent).await;
+        session.before_the_crash(&agent).await
     });
     // The crash: the driver task dies with its runtime, mid-step, and no
     // handle is dropped (dropping the last one would dispose the agent,
@@ -160,6 +190,7 @@ fn crash_and_resume(path: &Path) -> Result<(), String> {
     // every accepted call's lines are in the file already.
     std::mem::forget(agent);
     drop(runtime);
+    before.map_err(|error| format!("cannot write: {error}"))?;
 
     let kept = kept::read_file(path).map_err(|error| error.to_string())?;
     println!("> resume             (the log file is all that is left)");
@@ -183,12 +214,14 @@ fn crash_and_resume(path: &Path) -> Result<(), String> {
             printer: agent.subscribe(),
             events,
         };
-        session.after_the_resume(&agent).await;
+        let scripted = session.after_the_resume(&agent).await;
         let written = agent.dispose().await;
         session.print_outputs();
         drop(agent);
         driver.await.expect("the driver does not panic");
-        written.map_err(|error| format!("writing the log: {error}"))
+        scripted
+            .and(written)
+            .map_err(|error| format!("cannot write: {error}"))
     })
 }
 
@@ -275,57 +308,57 @@ struct Session {
 
 impl Session {
     /// The story of `tests/scenarios/demo-latch-replay.txn`, told live.
-    async fn script(&mut self, agent: &Handle) {
+    async fn script(&mut self, agent: &Handle) -> Result<(), Error> {
         println!("# > the script, `model` the fake model, the rest the core's outputs (~ live)");
         self.say("followup A");
-        agent.followup("A").expect("A is fresh");
+        agent.followup("A")?;
         self.until_step().await;
         self.say("steer S            (during step 1.1: it joins the next step)");
-        agent.steer("S").expect("S is fresh");
+        agent.steer("S")?;
         self.print_outputs();
         self.call_tools().await;
-        self.finish_turn(agent).await;
+        self.finish_turn(agent).await?;
         self.say("inject c           (idle: no wake, it waits for the next turn)");
         let context = Message::text("c", Source::plugin("demo"));
-        agent.inject(context).expect("c is fresh");
+        agent.inject(context)?;
         self.print_outputs();
         self.say("followup B");
-        agent.followup("B").expect("B is fresh");
+        agent.followup("B")?;
         self.until_step().await;
         self.say("cancel user keep-inbox   (during step 2.1)");
-        agent
-            .cancel(CancelCause::User, true)
-            .expect("the driver task runs");
+        agent.cancel(CancelCause::User, true)?;
         self.print_outputs();
         self.say("followup C         (turn 2 is aborted but running: the wake is latched)");
-        agent.followup("C").expect("C is fresh");
+        agent.followup("C")?;
         self.print_outputs();
         self.until_step().await;
-        self.finish_turn(agent).await;
+        self.finish_turn(agent).await?;
         self.say("dispose");
+        Ok(())
     }
 
     /// Turn 1 until the crash: the model is mid-step when it comes.
-    async fn before_the_crash(&mut self, agent: &Handle) {
+    async fn before_the_crash(&mut self, agent: &Handle) -> Result<(), Error> {
         println!("# > the script, `model` the fake model, the rest the core's outputs (~ live)");
         self.say("followup A");
-        agent.followup("A").expect("A is fresh");
+        agent.followup("A")?;
         self.until_step().await;
         self.say("steer S            (during step 1.1: it waits for step 1.2)");
-        agent.steer("S").expect("S is fresh");
+        agent.steer("S")?;
         self.say("followup B         (it waits for turn 2)");
-        agent.followup("B").expect("B is fresh");
+        agent.followup("B")?;
         self.print_outputs();
         self.say(
             "crash              (mid-step 1.1: the driver and the handles vanish; the file stays)",
         );
+        Ok(())
     }
 
     /// After the resume: nothing was woken (SPEC §11), so a followup wakes
     /// the agent, whose turn takes what the crash left pending.
-    async fn after_the_resume(&mut self, agent: &Handle) {
+    async fn after_the_resume(&mut self, agent: &Handle) -> Result<(), Error> {
         self.say("followup C");
-        agent.followup("C").expect("C is fresh");
+        agent.followup("C")?;
         self.until_step().await;
         self.say("step completed     (turn 2 ends; C, still waiting, opens turn 3)");
         self.events
@@ -333,8 +366,9 @@ impl Session {
             .send(StepOutcome::Completed)
             .expect("the model listens");
         self.until_step().await;
-        self.finish_turn(agent).await;
+        self.finish_turn(agent).await?;
         self.say("dispose");
+        Ok(())
     }
 
     fn say(&self, line: &str) {
@@ -362,7 +396,7 @@ impl Session {
 
     /// Completes the step in flight, which ends the turn, and waits until
     /// the agent is idle.
-    async fn finish_turn(&mut self, agent: &Handle) {
+    async fn finish_turn(&mut self, agent: &Handle) -> Result<(), Error> {
         let outcome = StepOutcome::Completed;
         self.say(&format!(
             "{}; when-idle",
@@ -372,8 +406,9 @@ impl Session {
             .answers
             .send(outcome)
             .expect("the model listens");
-        agent.when_idle().await.expect("the driver task runs");
+        agent.when_idle().await?;
         self.print_outputs();
+        Ok(())
     }
 
     /// Waits until the model entered a step, then prints what led there. A

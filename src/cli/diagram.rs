@@ -1,7 +1,8 @@
 //! `courier diagram FILE.txn|REPORT.json [--out FILE] [--format svg|mermaid]
 //! [--mutant NAME]`: draws a run as a sequence diagram. The file's inputs are
 //! run through this build's core and checker (the picture shows what the
-//! code does now), and the first broken property is marked at its row.
+//! code does now), and the first broken property is marked at its row (a
+//! `run` that never reaches idle: a liveness verdict after its last row).
 //! A trace longer than `ROWS_DRAWN_MAX` rows is drawn in part (the start and
 //! the rows up to the broken one), saying so; one of more than
 //! `INPUTS_DRAWN_MAX` inputs is refused. Exit 0 when drawn, 2 when the

@@ -44,7 +44,15 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         eprintln!("error: {refused}");
         return ExitCode::from(2);
     }
-    let kept = match kept::read_file(&args.log) {
+    // Read, then copied to `--out`: a pipe is copied first.
+    let source = match files::Rereadable::new(&args.log) {
+        Ok(source) => source,
+        Err(error) => {
+            eprintln!("error: {name}: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let kept = match kept::read_file(source.path()) {
         Ok(kept) => kept,
         Err(error) => {
             eprintln!("error: {name}: {error}");
@@ -55,14 +63,14 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let Some(out) = &args.out else {
         return ExitCode::SUCCESS;
     };
-    match write_repaired(&args.log, &kept, out) {
+    match write_repaired(source.path(), &kept, out) {
         Ok(()) => {
             println!("wrote {}", out.display());
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("error: cannot write {}: {error}", out.display());
-            ExitCode::from(1)
+            eprintln!("error: --out {}: cannot write: {error}", out.display());
+            ExitCode::from(2)
         }
     }
 }

@@ -75,10 +75,8 @@ pub(crate) fn load(path: &Path) -> Result<(Report, Agent), ExitCode> {
         eprintln!("error: {shown}: {message}");
         ExitCode::from(2)
     };
-    if path.is_dir() {
-        return Err(fail("cannot read: is a folder".to_owned()));
-    }
-    let report = courier::files::read_report(path).map_err(fail)?;
+    let source = courier::files::Rereadable::new(path).map_err(fail)?;
+    let report = courier::files::read_report(&source).map_err(fail)?;
     let prototype = courier::variant::fresh_agent(report.mutant.as_deref())
         .map_err(|error| fail(format!("the report's `mutant` field: {error}")))?;
     Ok((report, prototype))

@@ -10,7 +10,8 @@
 //! transcript, or is larger than [`files::TRANSCRIPT_MAX`]), or the
 //! implementation cannot be spawned or breaks the protocol (naming the file
 //! and line). `--rewrite` leaves a passing file untouched and replaces a
-//! failing one atomically.
+//! failing one atomically, unless it changed while it ran (or is a pipe or
+//! a device, which cannot be replaced).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -147,7 +148,12 @@ impl Engine<'_> {
 
 fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
     let name = file.display();
-    let text = match files::read_capped(file, files::TRANSCRIPT_MAX) {
+    let stamp = files::Stamp::of(file);
+    let readable = match args.rewrite {
+        true => files::rewritable(file),
+        false => Ok(()),
+    };
+    let text = match readable.and_then(|()| files::read_capped(file, files::TRANSCRIPT_MAX)) {
         Ok(text) => text,
         Err(error) => {
             eprintln!("error: {name}: {error}");
@@ -181,8 +187,12 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
         if mismatches.is_empty() {
             return Verdict::Passed;
         }
-        if let Err(error) = files::replace(file, script.render(&actual)) {
-            eprintln!("error: {name}: cannot write: {error} (the file is as it was)");
+        let written = stamp.unchanged(file).and_then(|()| {
+            files::replace(file, script.render(&actual))
+                .map_err(|error| format!("cannot write: {error} (the file is as it was)"))
+        });
+        if let Err(error) = written {
+            eprintln!("error: {name}: {error}");
             return Verdict::Broken;
         }
         println!("rewrote {name}");

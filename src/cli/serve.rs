@@ -31,7 +31,7 @@ const SETTLED: &str = r#"{"settled":true}"#;
 
 /// The longest request line read (a request names one input; a line this
 /// long is not one, and reading it whole would take the memory it asks).
-const LINE_MAX: u64 = 16 << 20;
+pub(crate) const LINE_MAX: u64 = 16 << 20;
 
 pub(crate) fn main(args: &Args) -> ExitCode {
     let Some(agent) = super::agent(args.mutant) else {
@@ -103,10 +103,29 @@ fn answer(
     if text.trim().is_empty() {
         return None;
     }
-    let value: Value = match serde_json::from_str(text) {
-        Ok(value) => value,
+    let value = match serde_json::from_str(text) {
+        Ok(Unique(value)) => value,
+        Err(reason) if reason.is_data() => return error(reason.to_string()),
         Err(reason) => return error(format!("not JSON: {reason}")),
     };
+    let Some(object) = value.as_object() else {
+        return error(format!("not a JSON object: {}", kind_of(&value)));
+    };
+    let kinds: Vec<&str> = ["input", "restart", "query", "bench"]
+        .into_iter()
+        .filter(|key| object.contains_key(*key))
+        .collect();
+    if kinds.len() != 1 {
+        return error(format!(
+            "an object with exactly one of the keys `input`, `restart`, `query`, `bench`, \
+             got {}",
+            if kinds.is_empty() {
+                "none".to_owned()
+            } else {
+                kinds.join(", ")
+            }
+        ));
+    }
     if let Some(query) = value.get("query") {
         return match query.as_str() {
             Some("inbox") => Some(vec![inbox(runner.agent()).to_string()]),
@@ -121,22 +140,114 @@ fn answer(
             Err(reason) => error(reason),
         };
     }
+    // An input is read as one, so the error says what is wrong with it
+    // (serde's untagged `Stimulus` only says that no kind matched).
+    if object.contains_key("input") {
+        return match serde_json::from_value::<Input>(value) {
+            Ok(input) => Some(feed(runner, input)),
+            Err(reason) => error(format!("input: {reason}")),
+        };
+    }
     match serde_json::from_value::<Stimulus>(value) {
-        Ok(Stimulus::Input(input)) => Some(feed(runner, input)),
         Ok(Stimulus::Restart { lose }) => Some(restart(runner, lose)),
-        Err(reason) => error(format!(
-            "neither an input, a restart, a query nor a bench: {reason}"
-        )),
+        Ok(Stimulus::Input(input)) => Some(feed(runner, input)),
+        Err(_) => error(
+            "restart: not `{\"restart\":{\"lose\":N}}` with N a non-negative integer".to_owned(),
+        ),
+    }
+}
+
+/// What a JSON value is, for an error.
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A JSON value read refusing a key given twice in one object, at any
+/// depth: serde_json keeps the last silently, so `{"query":"inbox",
+/// "query":"status"}` would be answered as one of the two.
+struct Unique(Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Unique(value) = map.next_value()?;
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate key `{key}`"
+                )));
+            }
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
     }
 }
 
 /// `{"bench":{"batch":N,"cycles":K[,"log":PATH]}}` (docs/PROTOCOL.md): K
 /// claim cycles of N messages (`courier::claim`) on fresh agents of the
 /// served variant; the protocol's own agent is untouched. The cycles run
-/// twice: once keeping every output, to check them (and write their durable
-/// ones as a session log when asked), then timed on another fresh agent,
-/// each output dropped as it comes, as the claim bench does. The core is
-/// deterministic, so both runs are the same cycles.
+/// twice: once checked cycle by cycle (their durable outputs written as a
+/// session log when asked), then timed on another fresh agent, each output
+/// dropped as it comes, as the claim bench does. The core is
+/// deterministic, so both runs are the same cycles. Every message is built
+/// before the clock starts, so N × K is capped at [`BENCH_MESSAGES_MAX`].
 fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
     let positive = |key: &str| {
         let value = request.get(key).unwrap_or(&Value::Null);
@@ -147,30 +258,45 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
             .ok_or_else(|| format!("bench {key} must be a positive integer, got {value}"))
     };
     let (batch, cycles) = (positive("batch")?, positive("cycles")?);
+    if batch
+        .checked_mul(cycles)
+        .is_none_or(|messages| messages > BENCH_MESSAGES_MAX)
+    {
+        return Err(format!(
+            "bench batch × cycles must be at most {BENCH_MESSAGES_MAX} messages \
+             (each is built before the clock starts), got {batch} × {cycles}"
+        ));
+    }
     let log = match request.get("log") {
         None => None,
         Some(Value::String(path)) if !path.is_empty() => Some(Path::new(path)),
         Some(_) => return Err("bench log must be a file path".to_owned()),
     };
+    match log {
+        None => checked_cycles(pristine, batch, cycles, |_| Ok(()))?,
+        Some(path) => {
+            // The log is written as the cycles are checked, and kept only
+            // when every cycle is the claim cycle.
+            let mut checked = Ok(());
+            let written = courier::files::replace_with(path, |file| {
+                writeln!(file, "{}", SessionHeader::new("bench").line())?;
+                checked = checked_cycles(pristine, batch, cycles, |outputs| {
+                    outputs
+                        .iter()
+                        .filter_map(durable_line)
+                        .try_for_each(|line| writeln!(file, "{line}"))
+                        .map_err(|error| format!("bench log {}: {error}", path.display()))
+                });
+                match &checked {
+                    Ok(()) => Ok(()),
+                    Err(reason) => Err(std::io::Error::other(reason.clone())),
+                }
+            });
+            checked?;
+            written.map_err(|error| format!("bench log {}: {error}", path.display()))?;
+        }
+    }
     let refused = |refusal| format!("bench: the claim cycle was refused: {refusal}");
-    let mut agent = pristine.clone();
-    let mut outputs = Vec::new();
-    for mut messages in claim::batches(batch, cycles) {
-        claim::run(&mut agent, &mut messages, |agent| {
-            outputs.extend(std::iter::from_fn(|| agent.poll_output()));
-        })
-        .map_err(refused)?;
-    }
-    if let Some(wrong) = claim::wrong(&outputs, &agent, batch, cycles) {
-        return Err(format!("bench: not the claim cycle: {wrong}"));
-    }
-    if let Some(path) = log {
-        let lines = std::iter::once(SessionHeader::new("bench").line())
-            .chain(outputs.iter().filter_map(durable_line));
-        let text: String = lines.map(|line| line + "\n").collect();
-        courier::files::replace(path, text)
-            .map_err(|error| format!("bench log {}: {error}", path.display()))?;
-    }
     let mut agent = pristine.clone();
     let mut batches = claim::batches(batch, cycles);
     let start = Instant::now();
@@ -184,6 +310,39 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
     }
     let nanoseconds = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
     Ok(json!({ "bench": { "batch": batch, "cycles": cycles, "nanoseconds": nanoseconds } }))
+}
+
+/// The most messages a `bench` line may ask for (batch × cycles): they are
+/// built before the clock starts, about 150 bytes each.
+const BENCH_MESSAGES_MAX: usize = 1 << 20;
+
+/// Runs `cycles` claim cycles of `batch` on a fresh agent, checking each
+/// as it ends (one cycle's outputs in memory at a time) and handing its
+/// outputs to `keep`; the first cycle that is not the claim cycle, or the
+/// first error of `keep`, is the error.
+fn checked_cycles(
+    pristine: &Agent,
+    batch: usize,
+    cycles: usize,
+    mut keep: impl FnMut(&[Output]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut agent = pristine.clone();
+    let mut outputs = Vec::new();
+    for (cycle, mut messages) in claim::batches(batch, cycles).into_iter().enumerate() {
+        outputs.clear();
+        claim::run(&mut agent, &mut messages, |agent| {
+            outputs.extend(std::iter::from_fn(|| agent.poll_output()));
+        })
+        .map_err(|refusal| format!("bench: the claim cycle was refused: {refusal}"))?;
+        if let Some(wrong) = claim::wrong(&outputs, &agent, batch, 1) {
+            return Err(format!(
+                "bench: not the claim cycle: cycle {}: {wrong}",
+                cycle + 1
+            ));
+        }
+        keep(&outputs)?;
+    }
+    Ok(())
 }
 
 fn feed(runner: &mut Runner, input: Input) -> Vec<String> {

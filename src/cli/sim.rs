@@ -104,7 +104,19 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         Some(shard) => shard_of(&args.seeds, shard),
         None => args.seeds.clone(),
     };
+    if let (Some((index, count)), true) = (args.shard, seeds.is_empty()) {
+        // Not an error (a CI matrix may have more shards than seeds), but
+        // a run of no seeds must not read as a pass of some.
+        let Range { start, end } = &args.seeds;
+        eprintln!("note: shard {index}/{count} of {start}..{end} is empty: more shards than seeds");
+    }
     if let Some(against) = &args.against {
+        // The divergence transcript goes in a folder: a file there would
+        // fail the write after all the work.
+        if let Err(error) = files::check_folder("--out", &args.out) {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
         let command = match super::against::resolve(against) {
             Ok(command) => command,
             Err(error) => {
@@ -259,7 +271,7 @@ fn print_diagram(args: &Args, path: &Path, report: &Report) {
     });
     match drawn {
         Ok(()) => println!("diagram: {}", svg.display()),
-        Err(error) => eprintln!("error: {}: cannot draw the report: {error}", svg.display()),
+        Err(error) => eprintln!("error: --diagram {}: cannot write: {error}", svg.display()),
     }
 }
 
@@ -342,13 +354,19 @@ fn rate(count: u64, elapsed: Duration) -> String {
 fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
     let number = |word: &str| {
         word.parse::<u64>()
-            .map_err(|_| format!("`{word}` is not a seed (a non-negative integer)"))
+            .map_err(|_| format!("`{word}` is not a seed (an integer from 0 to {})", u64::MAX))
     };
     let range = match text.split_once("..") {
         Some((start, end)) => number(start)?..number(end)?,
         None => {
             let seed = number(text)?;
-            seed..seed.checked_add(1).ok_or("seed too large")?
+            // The range `N..N+1` must be representable.
+            seed..seed.checked_add(1).ok_or_else(|| {
+                format!(
+                    "seed {seed} is too large: a single seed is at most {}",
+                    u64::MAX - 1
+                )
+            })?
         }
     };
     if range.start >= range.end {

@@ -27,7 +27,8 @@ use courier_sim::Prng;
 /// Arguments of `courier soak`.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The session log: created, or with `--resume` resumed and appended to.
+    /// The session log: created (a file already there is refused), or with
+    /// `--resume` resumed and appended to.
     #[arg(long, value_name = "FILE")]
     log: PathBuf,
     /// Seeds the workload.
@@ -65,6 +66,15 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         tokio::task::yield_now().await;
         StepOutcome::Completed
     });
+    // A fresh log never truncates a file that is there (a typo for
+    // another path would empty it in place).
+    if !args.resume && args.log.exists() {
+        eprintln!(
+            "error: --log {}: exists: refused (soak creates a fresh log; --resume appends)",
+            args.log.display()
+        );
+        return ExitCode::from(2);
+    }
     if args.resume {
         acknowledge("resuming");
     }

@@ -8,7 +8,8 @@
 //! `violations` (each written when found, so memory stays constant however
 //! many there are), then `status` (`valid`, `invalid` or `unreadable`) and
 //! either `lines`, `stopped` and `conversions` (dsh's older records read
-//! converted: `total` and the count per rule) or `error` (`line`, `reason`).
+//! converted: `total` and the count per rule) or `error` (`line`, null when
+//! the file as a whole cannot be read, and `reason`).
 //! Exit 0 when every file is valid, 1 when any has a violation, 2 when any
 //! cannot be read or parsed, or stdout cannot be written; a closed stdout
 //! (`| head`) ends the run quietly, with the verdict of the files already
@@ -117,12 +118,17 @@ fn report_file(
     match (format, &outcome) {
         (Format::Json, Ok(summary)) => writeln!(out, "],{}", verdict_json(summary)),
         (Format::Json, Err(error)) => {
-            let error = json!({ "line": error.line, "reason": error.reason });
+            // Line 0: the file as a whole (it cannot be opened), no line.
+            let line = (error.line > 0).then_some(error.line);
+            let error = json!({ "line": line, "reason": error.reason });
             writeln!(out, "],\"status\":\"unreadable\",\"error\":{error}}}")
         }
         (Format::Text, Err(error)) => {
             out.flush()?;
-            eprintln!("error: {name}:{error}");
+            match error.line {
+                0 => eprintln!("error: {name}: {}", error.reason),
+                line => eprintln!("error: {name}:{line}: {}", error.reason),
+            }
             Ok(())
         }
         (Format::Text, Ok(_)) => Ok(()),
@@ -175,9 +181,12 @@ fn verdict_json(summary: &Summary) -> String {
 }
 
 fn check_file(file: &Path, report: impl FnMut(Finding)) -> Result<Summary, Unreadable> {
-    let opened = File::open(file).map_err(|error| Unreadable {
-        line: 0,
-        reason: format!("cannot open: {error}"),
-    })?;
+    let whole = |reason: String| Unreadable { line: 0, reason };
+    // A folder opens (on Linux) and fails at its first read, which would
+    // blame line 1.
+    if file.is_dir() {
+        return Err(whole("cannot read: is a folder".to_owned()));
+    }
+    let opened = File::open(file).map_err(|error| whole(format!("cannot open: {error}")))?;
     validate(BufReader::with_capacity(BUFFER_BYTES, opened), report)
 }

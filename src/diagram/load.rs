@@ -7,8 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use courier_check::Violation;
-use courier_core::transcript::Script;
+use courier_core::transcript::{Script, parse_command};
 use courier_core::{Agent, Mutant};
 use courier_sim::Report;
 
@@ -23,12 +22,14 @@ use crate::variant::fresh_agent;
 /// line on the default build) draws the correct design, with a note saying
 /// so and how to draw the planted bug.
 pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
-    if crate::files::is_report(file)? {
-        let report = crate::files::read_report(file)?;
+    // Told apart, then read: a pipe is copied first.
+    let source = crate::files::Rereadable::new(file)?;
+    if crate::files::is_report(source.path())? {
+        let report = crate::files::read_report(&source)?;
         drawable(report.trace.len())?;
         return from_report(file, &report, mutant);
     }
-    let text = crate::files::read_capped(file, crate::files::TRANSCRIPT_MAX)?;
+    let text = crate::files::read_capped(source.path(), crate::files::TRANSCRIPT_MAX)?;
     let script = Script::parse(&text).map_err(|error| error.to_string())?;
     drawable(script.blocks().count())?;
     let named = named_variant(&text);
@@ -49,13 +50,35 @@ pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
         },
     };
     let mut tracer = Tracer::new(agent);
-    tracer
-        .run_script(&script)
-        .map_err(|(line, stalled)| format!("line {line}: {stalled}"))?;
+    // A stall is the run's verdict (a liveness failure), drawn up to there.
+    let stalled = tracer.run_script(&script).err();
     let mut diagram = tracer.finish(title(file, variant));
+    diagram.stalled = stalled.map(|(line, stalled)| format!("line {line}: {stalled}"));
     diagram.notes.extend(note);
+    diagram.notes.extend(not_commands(&script));
     diagram.diverged = diverged(&text, diagram.rows.len());
     Ok(diagram)
+}
+
+/// A note naming the lines that are not commands, which draw nothing
+/// (`courier run` prints each as `error: bad-command`): the first, and how
+/// many.
+fn not_commands(script: &Script) -> Option<String> {
+    let mut bad = script
+        .blocks()
+        .filter(|block| parse_command(&block.command).is_err());
+    let first = bad.next()?;
+    let others = match bad.count() {
+        0 => String::new(),
+        1 => ", nor is 1 other line".to_owned(),
+        more => format!(", nor are {more} other lines"),
+    };
+    Some(format!(
+        "note: line {}: `{}` is not a command{others}: not drawn (`courier run` prints \
+         `error: bad-command` for it)",
+        first.line,
+        crate::files::shown(&first.command)
+    ))
 }
 
 /// The other implementation's lines a divergence transcript (written by
@@ -77,8 +100,9 @@ fn diverged(text: &str, rows: usize) -> Option<Diverged> {
 
 /// A race report's trace, run on its variant (or `mutant`). A liveness
 /// failure (a stall, a wake still owed when the run ends) is the simulator's
-/// verdict over the whole trace, not one transition's, so when the re-run
-/// breaks nothing the report's own violation is marked at its last row.
+/// verdict over the whole trace, not one transition's, so when no row
+/// breaks a property the simulator's verdict is marked at the last row (or
+/// a note says the trace passes now).
 pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result<Diagram, String> {
     let agent = match (mutant, &report.mutant) {
         (Some(flag), _) => flagged(flag)?,
@@ -86,17 +110,23 @@ pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result
             .map_err(|error| format!("the report's `mutant` field: {error}"))?,
     };
     let variant = mutant.or(report.mutant.as_deref());
-    let mut tracer = Tracer::new(agent);
+    let mut tracer = Tracer::new(agent.clone());
     tracer.apply_all(report.trace.iter().cloned());
     let title = format!("{} seed {}", title(file, variant), report.seed);
     let mut diagram = tracer.finish(title);
     let last = diagram.rows.len().checked_sub(1);
     if let (None, Some(last)) = (&diagram.broken, last) {
-        let violation = Violation {
-            property: report.property,
-            detail: report.detail.clone(),
-        };
-        diagram.broken = Some((last, violation));
+        // Marked only when the simulator's own verdict over the trace (what
+        // `courier replay` prints) still finds it: a report this build no
+        // longer reproduces is not drawn as broken.
+        match courier_sim::evaluate(&agent, &report.trace).violation {
+            Some(violation) => diagram.broken = Some((last, violation)),
+            None => diagram.notes.push(format!(
+                "note: the report says {}, but this build's run of its trace breaks \
+                 nothing (as `courier replay` says)",
+                report.property
+            )),
+        }
     }
     Ok(diagram)
 }

@@ -29,6 +29,9 @@ pub struct Diagram {
     pub rows: Vec<Row>,
     /// The first property that broke and the 0-based row where it did.
     pub broken: Option<(usize, Violation)>,
+    /// A transcript's `run` that did not reach idle within the completion
+    /// cap (a liveness failure), as `line N: why`: the rows end there.
+    pub stalled: Option<String>,
     /// Where another implementation first printed something else (a
     /// `courier sim --against` divergence transcript), and what.
     pub diverged: Option<Diverged>,
@@ -96,6 +99,9 @@ impl Diagram {
     /// diverged from another implementation).
     pub fn verdict(&self) -> String {
         match &self.broken {
+            None if let Some(stalled) = &self.stalled => {
+                format!("liveness failure after row {}: {stalled}", self.rows.len())
+            }
             None if let Some(diverged) = &self.diverged => format!(
                 "diverges at row {} of {}: {}",
                 diverged.row + 1,

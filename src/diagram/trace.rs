@@ -75,7 +75,8 @@ impl Tracer {
 
     /// Runs a transcript's commands: inputs and restarts become rows, `run`
     /// becomes one row per completion it feeds; queries and unparsable lines change
-    /// nothing and draw nothing. Fails with the line of a `run` that stalled.
+    /// nothing and draw nothing. Fails with the line of a `run` that stalled,
+    /// its rows drawn up to there.
     pub fn run_script(&mut self, script: &Script) -> Result<(), (usize, Stalled)> {
         self.harness.run_script(script, &mut self.rows)
     }
@@ -86,6 +87,7 @@ impl Tracer {
             title: title.into(),
             rows: self.rows.rows,
             broken: self.rows.broken,
+            stalled: None,
             diverged: None,
             notes: Vec::new(),
         }
