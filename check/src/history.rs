@@ -99,7 +99,8 @@ impl Boundary {
 
     /// What it owes, for a violation's detail.
     fn owed(&self, next_step: usize) -> String {
-        let steps = format!("the {next_step} next-step message(s)");
+        let plural = if next_step == 1 { "" } else { "s" };
+        let steps = format!("the {next_step} next-step message{plural}");
         match (self.owes_next_step, self.owes_head) {
             (true, true) => format!("{steps} and the next-turn head"),
             (true, false) => steps,
