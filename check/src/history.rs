@@ -390,17 +390,24 @@ impl History {
         Ok(ids)
     }
 
-    /// A splice that changes nothing is never written (SPEC §5). (The
-    /// core's own splices are built so, [`Mode::Core`].)
+    /// A log holds only splices the core writes (SPEC §5): one that changes
+    /// nothing is not written, and `outcome` marks a removal, never a pure
+    /// insertion (none of dsh's logs has either). The core's own splices
+    /// are built so ([`Mode::Core`]).
     fn check_written(&self, splice: &Splice) -> Result<(), Violation> {
-        let changes = splice.removed_count > 0 || !splice.inserted.is_empty();
-        ensure(changes, Property::SpliceNormalized, || {
-            let target = splice.target.as_str();
-            format!(
-                "{target} splice at {} removes and inserts nothing",
-                splice.start
-            )
-        })
+        let target = splice.target.as_str();
+        let start = splice.start;
+        let removes = splice.removed_count > 0;
+        ensure(
+            removes || !splice.inserted.is_empty(),
+            Property::SpliceNormalized,
+            || format!("{target} splice at {start} removes and inserts nothing"),
+        )?;
+        ensure(
+            removes || splice.outcome.is_none(),
+            Property::SpliceNormalized,
+            || format!("{target} splice at {start} removes nothing but has an outcome"),
+        )
     }
 
     /// A splice that is not a claim ends a first boundary's claims, which

@@ -56,8 +56,8 @@ pub enum Property {
     ResumeCloses,
     /// A refused input emits nothing (SPEC §10).
     RefusalSilent,
-    /// Recorded splices have normalized coordinates and change something
-    /// (log checks).
+    /// Recorded splices are as the core writes them: coordinates normalized,
+    /// something changed, `outcome` only on a removal (log checks).
     SpliceNormalized,
     /// Positive goal rounds advance by one per admitted goal message (log checks).
     GoalRounds,
