@@ -154,6 +154,19 @@ fn mutants(log: &Log) -> Vec<(&'static str, String, Vec<String>, Verdict)> {
             noop,
             invalid("splice-normalized", at),
         ));
+        // SPEC §5: `outcome` marks a removal, never a pure insertion.
+        if let Output::Spliced(Splice {
+            removed_count: 0, ..
+        }) = output
+        {
+            let mut marked = lines.clone();
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            value["data"]["outcome"] = "canceled".into();
+            marked[index] = json_line(value);
+            let detail = format!("outcome on the insertion at line {at}");
+            let expected = invalid("splice-normalized", at);
+            out.push(("insertion-outcome", detail, marked, expected));
+        }
         let mut duplicated = lines.clone();
         duplicated.insert(index, line.clone());
         match output {
@@ -320,6 +333,7 @@ fn each_mutation_of_a_few_dsh_logs_gets_the_verdict_spec_gives_it() {
     for class in [
         "crash-cut",
         "no-op-splice",
+        "insertion-outcome",
         "duplicate",
         "renumber",
         "drop-message",
