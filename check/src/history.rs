@@ -341,22 +341,25 @@ impl History {
             },
         )?;
         let claim = splice.outcome.is_none() && splice.removed_count > 0;
-        if self.mode == Mode::Log {
-            self.check_written(splice)?;
-        }
         if claim {
             self.check_claim(splice)?;
-        } else {
-            self.close_first_boundary(splice)?;
         }
+        let next_step = self.next_step.len();
         let range = splice.start..splice.start + splice.removed_count;
         let removed = self.list_mut(splice.target).remove(range);
         for id in &removed {
             self.pending_index.remove(id);
         }
         let inserted = self.insert(splice)?;
+        // The log-only checks come after those above, which name the
+        // property of a splice that breaks both.
+        if self.mode == Mode::Log {
+            self.check_written(splice)?;
+        }
         if claim {
             self.note_claim(splice.target);
+        } else {
+            self.close_first_boundary(splice, next_step)?;
         }
         Ok(Effect {
             removed,
@@ -411,9 +414,9 @@ impl History {
     }
 
     /// A splice that is not a claim ends a first boundary's claims, which
-    /// must all have come (see [`Window::First`]).
-    fn close_first_boundary(&mut self, splice: &Splice) -> Result<(), Violation> {
-        let next_step = self.next_step.len();
+    /// must all have come (see [`Window::First`]); `next_step` is the length
+    /// of `next-step` before the splice.
+    fn close_first_boundary(&mut self, splice: &Splice, next_step: usize) -> Result<(), Violation> {
         let Some(turn) = self.turn.as_mut().filter(|turn| !turn.step_open) else {
             return Ok(());
         };
@@ -451,11 +454,6 @@ impl History {
         ensure(!turn.step_open, Property::ClaimShape, || {
             format!("{target} claim inside step {number}.{}", turn.last_step)
         })?;
-        // Only a log's boundaries have windows (see `opened`).
-        let closed = self.mode == Mode::Log && turn.boundary.window == Window::Closed;
-        ensure(!closed, Property::ClaimShape, || {
-            format!("{target} claim in turn {number} after its first boundary's claims ended")
-        })?;
         match splice.target {
             Target::NextStep => {
                 ensure(
@@ -463,7 +461,7 @@ impl History {
                     Property::ClaimShape,
                     || format!("turn {number} claims next-step after the next-turn head"),
                 )?;
-                self.check_whole_next_step(number, splice.removed_count)
+                self.check_whole_next_step(number, splice.removed_count)?;
             }
             Target::NextTurn => {
                 ensure(
@@ -484,9 +482,15 @@ impl History {
                         "turn {number} claims a next-turn message after step {}",
                         turn.last_step
                     )
-                })
+                })?;
             }
         }
+        // Only a log's boundaries have windows (see `opened`); checked last,
+        // so a claim that also breaks a check above is named by it.
+        let closed = self.mode == Mode::Log && turn.boundary.window == Window::Closed;
+        ensure(!closed, Property::ClaimShape, || {
+            format!("{target} claim in turn {number} after its first boundary's claims ended")
+        })
     }
 
     /// A boundary claims all of `next-step` as it stood. In [`Mode::Core`]
