@@ -133,7 +133,11 @@ fn scale_log(events: usize) -> Vec<u8> {
         log.push(send(if k % 2 == 0 { pending } else { 0 }, &format!("p{k}")));
         pending += 1;
     }
+    // Turn 1 claims the head of what is pending (SPEC §5), as every turn here.
+    let claim = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}"#;
     log.push(r#"{"type":"turn/start","data":{"turn":1}}"#.into());
+    log.push(claim.into());
+    pending -= 1;
     log.push(r#"{"type":"step/start","data":{"turn":1,"step":1}}"#.into());
     for k in 0..events / 4 {
         let message = message(&format!("c{k}"));
@@ -141,7 +145,6 @@ fn scale_log(events: usize) -> Vec<u8> {
     }
     log.push(r#"{"type":"step/end","data":{"turn":1,"step":1}}"#.into());
     log.push(r#"{"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}"#.into());
-    let claim = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}"#;
     let mut turn = 1;
     while log.len() + 7 <= events + 1 {
         turn += 1;

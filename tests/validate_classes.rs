@@ -58,16 +58,17 @@ fn stay_linear_splices_keep_list_order_past_the_index_threshold() {
     for round in 0..300 {
         let start = draws.below(model.len() + 1);
         let removed = draws.below((model.len() - start).min(3) + 1);
-        let inserted: Vec<String> = (0..draws.below(6))
-            .map(|k| format!("m{round}.{k}"))
-            .collect();
+        // As the core writes splices: each changes something, and only a
+        // removal has an outcome.
+        let count = draws.below(6).max(usize::from(removed == 0));
+        let inserted: Vec<String> = (0..count).map(|k| format!("m{round}.{k}")).collect();
         let messages = inserted.iter().map(|id| Message::from(id.as_str()));
         let output = Output::Spliced(Splice {
             target: Target::NextTurn,
             start,
             removed_count: removed,
             inserted: messages.collect(),
-            outcome: Some(courier_core::Outcome::Canceled),
+            outcome: (removed > 0).then_some(courier_core::Outcome::Canceled),
         });
         history.observe(&output).unwrap();
         model.splice(start..start + removed, inserted);

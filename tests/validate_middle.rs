@@ -15,11 +15,16 @@ fn message(id: &str) -> String {
 }
 
 /// A `next-turn` splice line: remove `removed` at `start` (canceled, so not
-/// a claim) and insert `ids` there.
+/// a claim; a pure insertion has no outcome) and insert `ids` there.
 fn splice(start: usize, removed: usize, ids: &[String]) -> String {
     let inserted: Vec<String> = ids.iter().map(|id| message(id)).collect();
+    let outcome = if removed > 0 {
+        r#","outcome":"canceled""#
+    } else {
+        ""
+    };
     format!(
-        r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":{start},"removedCount":{removed},"inserted":[{}],"outcome":"canceled"}}}}"#,
+        r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":{start},"removedCount":{removed},"inserted":[{}]{outcome}}}}}"#,
         inserted.join(",")
     )
 }
@@ -81,7 +86,7 @@ fn stay_linear_middle_splices_validate_and_keep_list_order() {
                 start,
                 removed_count: usize::from(remove),
                 inserted: inserted.into_iter().collect(),
-                outcome: Some(Outcome::Canceled),
+                outcome: remove.then_some(Outcome::Canceled),
             }))
             .unwrap();
         let removed: Vec<&str> = effect.removed.iter().map(|id| id.as_str()).collect();
@@ -107,7 +112,7 @@ fn stay_linear_middle_splices_validate_and_keep_list_order() {
             start: 400,
             removed_count: 0,
             inserted: batch.iter().map(|id| Message::from(id.as_str())).collect(),
-            outcome: Some(Outcome::Canceled),
+            outcome: None,
         }))
         .unwrap();
     assert_eq!(effect.inserted.len(), 300);

@@ -60,6 +60,53 @@ struct OpenTurn {
     admitted: Vec<MessageId>,
     /// `admitted`, indexed.
     admitted_index: Index,
+    /// What the open boundary still owes ([`Mode::Log`] only; the
+    /// [`Checker`](crate::Checker) checks a core's boundaries per transition).
+    boundary: Boundary,
+}
+
+/// A boundary's claims as a log shows them (SPEC §7 `claim-shape`): the
+/// transition that opens a boundary claims all of `next-step` and, at a
+/// turn's first boundary, the `next-turn` head, before anything else.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+struct Boundary {
+    window: Window,
+    /// `next-step` was not empty when the boundary opened and is not claimed yet.
+    owes_next_step: bool,
+    /// `next-turn` was not empty at `turn/start` and its head is not claimed yet.
+    owes_head: bool,
+}
+
+/// Where claims may still come.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+enum Window {
+    /// No boundary is open, or its claims are over.
+    #[default]
+    Closed,
+    /// Right after `turn/start`: only claims may come before the boundary's
+    /// claims are over (no log dsh wrote has anything else there).
+    First,
+    /// After `step/end`: dsh's listeners run inside the transition, so a
+    /// hook's splice may come before the claim (`hook-*-stop-continue`).
+    Later,
+}
+
+impl Boundary {
+    /// Whether a claim the boundary owes is not made yet.
+    fn owes(&self) -> bool {
+        self.owes_next_step || self.owes_head
+    }
+
+    /// What it owes, for a violation's detail.
+    fn owed(&self, next_step: usize) -> String {
+        let plural = if next_step == 1 { "" } else { "s" };
+        let steps = format!("the {next_step} next-step message{plural}");
+        match (self.owes_next_step, self.owes_head) {
+            (true, true) => format!("{steps} and the next-turn head"),
+            (true, false) => steps,
+            (false, _) => "the next-turn head".into(),
+        }
+    }
 }
 
 /// The ghost replay of a durable log.
@@ -262,7 +309,7 @@ impl History {
             Output::StepStart { turn, step } => self.step_start(*turn, *step)?,
             Output::UserMessage(message) => self.user_message(message, admitting)?,
             Output::StepEnd { turn, step } => self.step_end(*turn, *step)?,
-            Output::TurnEnd { turn, .. } => self.turn_end(*turn)?,
+            Output::TurnEnd { turn, reason } => self.turn_end(*turn, reason)?,
             Output::Inserted { .. }
             | Output::Claimed { .. }
             | Output::Discarded { .. }
@@ -297,14 +344,22 @@ impl History {
         if claim {
             self.check_claim(splice)?;
         }
+        let next_step = self.next_step.len();
         let range = splice.start..splice.start + splice.removed_count;
         let removed = self.list_mut(splice.target).remove(range);
         for id in &removed {
             self.pending_index.remove(id);
         }
         let inserted = self.insert(splice)?;
+        // The log-only checks come after those above, which name the
+        // property of a splice that breaks both.
+        if self.mode == Mode::Log {
+            self.check_written(splice)?;
+        }
         if claim {
             self.note_claim(splice.target);
+        } else {
+            self.close_first_boundary(splice, next_step)?;
         }
         Ok(Effect {
             removed,
@@ -338,6 +393,47 @@ impl History {
         Ok(ids)
     }
 
+    /// A log holds only splices the core writes (SPEC §5): one that changes
+    /// nothing is not written, and `outcome` marks a removal, never a pure
+    /// insertion (none of dsh's logs has either). The core's own splices
+    /// are built so ([`Mode::Core`]).
+    fn check_written(&self, splice: &Splice) -> Result<(), Violation> {
+        let target = splice.target.as_str();
+        let start = splice.start;
+        let removes = splice.removed_count > 0;
+        ensure(
+            removes || !splice.inserted.is_empty(),
+            Property::SpliceNormalized,
+            || format!("{target} splice at {start} removes and inserts nothing"),
+        )?;
+        ensure(
+            removes || splice.outcome.is_none(),
+            Property::SpliceNormalized,
+            || format!("{target} splice at {start} removes nothing but has an outcome"),
+        )
+    }
+
+    /// A splice that is not a claim ends a first boundary's claims, which
+    /// must all have come (see [`Window::First`]); `next_step` is the length
+    /// of `next-step` before the splice.
+    fn close_first_boundary(&mut self, splice: &Splice, next_step: usize) -> Result<(), Violation> {
+        let Some(turn) = self.turn.as_mut().filter(|turn| !turn.step_open) else {
+            return Ok(());
+        };
+        let boundary = turn.boundary;
+        if boundary.window != Window::First {
+            return Ok(());
+        }
+        let number = turn.number;
+        ensure(!boundary.owes(), Property::ClaimShape, || {
+            let target = splice.target.as_str();
+            let owed = boundary.owed(next_step);
+            format!("{target} splice in turn {number}'s first boundary before it claimed {owed}")
+        })?;
+        turn.boundary.window = Window::Closed;
+        Ok(())
+    }
+
     /// Claims are pure deletions from the front, inside an open turn and
     /// outside a step, `next-step` before the head, one head per turn.
     fn check_claim(&self, splice: &Splice) -> Result<(), Violation> {
@@ -365,7 +461,7 @@ impl History {
                     Property::ClaimShape,
                     || format!("turn {number} claims next-step after the next-turn head"),
                 )?;
-                self.check_whole_next_step(number, splice.removed_count)
+                self.check_whole_next_step(number, splice.removed_count)?;
             }
             Target::NextTurn => {
                 ensure(
@@ -386,9 +482,15 @@ impl History {
                         "turn {number} claims a next-turn message after step {}",
                         turn.last_step
                     )
-                })
+                })?;
             }
         }
+        // Only a log's boundaries have windows (see `opened`); checked last,
+        // so a claim that also breaks a check above is named by it.
+        let closed = self.mode == Mode::Log && turn.boundary.window == Window::Closed;
+        ensure(!closed, Property::ClaimShape, || {
+            format!("{target} claim in turn {number} after its first boundary's claims ended")
+        })
     }
 
     /// A boundary claims all of `next-step` as it stood. In [`Mode::Core`]
@@ -406,6 +508,10 @@ impl History {
         if let Some(turn) = &mut self.turn {
             turn.boundary_claims.push(target);
             turn.prompt_claimed |= target == Target::NextTurn;
+            match target {
+                Target::NextStep => turn.boundary.owes_next_step = false,
+                Target::NextTurn => turn.boundary.owes_head = false,
+            }
         }
     }
 
@@ -430,8 +536,23 @@ impl History {
             boundary_claims: Vec::new(),
             admitted: Vec::new(),
             admitted_index: Index::default(),
+            boundary: self.opened(Window::First),
         });
         Ok(())
+    }
+
+    /// The boundary a log opens now: what it owes is what is pending.
+    /// Default (owing nothing) in [`Mode::Core`], whose state stays as the
+    /// model checker hashes it.
+    fn opened(&self, window: Window) -> Boundary {
+        if self.mode == Mode::Core {
+            return Boundary::default();
+        }
+        Boundary {
+            window,
+            owes_next_step: !self.next_step.is_empty(),
+            owes_head: window == Window::First && !self.next_turn.is_empty(),
+        }
     }
 
     fn open(&mut self, what: &str, number: u64) -> Result<&mut OpenTurn, Violation> {
@@ -450,6 +571,7 @@ impl History {
     }
 
     fn step_start(&mut self, number: u64, step: u64) -> Result<(), Violation> {
+        let next_step = self.next_step.len();
         let turn = self.open("step/start", number)?;
         ensure(!turn.step_open, Property::Balanced, || {
             format!(
@@ -460,6 +582,11 @@ impl History {
         let expected = turn.last_step + 1;
         ensure(step == expected, Property::Balanced, || {
             format!("step/start {number}.{step} where step {number}.{expected} was next")
+        })?;
+        let boundary = std::mem::take(&mut turn.boundary);
+        ensure(!boundary.owes(), Property::ClaimShape, || {
+            let owed = boundary.owed(next_step);
+            format!("step/start {number}.{step} though its boundary did not claim {owed}")
         })?;
         turn.last_step = step;
         turn.step_open = true;
@@ -510,14 +637,29 @@ impl History {
         })?;
         turn.step_open = false;
         turn.boundary_claims.clear();
+        let boundary = self.opened(Window::Later);
+        if let Some(turn) = &mut self.turn {
+            turn.boundary = boundary;
+        }
         Ok(())
     }
 
-    fn turn_end(&mut self, number: u64) -> Result<(), Violation> {
+    fn turn_end(&mut self, number: u64, reason: &TurnEnd) -> Result<(), Violation> {
+        let next_step = self.next_step.len();
         let turn = self.open("turn/end", number)?;
         let step = turn.last_step;
         ensure(!turn.step_open, Property::Balanced, || {
             format!("turn/end {number} inside step {number}.{step}")
+        })?;
+        // A first boundary claims in `turn/start`'s transition, so only a
+        // crash's closer comes before its claims; a later boundary is
+        // opened only by a step that did not abort or fail, which the log
+        // cannot tell, so its end is not checked.
+        let boundary = turn.boundary;
+        let first = boundary.window == Window::First && *reason != TurnEnd::Interrupted;
+        ensure(!(first && boundary.owes()), Property::ClaimShape, || {
+            let owed = boundary.owed(next_step);
+            format!("turn/end {number} {reason} though its first boundary did not claim {owed}")
         })?;
         self.turn = None;
         Ok(())

@@ -56,7 +56,8 @@ pub enum Property {
     ResumeCloses,
     /// A refused input emits nothing (SPEC §10).
     RefusalSilent,
-    /// Recorded splice coordinates are normalized (log checks).
+    /// Recorded splices are as the core writes them: coordinates normalized,
+    /// something changed, `outcome` only on a removal (log checks).
     SpliceNormalized,
     /// Positive goal rounds advance by one per admitted goal message (log checks).
     GoalRounds,

@@ -23,6 +23,13 @@
 //!   older records are converted as dsh's own loader converts them, and a
 //!   record dsh refuses makes the file unreadable at its line with dsh's
 //!   reason; [`Summary::conversions`] counts the converted records.
+//! - A log has no transitions, so a boundary's claims are told by what
+//!   follows its `turn/start` or `step/end`: at a first boundary only its
+//!   claims (or a crash's `turn/end interrupted`) come before anything else;
+//!   after a `step/end` a hook's splice may come before the claim, as dsh's
+//!   listeners run inside the transition (`hook-*-stop-continue`). A log may
+//!   end anywhere (a crash), so a claim still owed at its end is not
+//!   reported.
 //! - A violation of [`History`] stops the file: its ghost state is no longer
 //!   the log's (a half-applied splice, an unknown turn number), so every
 //!   later report would be noise. A `goal-rounds` violation does not touch
