@@ -398,7 +398,7 @@ fn line_of(log: &[u8], offset: usize) -> u64 {
 }
 
 #[test]
-fn a_log_cut_inside_a_line_is_unreadable_at_that_line() {
+fn a_log_cut_inside_a_line_is_unreadable_at_that_line_and_said_torn() {
     let logs: Vec<Vec<u8>> = fixtures()
         .iter()
         .map(|f| std::fs::read(f).unwrap())
@@ -421,6 +421,13 @@ fn a_log_cut_inside_a_line_is_unreadable_at_that_line() {
             };
             prop_assert_eq!(error.line, line_of(log, cut));
             prop_assert!(error.reason.starts_with("cannot parse"), "{}", error);
+            // Said to be torn only while it is the unterminated last line.
+            prop_assert!(error.reason.contains("a torn final line"), "{}", error);
+            let terminated = [&log[..cut], b"\n"].concat();
+            let Err(error) = check(&terminated[..]).1 else {
+                return Err(TestCaseError::fail("a terminated cut line was accepted"));
+            };
+            prop_assert!(!error.reason.contains("torn"), "{}", error);
             Ok(())
         })
         .unwrap();

@@ -39,7 +39,7 @@ use std::fmt;
 use std::io::{BufRead, Read};
 
 use crate::{GoalRounds, History, Mode, Violation};
-use courier_core::log::{Conversions, LogLine, Reader};
+use courier_core::log::{Conversions, LineError, LogLine, Reader};
 
 /// The longest line read; a longer one makes the file unreadable rather
 /// than memory unbounded (dsh inlines images, so this is generous).
@@ -109,15 +109,24 @@ pub fn validate<R: BufRead>(
         stopped: false,
         conversions: Conversions::default(),
     };
-    while let Some(text) = next_line(&mut reader, &mut buffer, summary.lines + 1)? {
+    while let Some((text, terminated)) = next_line(&mut reader, &mut buffer, summary.lines + 1)? {
         summary.lines += 1;
         let line = summary.lines;
         if text.trim().is_empty() {
             continue;
         }
-        let event = lines.line(text).map_err(|error| Unreadable {
-            line,
-            reason: error.to_string(),
+        let event = lines.line(text).map_err(|error| {
+            // What a crash leaves: said, not dropped (the user asked for a
+            // verdict on every line; a resume is what drops it).
+            let torn = if !terminated && matches!(error, LineError::NotJson(_)) {
+                " (a torn final line, as a crash leaves it: `courier repair` drops it)"
+            } else {
+                ""
+            };
+            Unreadable {
+                line,
+                reason: format!("{error}{torn}"),
+            }
         })?;
         summary.conversions = lines.conversions();
         let broken = match (event, &mut replay) {
@@ -156,12 +165,13 @@ pub fn validate<R: BufRead>(
     Ok(summary)
 }
 
-/// Reads the next line into `buffer`, without its line ending; `None` at the end.
+/// Reads the next line into `buffer`, without its line ending, and whether
+/// it had one; `None` at the end.
 fn next_line<'b, R: BufRead>(
     reader: &mut R,
     buffer: &'b mut Vec<u8>,
     line: u64,
-) -> Result<Option<&'b str>, Unreadable> {
+) -> Result<Option<(&'b str, bool)>, Unreadable> {
     let unreadable = |reason: String| Unreadable { line, reason };
     buffer.clear();
     let read = reader
@@ -172,7 +182,8 @@ fn next_line<'b, R: BufRead>(
     if read == 0 {
         return Ok(None);
     }
-    if buffer.last() == Some(&b'\n') {
+    let terminated = buffer.last() == Some(&b'\n');
+    if terminated {
         buffer.pop();
     } else if buffer.len() as u64 > LINE_BYTES_MAX {
         return Err(unreadable(format!("longer than {LINE_BYTES_MAX} bytes")));
@@ -181,7 +192,7 @@ fn next_line<'b, R: BufRead>(
         buffer.pop();
     }
     std::str::from_utf8(buffer)
-        .map(Some)
+        .map(|text| Some((text, terminated)))
         .map_err(|error| unreadable(format!("not UTF-8: {error}")))
 }
 
