@@ -13,7 +13,8 @@ mod file;
 mod kept;
 
 pub use file::{
-    BLOCK_BYTES_MAX, Block, Item, Items, LayoutError, Mismatch, Outline, Rewriter, Script, Unreadable,
+    BLOCK_BYTES_MAX, Block, Item, Items, LayoutError, Mismatch, Outline, Rewriter, Script,
+    Unreadable,
 };
 pub use kept::{Kept, TailLog, WholeLog};
 

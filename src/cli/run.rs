@@ -12,13 +12,17 @@
 //! and line). `--rewrite` leaves a passing file untouched and replaces a
 //! failing one atomically.
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use courier::files;
 use courier::variant::MutantArg;
 use courier_core::Agent;
-use courier_core::transcript::{Mismatch, Runner, Script, Stalled, parse_command};
+use courier_core::transcript::{
+    BLOCK_BYTES_MAX, Block, Item, Items, Mismatch, Outline, Rewriter, Runner, Stalled, TailLog,
+    Unreadable, parse_command,
+};
 
 use super::against;
 use super::rules::{Divergence, Earlier, Judged, Rule, print_gaps};
@@ -123,114 +127,321 @@ enum Engine<'a> {
 enum Broke {
     /// A `run` hit the completion cap: the transcript is fine, the agent is
     /// not live (a liveness failure, exit 1).
-    Stalled(usize, Stalled),
+    Stalled(Stalled),
     /// The implementation could not be run or broke the protocol (exit 2).
-    Unusable(usize, String),
+    Unusable(String),
 }
 
 impl Engine<'_> {
-    /// What each block printed, or the line where the run broke off and why.
-    fn run(&self, script: &Script) -> Result<Vec<Vec<String>>, Broke> {
+    /// A fresh session for one file whose restarts lose at most `lose_max`
+    /// events: the core keeps only the log they can cut.
+    fn start(&self, lose_max: usize) -> Result<Session, String> {
         match self {
-            Engine::Core(prototype) => script
-                .run(prototype)
-                .map_err(|(line, stalled)| Broke::Stalled(line, stalled)),
-            Engine::External(command) => {
-                super::against::run_script(script, command).map_err(|(line, broke)| match broke {
-                    against::Broke::Stalled(stalled) => Broke::Stalled(line, stalled),
-                    against::Broke::Protocol(reason) => Broke::Unusable(line, reason),
-                })
-            }
+            Engine::Core(prototype) => Ok(Session::Core(Runner::keeping(
+                (*prototype).clone(),
+                lose_max,
+            ))),
+            Engine::External(command) => against::Peer::spawn(command).map(Session::External),
         }
     }
 }
 
+/// One file's run in progress.
+enum Session {
+    Core(Runner<TailLog>),
+    External(against::Peer),
+}
+
+impl Session {
+    /// What `command` printed.
+    fn execute(&mut self, command: &str) -> Result<Vec<String>, Broke> {
+        match self {
+            Session::Core(runner) => runner.execute(command).map_err(Broke::Stalled),
+            Session::External(peer) => peer.execute(command).map_err(|broke| match broke {
+                against::Broke::Stalled(stalled) => Broke::Stalled(stalled),
+                against::Broke::Protocol(reason) => Broke::Unusable(reason),
+            }),
+        }
+    }
+}
+
+/// Runs one file in two passes over its lines, holding one block at a time
+/// (issue 16: a transcript of millions of commands runs in the memory of
+/// the agent's state): the first reads the whole layout, so a layout error
+/// anywhere is reported before anything is run, printed or rewritten, and
+/// keeps only an [`Outline`]; the second runs each block, compares it,
+/// reports (or rewrites) it and drops it.
 fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
-    let name = file.display();
-    let text = match files::read_capped(file, files::TRANSCRIPT_MAX) {
-        Ok(text) => text,
+    let name = file.display().to_string();
+    let (outline, fingerprint) = match outline(file) {
+        Ok(outlined) => outlined,
         Err(error) => {
-            eprintln!("error: {name}: {error}");
+            eprintln!("error: {name}{error}");
             return Verdict::Broken;
         }
     };
-    let script = match Script::parse(&text) {
-        Ok(script) => script,
-        Err(error) => {
-            eprintln!("error: {name}:{}: {}", error.line, error.reason);
+    let mut session = match engine.start(outline.lose_max()) {
+        Ok(session) => session,
+        Err(reason) => {
+            eprintln!("error: {name}:0: {reason}");
             return Verdict::Broken;
         }
     };
-    let actual = match engine.run(&script) {
-        Ok(actual) => actual,
-        Err(Broke::Stalled(line, stalled)) => {
-            println!("FAIL {name}");
-            println!("  {name}:{line}: liveness: {stalled}");
-            return Verdict::Failed(args.against.as_ref().map(|_| Judged::Unexplained(None)));
-        }
-        Err(Broke::Unusable(line, reason)) => {
-            eprintln!("error: {name}:{line}: {reason}");
-            return Verdict::Broken;
-        }
+    let Ok(mut lines) = files::Lines::open(file, BLOCK_BYTES_MAX) else {
+        eprintln!("error: {name}: changed while it was being run");
+        return Verdict::Broken;
     };
-    let mismatches = script.mismatches(&actual);
-    if args.rewrite {
-        // A passing file is left alone, byte for byte; a rewrite keeps
-        // everything but the changed blocks' outputs (see `Script::render`)
-        // and replaces the file whole or not at all.
-        if mismatches.is_empty() {
-            return Verdict::Passed;
-        }
-        if let Err(error) = files::replace(file, script.render(&actual)) {
+    let mut report = Report::new(args, &name, outline.lose_max());
+    let mut items = Items::new(&mut lines);
+    let bom = items.bom();
+    let mut written = if bom { '\u{feff}'.len_utf8() } else { 0 };
+    let mut rewriter = Rewriter::new(items.newline());
+    for item in &mut items {
+        let item = match item {
+            Ok(item) => item,
+            Err(_) => break,
+        };
+        let failed = match &item {
+            Item::Text(raw) => report.text(raw, &mut rewriter),
+            Item::Block(block) => match session.execute(&block.command) {
+                Ok(printed) => report.block(block, &printed, &mut rewriter, file, written),
+                Err(Broke::Stalled(stalled)) => {
+                    report.fail();
+                    println!("  {name}:{}: liveness: {stalled}", block.line);
+                    let judged = args.against.as_ref().map(|_| Judged::Unexplained(None));
+                    return Verdict::Failed(judged);
+                }
+                Err(Broke::Unusable(reason)) => {
+                    eprintln!("error: {name}:{}: {reason}", block.line);
+                    return Verdict::Broken;
+                }
+            },
+        };
+        if let Err(error) = failed {
             eprintln!("error: {name}: cannot write: {error} (the file is as it was)");
             return Verdict::Broken;
         }
-        println!("rewrote {name}");
-        return Verdict::Passed;
+        written += item.raw().len();
     }
-    if mismatches.is_empty() {
-        println!("ok   {name}");
-        return Verdict::Passed;
+    drop(items);
+    if lines.fingerprint() != fingerprint {
+        eprintln!("error: {name}: changed while it was being run (the file is as it was)");
+        return Verdict::Broken;
     }
-    println!("FAIL {name}");
-    for mismatch in mismatches {
-        print_mismatch(&name.to_string(), mismatch);
-    }
-    if args.against.is_none() {
-        return Verdict::Failed(None);
-    }
-    let (line, judged) = first_divergence(&script, &actual);
-    println!("  divergence at {name}:{line}: {}", judged.describe());
-    Verdict::Failed(Some(judged))
+    report.finish(rewriter)
 }
 
-/// The line of the first block that differs and the rule explaining it
-/// (the blocks after it run on diverged states, so they explain nothing).
-fn first_divergence(script: &Script, actual: &[Vec<String>]) -> (usize, Judged) {
-    let mut earlier = Vec::new();
-    // The contract's state before each block, for the rules that need it.
-    let mut contract = Runner::new(Agent::new());
-    for (block, printed) in script.blocks().zip(actual) {
-        let command = parse_command(&block.command).ok();
-        let Some(expected) = block.expected.as_ref().filter(|e| *e == printed) else {
-            let expected = block.expected.as_deref().unwrap_or_default();
-            let divergence = Divergence {
-                earlier: &earlier,
-                command: command.as_ref(),
-                expected,
-                actual: printed,
-                before: contract.agent(),
-            };
-            return (block.line, Judged::of(&divergence));
-        };
-        // A stall is the expected block's business; the state stays.
-        let _ = contract.execute(&block.command);
-        earlier.push(Earlier {
-            command,
-            printed: expected.clone(),
-        });
+/// The first pass: the file's [`Outline`] (a layout error, an unreadable
+/// line or a file that is no transcript is an error naming where) and the
+/// fingerprint of what was read.
+fn outline(file: &Path) -> Result<(Outline, (u64, u64)), String> {
+    let mut lines =
+        files::Lines::open(file, BLOCK_BYTES_MAX).map_err(|error| format!(": {error}"))?;
+    let mut outline = Outline::default();
+    for item in Items::new(&mut lines) {
+        match item {
+            Ok(item) => outline.add(&item),
+            Err(Unreadable::Layout(error)) => {
+                return Err(format!(":{}: {}", error.line, error.reason));
+            }
+            Err(Unreadable::Read(error)) => return Err(format!(": {error}")),
+        }
     }
-    (0, Judged::Unexplained(None))
+    outline
+        .check()
+        .map_err(|error| format!(":{}: {}", error.line, error.reason))?;
+    Ok((outline, lines.fingerprint()))
+}
+
+/// What a file's run has shown so far, printed (or rewritten) as it goes.
+struct Report<'a> {
+    args: &'a Args,
+    name: &'a str,
+    /// Whether `FAIL <file>` is out (before the first differing block).
+    failing: bool,
+    /// With `--against`: the contract's run over the blocks before the
+    /// first divergence (the rules read them), then how it was judged.
+    divergence: Option<Diverging>,
+    /// With `--rewrite`, once a block differs: the file being written.
+    rewriting: Option<Rewriting>,
+}
+
+/// `--against`'s search for the first divergence.
+enum Diverging {
+    /// Every block so far passed: the contract's state and the blocks.
+    Before {
+        contract: Box<Runner<TailLog>>,
+        earlier: Vec<Earlier>,
+    },
+    /// The first divergence, at its line.
+    Found(usize, Judged),
+}
+
+/// A rewrite in progress: the temporary file beside the transcript and the
+/// text not yet written to it.
+struct Rewriting {
+    staged: files::Staged,
+    text: String,
+}
+
+/// How much rewritten text is gathered before it is written.
+const REWRITE_CHUNK: usize = 1 << 16;
+
+impl<'a> Report<'a> {
+    /// The report of `name`, whose restarts lose at most `lose_max` events.
+    fn new(args: &'a Args, name: &'a str, lose_max: usize) -> Self {
+        let divergence = args.against.as_ref().map(|_| Diverging::Before {
+            contract: Box::new(Runner::keeping(Agent::new(), lose_max)),
+            earlier: Vec::new(),
+        });
+        Report {
+            args,
+            name,
+            failing: false,
+            divergence,
+            rewriting: None,
+        }
+    }
+
+    /// Prints `FAIL <file>` once, before whatever failed first.
+    fn fail(&mut self) {
+        if !std::mem::replace(&mut self.failing, true) {
+            println!("FAIL {}", self.name);
+        }
+    }
+
+    /// A comment or blank line: rewritten as it was, once a rewrite is on.
+    fn text(&mut self, raw: &str, rewriter: &mut Rewriter) -> std::io::Result<()> {
+        match &mut self.rewriting {
+            None => Ok(()),
+            Some(rewriting) => {
+                rewriter.text(raw, &mut rewriting.text);
+                rewriting.write(false)
+            }
+        }
+    }
+
+    /// A block run: compared and reported, or rewritten. `written` is how
+    /// many bytes of `file` come before it: a rewrite starts at the first
+    /// block that differs, copying them (a passing file is never staged).
+    fn block(
+        &mut self,
+        block: &Block,
+        printed: &[String],
+        rewriter: &mut Rewriter,
+        file: &Path,
+        written: usize,
+    ) -> std::io::Result<()> {
+        let passes = block.passes(printed);
+        if let Some(Diverging::Before { contract, earlier }) = &mut self.divergence {
+            let command = parse_command(&block.command).ok();
+            match &block.expected {
+                Some(expected) if passes => {
+                    // A stall is the expected block's business; the state stays.
+                    let _ = contract.execute(&block.command);
+                    earlier.push(Earlier {
+                        command,
+                        printed: expected.clone(),
+                    });
+                }
+                expected => {
+                    let divergence = Divergence {
+                        earlier,
+                        command: command.as_ref(),
+                        expected: expected.as_deref().unwrap_or_default(),
+                        actual: printed,
+                        before: contract.agent(),
+                    };
+                    let judged = Judged::of(&divergence);
+                    self.divergence = Some(Diverging::Found(block.line, judged));
+                }
+            }
+        }
+        if self.args.rewrite {
+            if passes && self.rewriting.is_none() {
+                return Ok(());
+            }
+            let rewriting = match &mut self.rewriting {
+                Some(rewriting) => rewriting,
+                None => self.rewriting.insert(Rewriting::start(file, written)?),
+            };
+            rewriter.block(block, printed, &mut rewriting.text);
+            return rewriting.write(false);
+        }
+        if !passes {
+            self.fail();
+            print_mismatch(
+                self.name,
+                Mismatch {
+                    block,
+                    actual: printed,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// The file's verdict, after its last block.
+    fn finish(self, rewriter: Rewriter) -> Verdict {
+        let name = self.name;
+        if let Some(mut rewriting) = self.rewriting {
+            rewriter.finish(&mut rewriting.text);
+            if let Err(error) = rewriting
+                .write(true)
+                .and_then(|()| rewriting.staged.commit())
+            {
+                eprintln!("error: {name}: cannot write: {error} (the file is as it was)");
+                return Verdict::Broken;
+            }
+            println!("rewrote {name}");
+            return Verdict::Passed;
+        }
+        if self.args.rewrite || !self.failing {
+            if !self.args.rewrite {
+                println!("ok   {name}");
+            }
+            return Verdict::Passed;
+        }
+        match self.divergence {
+            None => Verdict::Failed(None),
+            Some(Diverging::Found(line, judged)) => {
+                println!("  divergence at {name}:{line}: {}", judged.describe());
+                Verdict::Failed(Some(judged))
+            }
+            // Every block passed: a failure is a stall, reported already.
+            Some(Diverging::Before { .. }) => Verdict::Failed(Some(Judged::Unexplained(None))),
+        }
+    }
+}
+
+impl Rewriting {
+    /// A temporary file beside `file` holding its first `written` bytes
+    /// (every item before the first differing block, as written).
+    fn start(file: &Path, written: usize) -> std::io::Result<Rewriting> {
+        let mut staged = files::Staged::new(file)?;
+        let copied = std::io::copy(
+            &mut std::fs::File::open(file)?.take(written as u64),
+            staged.file(),
+        )?;
+        if copied != written as u64 {
+            return Err(std::io::Error::other(
+                "the file changed while it was being run",
+            ));
+        }
+        Ok(Rewriting {
+            staged,
+            text: String::new(),
+        })
+    }
+
+    /// Writes the gathered text once there is enough of it (or all of it).
+    fn write(&mut self, all: bool) -> std::io::Result<()> {
+        if all || self.text.len() >= REWRITE_CHUNK {
+            self.staged.file().write_all(self.text.as_bytes())?;
+            self.text.clear();
+        }
+        Ok(())
+    }
 }
 
 fn print_mismatch(name: &str, Mismatch { block, actual }: Mismatch<'_>) {

@@ -136,7 +136,11 @@ where
             Some((_, Err(_))) | None => "",
         };
         Self {
-            newline: if first.ends_with("\r\n") { "\r\n" } else { "\n" },
+            newline: if first.ends_with("\r\n") {
+                "\r\n"
+            } else {
+                "\n"
+            },
             bom: first.starts_with('\u{feff}'),
             lines,
             stopped: false,

@@ -74,7 +74,7 @@ impl Kept for TailLog {
     fn push(&mut self, event: Output) {
         self.tail.push_back(event);
         let keep = self.lose_max.max(TAIL_MIN);
-        if self.tail.len() < 2 * keep {
+        if self.tail.len() < keep.saturating_mul(2) {
             return;
         }
         // Amortised: half the tail goes into the replay at once.
