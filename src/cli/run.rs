@@ -207,23 +207,27 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
                 Ok(printed) => report.block(block, &printed, &mut rewriter, file, written),
                 Err(Broke::Stalled(stalled)) => {
                     report.fail();
-                    println!("  {name}:{}: liveness: {stalled}", block.line);
+                    report.say(format_args!("  {name}:{}: liveness: {stalled}", block.line));
+                    report.flush();
                     let judged = args.against.as_ref().map(|_| Judged::Unexplained(None));
                     return Verdict::Failed(judged);
                 }
                 Err(Broke::Unusable(reason)) => {
+                    report.flush();
                     eprintln!("error: {name}:{}: {reason}", block.line);
                     return Verdict::Broken;
                 }
             },
         };
         if let Err(error) = failed {
+            report.flush();
             eprintln!("error: {name}: cannot write: {error} (the file is as it was)");
             return Verdict::Broken;
         }
         written += item.raw().len();
     }
     drop(items);
+    report.flush();
     if lines.fingerprint() != fingerprint {
         eprintln!("error: {name}: changed while it was being run (the file is as it was)");
         return Verdict::Broken;
@@ -264,6 +268,9 @@ struct Report<'a> {
     divergence: Option<Diverging>,
     /// With `--rewrite`, once a block differs: the file being written.
     rewriting: Option<Rewriting>,
+    /// What is printed next: a diff of a million blocks goes out in chunks,
+    /// not a write per line.
+    out: String,
 }
 
 /// `--against`'s search for the first divergence.
@@ -287,6 +294,9 @@ struct Rewriting {
 /// How much rewritten text is gathered before it is written.
 const REWRITE_CHUNK: usize = 1 << 16;
 
+/// How much of a report is gathered before it is printed.
+const PRINT_CHUNK: usize = 1 << 16;
+
 impl<'a> Report<'a> {
     /// The report of `name`, whose restarts lose at most `lose_max` events.
     fn new(args: &'a Args, name: &'a str, lose_max: usize) -> Self {
@@ -300,13 +310,32 @@ impl<'a> Report<'a> {
             failing: false,
             divergence,
             rewriting: None,
+            out: String::new(),
         }
+    }
+
+    /// Prints `line` (in the next chunk).
+    fn say(&mut self, line: std::fmt::Arguments<'_>) {
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = writeln!(self.out, "{line}");
+        if self.out.len() >= PRINT_CHUNK {
+            self.flush();
+        }
+    }
+
+    /// Prints what was said so far (before an error goes to stderr, and at
+    /// the end of the file).
+    fn flush(&mut self) {
+        print!("{}", self.out);
+        self.out.clear();
     }
 
     /// Prints `FAIL <file>` once, before whatever failed first.
     fn fail(&mut self) {
         if !std::mem::replace(&mut self.failing, true) {
-            println!("FAIL {}", self.name);
+            let name = self.name;
+            self.say(format_args!("FAIL {name}"));
         }
     }
 
@@ -370,42 +399,50 @@ impl<'a> Report<'a> {
         }
         if !passes {
             self.fail();
-            print_mismatch(
-                self.name,
-                Mismatch {
-                    block,
-                    actual: printed,
-                },
-            );
+            let name = self.name;
+            let mismatch = Mismatch {
+                block,
+                actual: printed,
+            };
+            print_mismatch(name, mismatch, &mut |line| self.say(line));
         }
         Ok(())
     }
 
     /// The file's verdict, after its last block.
-    fn finish(self, rewriter: Rewriter) -> Verdict {
+    fn finish(mut self, rewriter: Rewriter) -> Verdict {
+        let verdict = self.verdict(rewriter);
+        self.flush();
+        verdict
+    }
+
+    fn verdict(&mut self, rewriter: Rewriter) -> Verdict {
         let name = self.name;
-        if let Some(mut rewriting) = self.rewriting {
+        if let Some(mut rewriting) = self.rewriting.take() {
             rewriter.finish(&mut rewriting.text);
             if let Err(error) = rewriting
                 .write(true)
                 .and_then(|()| rewriting.staged.commit())
             {
+                self.flush();
                 eprintln!("error: {name}: cannot write: {error} (the file is as it was)");
                 return Verdict::Broken;
             }
-            println!("rewrote {name}");
+            self.say(format_args!("rewrote {name}"));
             return Verdict::Passed;
         }
         if self.args.rewrite || !self.failing {
             if !self.args.rewrite {
-                println!("ok   {name}");
+                self.say(format_args!("ok   {name}"));
             }
             return Verdict::Passed;
         }
-        match self.divergence {
+        match &self.divergence {
             None => Verdict::Failed(None),
             Some(Diverging::Found(line, judged)) => {
-                println!("  divergence at {name}:{line}: {}", judged.describe());
+                let (line, judged) = (*line, *judged);
+                let judgement = judged.describe();
+                self.say(format_args!("  divergence at {name}:{line}: {judgement}"));
                 Verdict::Failed(Some(judged))
             }
             // Every block passed: a failure is a stall, reported already.
@@ -444,10 +481,17 @@ impl Rewriting {
     }
 }
 
-fn print_mismatch(name: &str, Mismatch { block, actual }: Mismatch<'_>) {
-    println!("  {name}:{}: {}", block.line, block.command);
+/// Says a block's diff, line by line, through `say`.
+fn print_mismatch(
+    name: &str,
+    Mismatch { block, actual }: Mismatch<'_>,
+    say: &mut dyn FnMut(std::fmt::Arguments<'_>),
+) {
+    say(format_args!("  {name}:{}: {}", block.line, block.command));
     let Some(expected) = &block.expected else {
-        println!("    (no `----` line: the block has no expected output; --rewrite adds it)");
+        say(format_args!(
+            "    (no `----` line: the block has no expected output; --rewrite adds it)"
+        ));
         return;
     };
     let expected = lines_text(expected);
@@ -458,12 +502,15 @@ fn print_mismatch(name: &str, Mismatch { block, actual }: Mismatch<'_>) {
             ChangeTag::Insert => "+",
             ChangeTag::Equal => " ",
         };
-        print!("    {sign} {}", visible_trailing_whitespace(change.value()));
+        say(format_args!(
+            "    {sign} {}",
+            visible_trailing_whitespace(change.value())
+        ));
     }
 }
 
 /// A diff line whose trailing whitespace shows: spaces as `·` and tabs as
-/// `→` after the last visible character, so two lines that differ only
+/// `→` after the last visible character (the line ending dropped), so two lines that differ only
 /// there do not print alike.
 fn visible_trailing_whitespace(line: &str) -> String {
     let line = line.strip_suffix('\n').unwrap_or(line);
@@ -476,7 +523,7 @@ fn visible_trailing_whitespace(line: &str) -> String {
             other => other,
         })
         .collect();
-    format!("{text}{trailing}\n")
+    format!("{text}{trailing}")
 }
 
 fn lines_text(lines: &[String]) -> String {
