@@ -1,0 +1,80 @@
+//! `courier run` holds one block at a time (issue 16, bounded memory): a
+//! transcript of fifty thousand commands whose agent stays small runs,
+//! fails and is rewritten under an address-space limit that reading it whole
+//! (its text, every block and every printed line, and the whole durable log)
+//! does not fit in. Before streaming, the limit below aborted all three runs
+//! (a failed allocation); the peak memory of each, with figures, is in
+//! BENCHMARKS.md (issue 16).
+
+#![cfg(target_os = "linux")]
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// The address space `courier run` gets, in KiB: room for the binary, its
+/// stack and a small heap, not for the file held whole (a peak of 66 MiB
+/// resident before streaming, for the file below; 6 MiB after).
+const ADDRESS_SPACE_KIB: u32 = 32 << 10;
+
+/// Pairs of `inject`/`remove` (two blocks each): the agent's inbox never
+/// holds more than one message, so only the file can take the memory.
+const PAIRS: usize = 25_000;
+
+/// The transcript: `inject` and `remove` of each message, their expected
+/// outputs right, or all wrong (`+x` for `+m`, `@1` for `@0`).
+fn transcript(right: bool) -> String {
+    let (inserted, start) = if right { ("m", 0) } else { ("x", 1) };
+    let mut text = String::from("# Many blocks, a small agent.\n\n");
+    for k in 0..PAIRS {
+        let _ = write!(
+            text,
+            "inject m{k}\n----\nspliced next-step@0 +{inserted}{k}\n~inserted m{k}\n\n\
+             remove m{k}\n----\nspliced next-step@{start} -1 canceled\n~discarded m{k}\n\n"
+        );
+    }
+    text
+}
+
+/// `courier run ARGUMENTS` under the limit: its exit code and stderr
+/// (stdout, a diff of every block when they fail, is dropped unread).
+fn limited(arguments: &[&str], file: &Path) -> (Option<i32>, String) {
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {ADDRESS_SPACE_KIB} && exec \"$0\" \"$@\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_courier"))
+        .arg("run")
+        .args(arguments)
+        .arg(file)
+        .stdout(Stdio::null())
+        .output()
+        .expect("sh runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code(), stderr)
+}
+
+#[test]
+fn bounded_memory_run_holds_one_block_not_the_file() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let passing = folder.path().join("passing.txn");
+    std::fs::write(&passing, transcript(true)).unwrap();
+    let (code, stderr) = limited(&[], &passing);
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // Every block fails: the diff of each is printed as it is found.
+    let failing = folder.path().join("failing.txn");
+    std::fs::write(&failing, transcript(false)).unwrap();
+    let (code, stderr) = limited(&[], &failing);
+    assert_eq!(code, Some(1), "{stderr}");
+
+    // The rewrite is streamed to the temporary file: every block's outputs
+    // are replaced, everything else is kept.
+    let (code, stderr) = limited(&["--rewrite"], &failing);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        std::fs::read(&failing).unwrap() == std::fs::read(&passing).unwrap(),
+        "the rewritten file is not the passing one"
+    );
+}
