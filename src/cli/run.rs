@@ -133,13 +133,13 @@ enum Broke {
 }
 
 impl Engine<'_> {
-    /// A fresh session for one file whose restarts lose at most `lose_max`
-    /// events: the core keeps only the log they can cut.
-    fn start(&self, lose_max: usize) -> Result<Session, String> {
+    /// A fresh session for one file whose restarts lose `lose_total` events
+    /// all together: the core keeps only the log they can cut.
+    fn start(&self, lose_total: usize) -> Result<Session, String> {
         match self {
             Engine::Core(prototype) => Ok(Session::Core(Runner::keeping(
                 (*prototype).clone(),
-                lose_max,
+                lose_total,
             ))),
             Engine::External(command) => against::Peer::spawn(command).map(Session::External),
         }
@@ -180,7 +180,7 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
             return Verdict::Broken;
         }
     };
-    let mut session = match engine.start(outline.lose_max()) {
+    let mut session = match engine.start(outline.lose_total()) {
         Ok(session) => session,
         Err(reason) => {
             eprintln!("error: {name}:0: {reason}");
@@ -191,7 +191,7 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
         eprintln!("error: {name}: changed while it was being run");
         return Verdict::Broken;
     };
-    let mut report = Report::new(args, &name, outline.lose_max());
+    let mut report = Report::new(args, &name, outline.lose_total());
     let mut items = Items::new(&mut lines);
     let bom = items.bom();
     let mut written = if bom { '\u{feff}'.len_utf8() } else { 0 };
@@ -298,10 +298,10 @@ const REWRITE_CHUNK: usize = 1 << 16;
 const PRINT_CHUNK: usize = 1 << 16;
 
 impl<'a> Report<'a> {
-    /// The report of `name`, whose restarts lose at most `lose_max` events.
-    fn new(args: &'a Args, name: &'a str, lose_max: usize) -> Self {
+    /// The report of `name`, whose restarts lose `lose_total` events.
+    fn new(args: &'a Args, name: &'a str, lose_total: usize) -> Self {
         let divergence = args.against.as_ref().map(|_| Diverging::Before {
-            contract: Box::new(Runner::keeping(Agent::new(), lose_max)),
+            contract: Box::new(Runner::keeping(Agent::new(), lose_total)),
             earlier: Vec::new(),
         });
         Report {

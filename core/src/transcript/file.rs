@@ -308,13 +308,13 @@ where
 /// What a first pass over a transcript's items keeps, never the items:
 /// whether any block is a command (a file where none is, such as a README,
 /// a JSON report or an empty file, is not a transcript: running it would
-/// pass without checking anything) and the most events a `restart` loses
-/// (what a [`Runner::keeping`] must hold).
+/// pass without checking anything) and the events all its `restart`s lose
+/// together (how far back a [`Runner::keeping`] must hold the log).
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Outline {
     first_block: Option<usize>,
     commands: bool,
-    lose_max: usize,
+    lose_total: usize,
 }
 
 impl Outline {
@@ -334,7 +334,7 @@ impl Outline {
         match parse_command(&block.command) {
             Ok(Command::Restart { lose }) => {
                 self.commands = true;
-                self.lose_max = self.lose_max.max(lose);
+                self.lose_total = self.lose_total.saturating_add(lose);
             }
             Ok(Command::Input(_) | Command::Run | Command::Inbox | Command::Status) => {
                 self.commands = true;
@@ -355,9 +355,10 @@ impl Outline {
         })
     }
 
-    /// The most events any `restart` of the file loses.
-    pub fn lose_max(&self) -> usize {
-        self.lose_max
+    /// The events all `restart`s of the file lose together: each cuts the
+    /// log from its end, so no restart reaches back further than that.
+    pub fn lose_total(&self) -> usize {
+        self.lose_total
     }
 }
 

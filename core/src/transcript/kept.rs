@@ -43,29 +43,33 @@ impl Kept for WholeLog {
 /// (so a log that no restart cuts deeply is not replayed event by event).
 const TAIL_MIN: usize = 1024;
 
-/// The last events of the log, at least `lose_max` of them, and the replay
-/// of the events before them (or the first of those that does not replay:
-/// every resume from a longer prefix fails on it too, as a resume from the
-/// whole log would). Memory: the replayed pending lists plus at most twice
-/// the tail.
+/// The last events of the log and the replay of the events before them (or
+/// the first of those that does not replay: every resume from a longer
+/// prefix fails on it too, as a resume from the whole log would). Memory:
+/// the replayed pending lists plus at most twice the tail.
+///
+/// Made for restarts that lose `lose_total` events all together: the
+/// tail is never cut below `lose_total` events by replaying, and each
+/// restart cuts it by no more than it loses, so what the restarts still to
+/// come lose is always held (a restart beyond that loses the tail only).
 #[derive(Clone, Debug)]
 pub struct TailLog {
     replayed: Result<Replay, CorruptLog>,
     /// How many events `replayed` holds.
     replayed_len: usize,
     tail: VecDeque<Output>,
-    lose_max: usize,
+    lose_total: usize,
 }
 
 impl TailLog {
     /// An empty log of `prototype`'s variant whose restarts lose at most
-    /// `lose_max` events.
-    pub(super) fn new(prototype: &Agent, lose_max: usize) -> Self {
+    /// `lose_total` events all together.
+    pub(super) fn new(prototype: &Agent, lose_total: usize) -> Self {
         Self {
             replayed: Ok(Replay::new(prototype)),
             replayed_len: 0,
             tail: VecDeque::new(),
-            lose_max,
+            lose_total,
         }
     }
 }
@@ -73,7 +77,7 @@ impl TailLog {
 impl Kept for TailLog {
     fn push(&mut self, event: Output) {
         self.tail.push_back(event);
-        let keep = self.lose_max.max(TAIL_MIN);
+        let keep = self.lose_total.max(TAIL_MIN);
         if self.tail.len() < keep.saturating_mul(2) {
             return;
         }
@@ -89,9 +93,9 @@ impl Kept for TailLog {
         self.replayed_len += older;
     }
 
-    /// A `lose` beyond the tail (more than the `lose_max` it was made
-    /// with, once older events were replayed) loses the whole tail: the
-    /// events before it are no longer held.
+    /// A `lose` beyond the tail (past the `lose_total` it was made with,
+    /// once older events were replayed) loses the whole tail: the events
+    /// before it are no longer held.
     fn resume(&mut self, _agent: &Agent, lose: usize) -> Result<Agent, CorruptLog> {
         let kept = self.tail.len() - lose.min(self.tail.len());
         let mut replay = self.replayed.clone()?;
@@ -100,5 +104,67 @@ impl Kept for TailLog {
         }
         self.tail.truncate(kept);
         Ok(replay.resume())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::Agent;
+    use crate::transcript::{Command, Runner, parse_command};
+
+    /// A turn per message, each logging seven events, shallow restarts
+    /// (some inside a step, some in a row) and a few that cut back `deep`
+    /// events, long after the oldest events went into the replay.
+    fn commands(deep: usize) -> Vec<String> {
+        let mut commands = Vec::new();
+        for k in 0..3 * super::TAIL_MIN {
+            commands.push(format!("followup m{k}"));
+            commands.push("pre-step pass".to_owned());
+            if k % 97 == 0 {
+                commands.push(format!("restart lose={}", k % 7));
+                commands.push("restart lose=2".to_owned());
+            }
+            commands.push("step completed".to_owned());
+            if k % 701 == 700 {
+                commands.push(format!("restart lose={deep}"));
+                commands.push("inbox".to_owned());
+            }
+        }
+        commands
+    }
+
+    fn lose(command: &str) -> usize {
+        match parse_command(command) {
+            Ok(Command::Restart { lose }) => lose,
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn a_runner_keeping_the_tail_prints_what_one_keeping_the_whole_log_does() {
+        for deep in [3, super::TAIL_MIN + 5] {
+            let commands = commands(deep);
+            let mut to_lose: usize = commands.iter().map(|command| lose(command)).sum();
+            let mut whole = Runner::new(Agent::new());
+            let mut tail = Runner::keeping(Agent::new(), to_lose);
+            for command in &commands {
+                let printed = whole.execute(command);
+                assert_eq!(tail.execute(command), printed, "{command}");
+                // Once older events are replayed, what the restarts still
+                // to come lose is held.
+                to_lose -= lose(command);
+                let log = &tail.log;
+                assert!(log.replayed_len == 0 || log.tail.len() >= to_lose);
+            }
+            assert!(tail.log.replayed_len > 0);
+            // The tail holds at most twice what the restarts lose.
+            let (held, replayed) = (tail.log.tail.len(), tail.log.replayed_len);
+            assert!(
+                held < 2 * tail.log.lose_total.max(super::TAIL_MIN),
+                "{held}"
+            );
+            assert_eq!(held + replayed, whole.log().len());
+            assert_eq!(tail.agent(), whole.agent());
+        }
     }
 }
