@@ -514,3 +514,36 @@ impl Script {
         text
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_error_inside_a_block_ends_the_items_with_it_not_with_a_cut_block() {
+        let lines = [Ok("status\n"), Ok("----\n"), Ok("idle\n"), Err("disk")];
+        let items: Vec<_> = Items::new(lines.into_iter()).collect();
+        assert_eq!(items, [Err(Unreadable::Read("disk"))]);
+        // Between items, it follows the items before it.
+        let lines = [Ok("# c\n"), Ok("\n"), Err("disk"), Ok("status\n")];
+        let items: Vec<_> = Items::new(lines.into_iter()).collect();
+        assert_eq!(items.len(), 3, "{items:?}");
+        assert_eq!(items[2], Err(Unreadable::Read("disk")));
+    }
+
+    #[test]
+    fn a_block_larger_than_the_cap_is_refused_naming_its_line() {
+        let output = "x".repeat(1 << 20);
+        let mut text = String::from("# big\n\nstatus\n----\n");
+        for _ in 0..(BLOCK_BYTES_MAX >> 20) {
+            text.push_str(&output);
+            text.push('\n');
+        }
+        let error = Script::parse(&text).unwrap_err();
+        assert_eq!(error.line, 3);
+        assert!(error.reason.starts_with("larger than 64 MiB"), "{error}");
+        // One line less fits.
+        let fits = &text[..text.len() - output.len() - 1];
+        assert!(Script::parse(fits).is_ok());
+    }
+}
