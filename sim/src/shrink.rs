@@ -206,3 +206,35 @@ fn lost(trace: &[Stimulus]) -> usize {
         })
         .sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use courier_core::{Input, Message, Source};
+
+    #[test]
+    fn a_trace_that_does_not_break_the_property_says_what_it_broke_instead() {
+        let followup = Input::followup(Message::text("A", Source::user()));
+        let trace = [Stimulus::Input(followup)];
+        let refused = shrink(&Agent::new(), &trace, Property::NoLostWakeup);
+        assert_eq!(
+            refused,
+            Err(NotReproduced {
+                expected: Property::NoLostWakeup,
+                found: "no violation".to_owned(),
+            })
+        );
+    }
+
+    /// The report of a planted bug shrunk for another property than the
+    /// one it breaks names the one it breaks, from the first judgement.
+    #[cfg(feature = "mutants")]
+    #[test]
+    fn a_trace_breaking_another_property_names_it() {
+        let inject = Input::inject(Message::text("F", Source::user()));
+        let prototype = Agent::with_mutant(Some(courier_core::Mutant::InjectWakes));
+        let refused = shrink(&prototype, &[Stimulus::Input(inject)], Property::NoGaps);
+        let found = refused.expect_err("no gap").found;
+        assert!(found.starts_with("no-wake-stays-idle"), "{found}");
+    }
+}
