@@ -137,10 +137,10 @@ impl Engine<'_> {
     /// all together: the core keeps only the log they can cut.
     fn start(&self, lose_total: usize) -> Result<Session, String> {
         match self {
-            Engine::Core(prototype) => Ok(Session::Core(Runner::keeping(
+            Engine::Core(prototype) => Ok(Session::Core(Box::new(Runner::keeping(
                 (*prototype).clone(),
                 lose_total,
-            ))),
+            )))),
             Engine::External(command) => against::Peer::spawn(command).map(Session::External),
         }
     }
@@ -148,7 +148,7 @@ impl Engine<'_> {
 
 /// One file's run in progress.
 enum Session {
-    Core(Runner<TailLog>),
+    Core(Box<Runner<TailLog>>),
     External(against::Peer),
 }
 
