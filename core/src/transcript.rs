@@ -430,9 +430,10 @@ impl Runner {
 impl Runner<TailLog> {
     /// A runner over `agent` whose restarts lose at most `lose_total` events
     /// all together (see [`Outline::lose_total`]; beyond that, a restart
-    /// loses only the events still held): it holds the agent and the log's
-    /// last events, not the whole log.
-    pub fn keeping(agent: Agent, lose_total: usize) -> Self {
+    /// loses only the events still held; `None`: it never restarts, and
+    /// keeps no log): it holds the agent and the log's last events, not the
+    /// whole log.
+    pub fn keeping(agent: Agent, lose_total: Option<usize>) -> Self {
         let log = TailLog::new(&agent, lose_total);
         Self { agent, log }
     }

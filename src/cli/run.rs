@@ -134,8 +134,9 @@ enum Broke {
 
 impl Engine<'_> {
     /// A fresh session for one file whose restarts lose `lose_total` events
-    /// all together: the core keeps only the log they can cut.
-    fn start(&self, lose_total: usize) -> Result<Session, String> {
+    /// all together (`None`: it has none): the core keeps only the log they
+    /// can cut.
+    fn start(&self, lose_total: Option<usize>) -> Result<Session, String> {
         match self {
             Engine::Core(prototype) => Ok(Session::Core(Box::new(Runner::keeping(
                 (*prototype).clone(),
@@ -299,7 +300,7 @@ const PRINT_CHUNK: usize = 1 << 16;
 
 impl<'a> Report<'a> {
     /// The report of `name`, whose restarts lose `lose_total` events.
-    fn new(args: &'a Args, name: &'a str, lose_total: usize) -> Self {
+    fn new(args: &'a Args, name: &'a str, lose_total: Option<usize>) -> Self {
         let divergence = args.against.as_ref().map(|_| Diverging::Before {
             contract: Box::new(Runner::keeping(Agent::new(), lose_total)),
             earlier: Vec::new(),

@@ -314,7 +314,8 @@ where
 pub struct Outline {
     first_block: Option<usize>,
     commands: bool,
-    lose_total: usize,
+    /// `None` until a `restart`.
+    lose_total: Option<usize>,
 }
 
 impl Outline {
@@ -334,7 +335,8 @@ impl Outline {
         match parse_command(&block.command) {
             Ok(Command::Restart { lose }) => {
                 self.commands = true;
-                self.lose_total = self.lose_total.saturating_add(lose);
+                let before = self.lose_total.unwrap_or_default();
+                self.lose_total = Some(before.saturating_add(lose));
             }
             Ok(Command::Input(_) | Command::Run | Command::Inbox | Command::Status) => {
                 self.commands = true;
@@ -356,8 +358,9 @@ impl Outline {
     }
 
     /// The events all `restart`s of the file lose together: each cuts the
-    /// log from its end, so no restart reaches back further than that.
-    pub fn lose_total(&self) -> usize {
+    /// log from its end, so no restart reaches back further than that;
+    /// `None` when the file has no `restart`.
+    pub fn lose_total(&self) -> Option<usize> {
         self.lose_total
     }
 }

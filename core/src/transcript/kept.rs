@@ -52,19 +52,22 @@ const TAIL_MIN: usize = 1024;
 /// tail is never cut below `lose_total` events by replaying, and each
 /// restart cuts it by no more than it loses, so what the restarts still to
 /// come lose is always held (a restart beyond that loses the tail only).
+/// Made for no restart at all (`None`), it keeps nothing (the replay costs
+/// a sixth of `courier run`'s time on a long file), and a restart then
+/// finds no log.
 #[derive(Clone, Debug)]
 pub struct TailLog {
     replayed: Result<Replay, CorruptLog>,
     /// How many events `replayed` holds.
     replayed_len: usize,
     tail: VecDeque<Output>,
-    lose_total: usize,
+    lose_total: Option<usize>,
 }
 
 impl TailLog {
     /// An empty log of `prototype`'s variant whose restarts lose at most
-    /// `lose_total` events all together.
-    pub(super) fn new(prototype: &Agent, lose_total: usize) -> Self {
+    /// `lose_total` events all together (`None`: there are none).
+    pub(super) fn new(prototype: &Agent, lose_total: Option<usize>) -> Self {
         Self {
             replayed: Ok(Replay::new(prototype)),
             replayed_len: 0,
@@ -76,8 +79,11 @@ impl TailLog {
 
 impl Kept for TailLog {
     fn push(&mut self, event: Output) {
+        let Some(lose_total) = self.lose_total else {
+            return;
+        };
         self.tail.push_back(event);
-        let keep = self.lose_total.max(TAIL_MIN);
+        let keep = lose_total.max(TAIL_MIN);
         if self.tail.len() < keep.saturating_mul(2) {
             return;
         }
@@ -97,6 +103,12 @@ impl Kept for TailLog {
     /// once older events were replayed) loses the whole tail: the events
     /// before it are no longer held.
     fn resume(&mut self, _agent: &Agent, lose: usize) -> Result<Agent, CorruptLog> {
+        if self.lose_total.is_none() {
+            return Err(CorruptLog {
+                index: 0,
+                reason: "no log kept: the runner was made for no restart".to_owned(),
+            });
+        }
         let kept = self.tail.len() - lose.min(self.tail.len());
         let mut replay = self.replayed.clone()?;
         for event in self.tail.range(..kept) {
@@ -144,9 +156,10 @@ mod tests {
     fn a_runner_keeping_the_tail_prints_what_one_keeping_the_whole_log_does() {
         for deep in [3, super::TAIL_MIN + 5] {
             let commands = commands(deep);
-            let mut to_lose: usize = commands.iter().map(|command| lose(command)).sum();
+            let lose_total: usize = commands.iter().map(|command| lose(command)).sum();
+            let mut to_lose = lose_total;
             let mut whole = Runner::new(Agent::new());
-            let mut tail = Runner::keeping(Agent::new(), to_lose);
+            let mut tail = Runner::keeping(Agent::new(), Some(to_lose));
             for command in &commands {
                 let printed = whole.execute(command);
                 assert_eq!(tail.execute(command), printed, "{command}");
@@ -159,12 +172,25 @@ mod tests {
             assert!(tail.log.replayed_len > 0);
             // The tail holds at most twice what the restarts lose.
             let (held, replayed) = (tail.log.tail.len(), tail.log.replayed_len);
-            assert!(
-                held < 2 * tail.log.lose_total.max(super::TAIL_MIN),
-                "{held}"
-            );
+            assert!(held < 2 * lose_total.max(super::TAIL_MIN), "{held}");
             assert_eq!(held + replayed, whole.log().len());
             assert_eq!(tail.agent(), whole.agent());
         }
+    }
+
+    #[test]
+    fn a_runner_made_for_no_restart_keeps_no_log() {
+        let mut runner = Runner::keeping(Agent::new(), None);
+        for command in ["followup A", "pre-step pass", "step completed"] {
+            assert!(!runner.execute(command).unwrap().is_empty(), "{command}");
+        }
+        assert!(runner.log.tail.is_empty());
+        assert_eq!(
+            runner.execute("restart"),
+            Ok(vec![
+                "error: corrupt-log: event 0: no log kept: the runner was made for no restart"
+                    .to_owned()
+            ])
+        );
     }
 }
