@@ -13,8 +13,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The address space `courier run` gets, in KiB: room for the binary, its
-/// stack and a small heap, not for the file held whole (a peak of 66 MiB
-/// resident before streaming, for the file below; 6 MiB after).
+/// stack and a small heap, not for the file held whole (a peak of 67 MB
+/// resident before streaming, for the failing file below; 10 MB after, in
+/// a debug build).
 const ADDRESS_SPACE_KIB: u32 = 32 << 10;
 
 /// Pairs of `inject`/`remove` (two blocks each): the agent's inbox never
