@@ -79,3 +79,68 @@ fn bounded_memory_run_holds_one_block_not_the_file() {
         "the rewritten file is not the passing one"
     );
 }
+
+/// A layout error at the very end of a long file whose blocks all fail is
+/// found by the first pass: no diff is printed and nothing is rewritten.
+#[test]
+fn bounded_memory_a_late_layout_error_comes_before_any_diff() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("late.txn");
+    let mut text = transcript(false);
+    text.push_str("status\n----\nidle\n# a comment where a blank line belongs\n");
+    std::fs::write(&path, &text).unwrap();
+    for rewrite in [&[][..], &["--rewrite"]] {
+        let output = Command::new(env!("CARGO_BIN_EXE_courier"))
+            .arg("run")
+            .args(rewrite)
+            .arg(&path)
+            .output()
+            .expect("courier runs");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        let line = text.lines().count();
+        assert!(
+            stderr.contains(&format!(":{line}: a comment inside an expected block")),
+            "{stderr}"
+        );
+        assert_eq!(stdout, "0 passed, 0 failed, 1 unreadable\n");
+        assert!(std::fs::read_to_string(&path).unwrap() == text);
+    }
+}
+
+/// Restarts that reach back further than the runner's least tail (a run
+/// of them in a row, after thousands of events), streamed and rewritten,
+/// print what the whole-log runner of `Script::run` prints.
+#[test]
+fn bounded_memory_restarts_deep_in_a_long_file_resume_from_the_right_events() {
+    use courier_core::Agent;
+    use courier_core::transcript::Script;
+    let mut text = String::new();
+    for k in 0..2_000 {
+        let _ = write!(text, "followup m{k}\n\npre-step pass\n\n");
+        if k % 500 == 499 {
+            text.push_str("restart lose=700\n\nrestart lose=700\n\ninbox\n\n");
+        }
+        text.push_str("step completed\n\n");
+    }
+    let script = Script::parse(&text).unwrap();
+    let expected = script.render(&script.run(&Agent::new()).unwrap());
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("restarts.txn");
+    std::fs::write(&path, &text).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_courier"))
+        .args(["run", "--rewrite"])
+        .arg(&path)
+        .output()
+        .expect("courier runs");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let rewritten = std::fs::read_to_string(&path).unwrap();
+    assert!(rewritten == expected, "the streamed rewrite differs");
+    assert!(
+        rewritten.contains("turn/end 400 interrupted"),
+        "a deep restart closes a turn"
+    );
+}

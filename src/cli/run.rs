@@ -7,10 +7,11 @@
 //! Exit 0 when all pass (with `--against`: when every divergence is explained,
 //! unless `--strict`), 1 when any differs otherwise or a `run` stalls (a
 //! liveness failure), 2 when a file cannot be read or parsed (is not a
-//! transcript, or is larger than [`files::TRANSCRIPT_MAX`]), or the
-//! implementation cannot be spawned or breaks the protocol (naming the file
-//! and line). `--rewrite` leaves a passing file untouched and replaces a
-//! failing one atomically.
+//! transcript, or holds a block larger than [`BLOCK_BYTES_MAX`]), changed
+//! between the two passes, or the implementation cannot be spawned or
+//! breaks the protocol (naming the file and line). Each file is streamed, a
+//! block at a time (see [`run_file`]). `--rewrite` leaves a passing file
+//! untouched and replaces a failing one atomically.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -198,9 +199,23 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
     let mut written = if bom { '\u{feff}'.len_utf8() } else { 0 };
     let mut rewriter = Rewriter::new(items.newline());
     for item in &mut items {
+        // The first pass read the same lines whole, so an error here means
+        // they changed (or the disk failed) since: nothing is rewritten.
         let item = match item {
             Ok(item) => item,
-            Err(_) => break,
+            Err(Unreadable::Layout(error)) => {
+                report.flush();
+                eprintln!(
+                    "error: {name}:{}: {} (the file changed)",
+                    error.line, error.reason
+                );
+                return Verdict::Broken;
+            }
+            Err(Unreadable::Read(error)) => {
+                report.flush();
+                eprintln!("error: {name}: {error} (the file is as it was)");
+                return Verdict::Broken;
+            }
         };
         let failed = match &item {
             Item::Text(raw) => report.text(raw, &mut rewriter),
