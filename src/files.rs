@@ -301,9 +301,8 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String, String> {
 /// at the cap. An error ends the lines. [`Lines::fingerprint`] tells whether
 /// a file read twice (a first pass for its layout, then the run) changed
 /// between the readings.
-#[derive(Debug)]
-pub struct Lines {
-    reader: io::BufReader<File>,
+pub struct Lines<'a> {
+    reader: Box<dyn io::BufRead + 'a>,
     max: usize,
     number: usize,
     read: u64,
@@ -311,21 +310,26 @@ pub struct Lines {
     stopped: bool,
 }
 
-impl Lines {
+impl<'a> Lines<'a> {
     /// Opens `path` (a folder is an error, as is a file that cannot be opened).
-    pub fn open(path: &Path, max: usize) -> Result<Lines, String> {
+    pub fn open(path: &Path, max: usize) -> Result<Lines<'a>, String> {
         if path.is_dir() {
             return Err("cannot read: is a folder".to_owned());
         }
         let file = File::open(path).map_err(|error| format!("cannot read: {error}"))?;
-        Ok(Lines {
-            reader: io::BufReader::with_capacity(1 << 16, file),
+        Ok(Lines::of(io::BufReader::with_capacity(1 << 16, file), max))
+    }
+
+    /// The lines of `reader` (a file's text already held, for one).
+    pub fn of(reader: impl io::BufRead + 'a, max: usize) -> Lines<'a> {
+        Lines {
+            reader: Box::new(reader),
             max,
             number: 0,
             read: 0,
             hash: std::hash::DefaultHasher::new(),
             stopped: false,
-        })
+        }
     }
 
     /// The bytes read so far and a hash of them.
@@ -340,7 +344,9 @@ impl Lines {
         self.number += 1;
         let mut bytes = Vec::new();
         let cap = self.max as u64 + 1;
-        let read = (&mut self.reader)
+        let read = self
+            .reader
+            .as_mut()
             .take(cap)
             .read_until(b'\n', &mut bytes)
             .map_err(|error| format!("cannot read: {error}"))?;
@@ -366,7 +372,7 @@ impl Lines {
     }
 }
 
-impl Iterator for Lines {
+impl Iterator for Lines<'_> {
     type Item = Result<String, String>;
 
     fn next(&mut self) -> Option<Self::Item> {

@@ -144,3 +144,26 @@ fn bounded_memory_restarts_deep_in_a_long_file_resume_from_the_right_events() {
         "a deep restart closes a turn"
     );
 }
+
+/// A pipe cannot be read twice: it is held whole (up to 64 MiB, as before
+/// streaming) and run from memory, diffs and all.
+#[test]
+fn bounded_memory_a_pipe_is_read_once_and_run() {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_courier"))
+        .args(["run", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("courier runs");
+    let mut stdin = child.stdin.take().expect("a pipe");
+    stdin.write_all(b"# piped\n\nstatus\n----\nbusy\n").unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("/dev/stdin:3: status\n    - busy\n    + idle\n"),
+        "{stdout}"
+    );
+}

@@ -175,7 +175,14 @@ impl Session {
 /// reports (or rewrites) it and drops it.
 fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
     let name = file.display().to_string();
-    let (outline, fingerprint) = match outline(file) {
+    let source = match Source::open(file) {
+        Ok(source) => source,
+        Err(error) => {
+            eprintln!("error: {name}: {error}");
+            return Verdict::Broken;
+        }
+    };
+    let (outline, fingerprint) = match outline(&source) {
         Ok(outlined) => outlined,
         Err(error) => {
             eprintln!("error: {name}{error}");
@@ -189,7 +196,7 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
             return Verdict::Broken;
         }
     };
-    let Ok(mut lines) = files::Lines::open(file, BLOCK_BYTES_MAX) else {
+    let Ok(mut lines) = source.lines() else {
         eprintln!("error: {name}: changed while it was being run");
         return Verdict::Broken;
     };
@@ -220,7 +227,7 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
         let failed = match &item {
             Item::Text(raw) => report.text(raw, &mut rewriter),
             Item::Block(block) => match session.execute(&block.command) {
-                Ok(printed) => report.block(block, &printed, &mut rewriter, file, written),
+                Ok(printed) => report.block(block, &printed, &mut rewriter, &source, written),
                 Err(Broke::Stalled(stalled)) => {
                     report.fail();
                     report.say(format_args!("  {name}:{}: liveness: {stalled}", block.line));
@@ -251,12 +258,59 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
     report.finish(rewriter)
 }
 
+/// Where a file's lines come from: the file, read once per pass, or what a
+/// pipe or a device gave (it cannot be read twice), held whole up to
+/// [`files::TRANSCRIPT_MAX`] as before streaming.
+enum Source<'a> {
+    File(&'a Path),
+    Held(&'a Path, String),
+}
+
+impl<'a> Source<'a> {
+    fn open(file: &'a Path) -> Result<Source<'a>, String> {
+        match std::fs::metadata(file) {
+            Ok(metadata) if !metadata.is_file() && !metadata.is_dir() => {
+                let text = files::read_capped(file, files::TRANSCRIPT_MAX)?;
+                Ok(Source::Held(file, text))
+            }
+            Ok(_) | Err(_) => Ok(Source::File(file)),
+        }
+    }
+
+    /// The lines, from the start.
+    fn lines(&self) -> Result<files::Lines<'_>, String> {
+        match self {
+            Source::File(file) => files::Lines::open(file, BLOCK_BYTES_MAX),
+            Source::Held(_, text) => Ok(files::Lines::of(text.as_bytes(), BLOCK_BYTES_MAX)),
+        }
+    }
+
+    /// Its first `length` bytes, copied into `to`.
+    fn copy_start(&self, length: usize, to: &mut impl Write) -> std::io::Result<()> {
+        let copied = match self {
+            Source::File(file) => {
+                std::io::copy(&mut std::fs::File::open(file)?.take(length as u64), to)?
+            }
+            Source::Held(_, text) => {
+                let start = text.as_bytes().get(..length).unwrap_or_default();
+                to.write_all(start)?;
+                start.len() as u64
+            }
+        };
+        if copied != length as u64 {
+            return Err(std::io::Error::other(
+                "the file changed while it was being run",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The first pass: the file's [`Outline`] (a layout error, an unreadable
 /// line or a file that is no transcript is an error naming where) and the
 /// fingerprint of what was read.
-fn outline(file: &Path) -> Result<(Outline, (u64, u64)), String> {
-    let mut lines =
-        files::Lines::open(file, BLOCK_BYTES_MAX).map_err(|error| format!(": {error}"))?;
+fn outline(source: &Source<'_>) -> Result<(Outline, (u64, u64)), String> {
+    let mut lines = source.lines().map_err(|error| format!(": {error}"))?;
     let mut outline = Outline::default();
     for item in Items::new(&mut lines) {
         match item {
@@ -374,7 +428,7 @@ impl<'a> Report<'a> {
         block: &Block,
         printed: &[String],
         rewriter: &mut Rewriter,
-        file: &Path,
+        source: &Source<'_>,
         written: usize,
     ) -> std::io::Result<()> {
         let passes = block.passes(printed);
@@ -408,7 +462,7 @@ impl<'a> Report<'a> {
             }
             let rewriting = match &mut self.rewriting {
                 Some(rewriting) => rewriting,
-                None => self.rewriting.insert(Rewriting::start(file, written)?),
+                None => self.rewriting.insert(Rewriting::start(source, written)?),
             };
             rewriter.block(block, printed, &mut rewriting.text);
             return rewriting.write(false);
@@ -468,19 +522,14 @@ impl<'a> Report<'a> {
 }
 
 impl Rewriting {
-    /// A temporary file beside `file` holding its first `written` bytes
-    /// (every item before the first differing block, as written).
-    fn start(file: &Path, written: usize) -> std::io::Result<Rewriting> {
+    /// A temporary file beside the file of `source` holding its first
+    /// `written` bytes (every item before the first differing block, as
+    /// written).
+    fn start(source: &Source<'_>, written: usize) -> std::io::Result<Rewriting> {
+        // A pipe or a device is written in place (see `files::Staged`).
+        let (Source::File(file) | Source::Held(file, _)) = source;
         let mut staged = files::Staged::new(file)?;
-        let copied = std::io::copy(
-            &mut std::fs::File::open(file)?.take(written as u64),
-            staged.file(),
-        )?;
-        if copied != written as u64 {
-            return Err(std::io::Error::other(
-                "the file changed while it was being run",
-            ));
-        }
+        source.copy_start(written, staged.file())?;
         Ok(Rewriting {
             staged,
             text: String::new(),
