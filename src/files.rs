@@ -442,9 +442,10 @@ pub fn flush_stdout() -> Option<std::process::ExitCode> {
     Some(std::process::ExitCode::from(2))
 }
 
-/// The largest transcript `courier diagram` reads (whole; the biggest
-/// written by hand or by `courier check` are a few kilobytes). `courier
-/// run` streams a transcript and caps only a block
+/// The largest transcript read whole: by `courier diagram`, and by `courier
+/// run` from a pipe or a device, which it cannot read twice (the biggest
+/// written by hand or by `courier check` are a few kilobytes). `courier run`
+/// streams a regular file and caps only a block
 /// ([`courier_core::transcript::BLOCK_BYTES_MAX`]).
 pub const TRANSCRIPT_MAX: u64 = 64 << 20;
 
