@@ -11,7 +11,8 @@
 //! file at all); a device or pipe is written in place, from a temporary
 //! file once the output is whole.
 //!
-//! [`read_capped`] reads a transcript whole only up to [`TRANSCRIPT_MAX`],
+//! [`read_capped`] reads a file whole only up to a cap (a transcript to
+//! draw: [`TRANSCRIPT_MAX`]) and [`Lines`] a line at a time, each capped,
 //! so `courier run /dev/zero` is an error, not gigabytes; [`is_report`] and
 //! [`read_report`] tell a race report by content and stream it.
 //! [`exit_on_environment_failure`] and [`flush_stdout`] make a closed or
@@ -348,6 +349,97 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String, String> {
     })
 }
 
+/// A file's lines as written (line endings kept), read one at a time as
+/// UTF-8, each at most `max` bytes: a transcript is run a block at a time,
+/// so its size is not capped, but `/dev/zero` (one endless line) is refused
+/// at the cap. An error ends the lines. [`Lines::fingerprint`] tells whether
+/// a file read twice (a first pass for its layout, then the run) changed
+/// between the readings.
+pub struct Lines<'a> {
+    reader: Box<dyn io::BufRead + 'a>,
+    max: usize,
+    number: usize,
+    read: u64,
+    hash: std::hash::DefaultHasher,
+    stopped: bool,
+}
+
+impl<'a> Lines<'a> {
+    /// Opens `path` (a folder is an error, as is a file that cannot be opened).
+    pub fn open(path: &Path, max: usize) -> Result<Lines<'a>, String> {
+        if path.is_dir() {
+            return Err("cannot read: is a folder".to_owned());
+        }
+        let file = File::open(path).map_err(|error| format!("cannot read: {error}"))?;
+        Ok(Lines::of(io::BufReader::with_capacity(1 << 16, file), max))
+    }
+
+    /// The lines of `reader` (a file's text already held, for one).
+    pub fn of(reader: impl io::BufRead + 'a, max: usize) -> Lines<'a> {
+        Lines {
+            reader: Box::new(reader),
+            max,
+            number: 0,
+            read: 0,
+            hash: std::hash::DefaultHasher::new(),
+            stopped: false,
+        }
+    }
+
+    /// The bytes read so far and a hash of them.
+    pub fn fingerprint(&self) -> (u64, u64) {
+        use std::hash::Hasher;
+        (self.read, self.hash.finish())
+    }
+
+    fn read_line(&mut self) -> Result<Option<String>, String> {
+        use io::BufRead;
+        use std::hash::Hasher;
+        self.number += 1;
+        let mut bytes = Vec::new();
+        let cap = self.max as u64 + 1;
+        let read = self
+            .reader
+            .as_mut()
+            .take(cap)
+            .read_until(b'\n', &mut bytes)
+            .map_err(|error| format!("cannot read: {error}"))?;
+        if read == 0 {
+            return Ok(None);
+        }
+        if bytes.len() > self.max {
+            return Err(format!(
+                "line {}: larger than {} MiB: refused (a line is read whole)",
+                self.number,
+                self.max >> 20
+            ));
+        }
+        let start = self.read;
+        self.read += read as u64;
+        self.hash.write(&bytes);
+        let line = self.number;
+        String::from_utf8(bytes).map(Some).map_err(|error| {
+            format!(
+                "line {line}: not UTF-8 text (byte {} of the file is invalid)",
+                start + error.utf8_error().valid_up_to() as u64 + 1
+            )
+        })
+    }
+}
+
+impl Iterator for Lines<'_> {
+    type Item = Result<String, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.stopped {
+            return None;
+        }
+        let line = self.read_line().transpose();
+        self.stopped = !matches!(line, Some(Ok(_)));
+        line
+    }
+}
+
 /// Makes a failure of the environment an exit, not a panic with a
 /// backtrace. std panics when stdout or stderr cannot be written (`print!`)
 /// and when a thread cannot be spawned (`thread::spawn`, in the simulator's
@@ -420,8 +512,11 @@ pub fn shown(text: &impl std::fmt::Display) -> String {
     }
 }
 
-/// The largest transcript read (they are read whole; the biggest written
-/// by hand or by `courier check` are a few kilobytes).
+/// The largest transcript read whole: by `courier diagram`, and by `courier
+/// run` from a pipe or a device, which it cannot read twice (the biggest
+/// written by hand or by `courier check` are a few kilobytes). `courier run`
+/// streams a regular file and caps only a block
+/// ([`courier_core::transcript::BLOCK_BYTES_MAX`]).
 pub const TRANSCRIPT_MAX: u64 = 64 << 20;
 
 /// Whether `path` holds a race report rather than a transcript, judged by

@@ -9,6 +9,15 @@ use crate::message::{CancelCause, Message, MessageId, Source, Target, Wakeup};
 use crate::resume::{CorruptLog, Stimulus};
 use crate::transition::Transition;
 
+mod file;
+mod kept;
+
+pub use file::{
+    BLOCK_BYTES_MAX, Block, Item, Items, LayoutError, Mismatch, Outline, Rewriter, Script,
+    Unreadable,
+};
+pub use kept::{Kept, TailLog, WholeLog};
+
 /// One parsed transcript command: a core input or a harness command.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Command {
@@ -391,12 +400,15 @@ fn printed(transition: &Transition) -> Vec<String> {
 }
 
 /// One agent and its durable log, as a transcript runs them: a `restart`
-/// cuts the log and resumes a fresh agent of the same variant from it.
+/// cuts the log and resumes a fresh agent of the same variant from it. The
+/// log is kept whole ([`Runner::new`]) or, when the largest restart is known
+/// beforehand, only as far back as a restart can cut ([`Runner::keeping`]).
 #[derive(Clone, Debug)]
-pub struct Runner {
+pub struct Runner<L = WholeLog> {
     agent: Agent,
-    /// Every durable output since the session started, closers included.
-    log: Vec<Output>,
+    /// Every durable output since the session started, closers included
+    /// (less what restarts lost), or as much of it as restarts need.
+    log: L,
 }
 
 impl Runner {
@@ -404,19 +416,33 @@ impl Runner {
     pub fn new(agent: Agent) -> Self {
         Self {
             agent,
-            log: Vec::new(),
+            log: WholeLog::default(),
         }
-    }
-
-    /// The agent as it stands.
-    pub fn agent(&self) -> &Agent {
-        &self.agent
     }
 
     /// The durable log since the session started (less what restarts lost,
     /// plus their closers).
     pub fn log(&self) -> &[Output] {
-        &self.log
+        &self.log.0
+    }
+}
+
+impl Runner<TailLog> {
+    /// A runner over `agent` whose restarts lose at most `lose_total` events
+    /// all together (see [`Outline::lose_total`]; beyond that, a restart
+    /// loses only the events still held; `None`: it never restarts, and
+    /// keeps no log): it holds the agent and the log's last events, not the
+    /// whole log.
+    pub fn keeping(agent: Agent, lose_total: Option<usize>) -> Self {
+        let log = TailLog::new(&agent, lose_total);
+        Self { agent, log }
+    }
+}
+
+impl<L: Kept> Runner<L> {
+    /// The agent as it stands.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
     }
 
     /// Feeds one input, logs its durable outputs and returns what it printed.
@@ -429,7 +455,9 @@ impl Runner {
     pub fn transition(&mut self, input: Input) -> Transition {
         let transition = self.agent.transition(input);
         let durable = transition.outputs.iter().filter(|o| o.is_durable());
-        self.log.extend(durable.cloned());
+        for output in durable {
+            self.log.push(output.clone());
+        }
         transition
     }
 
@@ -454,13 +482,11 @@ impl Runner {
     /// [`Runner::restart`] returning the closers as outputs (or why the kept
     /// log does not replay, changing nothing).
     pub fn crash(&mut self, lose: usize) -> Result<Vec<Output>, CorruptLog> {
-        let kept = self.log.len() - lose.min(self.log.len());
-        let resumed = self.agent.resume(&self.log[..kept])?;
-        self.agent = resumed;
-        self.log.truncate(kept);
+        self.agent = self.log.resume(&self.agent, lose)?;
         let closers: Vec<Output> = std::iter::from_fn(|| self.agent.poll_output()).collect();
-        self.log
-            .extend(closers.iter().filter(|o| o.is_durable()).cloned());
+        for closer in closers.iter().filter(|o| o.is_durable()) {
+            self.log.push(closer.clone());
+        }
         Ok(closers)
     }
 
@@ -567,264 +593,6 @@ pub fn check_transcribable(stimulus: &Stimulus) -> Result<(), BadCommand> {
         ) => false,
     };
     if same { Ok(()) } else { Err(BadCommand(line)) }
-}
-
-/// One item of a transcript file, kept verbatim so `--rewrite` preserves
-/// the file byte for byte wherever its outputs did not change.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum Item {
-    /// A comment or blank line outside a block, as written (with its line
-    /// ending, if it has one).
-    Text(String),
-    /// A command with its expected output.
-    Block(Block),
-}
-
-/// A command line, then `----` and the expected lines.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Block {
-    /// 1-based line of the command.
-    pub line: usize,
-    /// The command as written, less trailing whitespace.
-    pub command: String,
-    /// The expected lines; `None` when the block has no `----`.
-    pub expected: Option<Vec<String>>,
-    /// The block as written: the command line through the blank line that
-    /// ends it (when there is one), line endings included.
-    raw: String,
-    /// The blank line that ended the block as written, if any.
-    blank: Option<String>,
-}
-
-/// A block whose printed lines differ from its expected ones.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Mismatch<'a> {
-    /// The block; its `expected` is `None` when it has no `----` line.
-    pub block: &'a Block,
-    /// What its command printed.
-    pub actual: &'a [String],
-}
-
-/// A layout error, naming the 1-based line.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct LayoutError {
-    /// 1-based line.
-    pub line: usize,
-    /// What is wrong there.
-    pub reason: &'static str,
-}
-
-impl fmt::Display for LayoutError {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "line {}: {}", self.line, self.reason)
-    }
-}
-
-impl std::error::Error for LayoutError {}
-
-/// A parsed transcript file.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Script {
-    /// Comments, blank lines and blocks in file order.
-    pub items: Vec<Item>,
-    /// The file's line ending (`\r\n` when its first line ends so), used for
-    /// the lines `--rewrite` writes anew.
-    newline: &'static str,
-    /// Whether the file began with a UTF-8 byte order mark (kept out of the
-    /// first command, and written back by [`Script::render`]).
-    bom: bool,
-}
-
-/// One line of the file: its 1-based number, its text without the line
-/// ending, and the line as written.
-type Line<'a> = (usize, &'a str, &'a str);
-
-impl Script {
-    /// Splits a file into comments and blocks. Commands are parsed only when
-    /// run, so an unknown command is an `error:` line, not a layout error;
-    /// but a file where no line is a command is not a transcript (a README,
-    /// a JSON report, an empty file), and a `----` or a `#` comment inside an expected
-    /// block means a blank line is missing (reading on would swallow the
-    /// user's lines as outputs, which `--rewrite` then replaces).
-    pub fn parse(text: &str) -> Result<Script, LayoutError> {
-        let (text, bom) = match text.strip_prefix('\u{feff}') {
-            Some(rest) => (rest, true),
-            None => (text, false),
-        };
-        let newline = match text.split_once('\n') {
-            Some((first, _)) if first.ends_with('\r') => "\r\n",
-            _ => "\n",
-        };
-        let mut lines = text
-            .split_inclusive('\n')
-            .enumerate()
-            .map(|(index, raw)| {
-                let line = raw.strip_suffix('\n').unwrap_or(raw);
-                (index + 1, line.strip_suffix('\r').unwrap_or(line), raw)
-            })
-            .peekable();
-        let mut items = Vec::new();
-        while let Some((number, line, raw)) = lines.next() {
-            if line.trim().is_empty() || line.starts_with('#') {
-                items.push(Item::Text(raw.to_owned()));
-                continue;
-            }
-            if line == "----" {
-                return Err(LayoutError {
-                    line: number,
-                    reason: "`----` without a command before it",
-                });
-            }
-            items.push(Item::Block(block(number, line, raw, &mut lines)?));
-        }
-        let script = Script {
-            items,
-            newline,
-            bom,
-        };
-        // An empty file (or one of comments only) is not one either: running
-        // it would pass without checking anything.
-        if script
-            .blocks()
-            .all(|block| parse_command(&block.command).is_err())
-        {
-            return Err(LayoutError {
-                line: script.blocks().next().map_or(1, |first| first.line),
-                reason: "not a transcript: no line is a command (SPEC §9)",
-            });
-        }
-        Ok(script)
-    }
-
-    /// The blocks in order.
-    pub fn blocks(&self) -> impl Iterator<Item = &Block> {
-        self.items.iter().filter_map(|item| match item {
-            Item::Block(block) => Some(block),
-            Item::Text(_) => None,
-        })
-    }
-
-    /// Runs every block against `agent`, returning what each printed.
-    pub fn run(&self, agent: &Agent) -> Result<Vec<Vec<String>>, (usize, Stalled)> {
-        let mut runner = Runner::new(agent.clone());
-        self.blocks()
-            .map(|block| {
-                let printed = runner.execute(&block.command);
-                printed.map_err(|stalled| (block.line, stalled))
-            })
-            .collect()
-    }
-
-    /// The blocks whose printed lines (`actual`: one entry per block, as
-    /// [`Script::run`] returns) differ from their expected ones. A block
-    /// without `----` always mismatches: it pins nothing. Every runner judges
-    /// a transcript by this one rule.
-    pub fn mismatches<'a>(&'a self, actual: &'a [Vec<String>]) -> Vec<Mismatch<'a>> {
-        self.blocks()
-            .zip(actual)
-            .filter(|(block, actual)| block.expected.as_ref() != Some(*actual))
-            .map(|(block, actual)| Mismatch { block, actual })
-            .collect()
-    }
-
-    /// The file with every mismatching block's expected lines replaced by
-    /// `actual` (one entry per block). Everything else is written as it was,
-    /// byte for byte (comments, blank lines, line endings, a byte order
-    /// mark), so a passing file renders to itself.
-    pub fn render(&self, actual: &[Vec<String>]) -> String {
-        let newline = self.newline;
-        let mut text = String::from(if self.bom { "\u{feff}" } else { "" });
-        let mut outputs = actual.iter();
-        let mut items = self.items.iter().peekable();
-        while let Some(item) = items.next() {
-            let block = match item {
-                Item::Text(raw) => {
-                    text.push_str(raw);
-                    continue;
-                }
-                Item::Block(block) => block,
-            };
-            let printed = outputs.next().map_or(&[][..], Vec::as_slice);
-            if block.expected.as_deref() == Some(printed) {
-                text.push_str(&block.raw);
-                continue;
-            }
-            // The command line as written, trailing spaces and all.
-            let written = block.raw.lines().next().unwrap_or_default();
-            text.push_str(written);
-            text.push_str(newline);
-            text.push_str("----");
-            text.push_str(newline);
-            for line in printed {
-                text.push_str(line);
-                text.push_str(newline);
-            }
-            // A blank line ends the block (unless one follows already).
-            match &block.blank {
-                Some(blank) => text.push_str(blank),
-                None if items.peek().is_some_and(is_blank_text) => {}
-                None => text.push_str(newline),
-            }
-        }
-        text
-    }
-}
-
-/// Whether `item` is a blank line.
-fn is_blank_text(item: &&Item) -> bool {
-    matches!(item, Item::Text(raw) if raw.trim().is_empty())
-}
-
-/// Reads the block whose command is `line` (numbered `number`, written
-/// `raw`): its `----` and expected lines up to a blank line.
-fn block<'a>(
-    number: usize,
-    line: &str,
-    raw: &str,
-    lines: &mut std::iter::Peekable<impl Iterator<Item = Line<'a>>>,
-) -> Result<Block, LayoutError> {
-    let mut written = raw.to_owned();
-    let is_blank = |(_, line, _): &Line<'_>| line.trim().is_empty();
-    let expected = match lines.next_if(|(_, line, _)| *line == "----") {
-        None => None,
-        Some((_, _, dashes)) => {
-            written.push_str(dashes);
-            let mut expected = Vec::new();
-            while let Some((number, output, raw)) = lines.next_if(|line| !is_blank(line)) {
-                // No output starts with `#` or is `----`: either line is
-                // the user's, and `--rewrite` would replace it with outputs.
-                if output == "----" {
-                    return Err(LayoutError {
-                        line: number,
-                        reason: "`----` inside an expected block: a blank line must end \
-                                 the block before the next command",
-                    });
-                }
-                if output.starts_with('#') {
-                    return Err(LayoutError {
-                        line: number,
-                        reason: "a comment inside an expected block: a blank line must end \
-                                 the block before it",
-                    });
-                }
-                written.push_str(raw);
-                expected.push(output.to_owned());
-            }
-            Some(expected)
-        }
-    };
-    let blank = match expected {
-        Some(_) => lines.next_if(is_blank).map(|(_, _, raw)| raw.to_owned()),
-        None => None,
-    };
-    written.push_str(blank.as_deref().unwrap_or_default());
-    Ok(Block {
-        line: number,
-        command: line.trim_end().to_owned(),
-        expected,
-        raw: written,
-        blank,
-    })
 }
 
 #[cfg(test)]

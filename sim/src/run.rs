@@ -172,14 +172,44 @@ pub struct Evaluation {
 
 /// Feeds `trace` to a clone of `prototype` and settles it. A report's trace
 /// evaluates to the report's violation and hash; a shrinking candidate is
-/// kept when it evaluates to the same property.
+/// kept when it evaluates to the same property (see [`judge`]).
 pub fn evaluate(prototype: &Agent, trace: &[Stimulus]) -> Evaluation {
     let record = Record {
         trace: true,
         hash: true,
         coverage: None,
     };
-    let mut session = Session::new(prototype, record);
+    let (session, violation) = feed_and_settle(Session::new(prototype, record), trace);
+    let output_hash = session
+        .output_hash()
+        .expect("evaluation hashes its outputs")
+        .text();
+    Evaluation {
+        violation,
+        fed: session.into_trace(),
+        output_hash,
+    }
+}
+
+/// [`evaluate`] without the output hash, which formats every output (an
+/// eighth of a shrink's time on a million stimuli): the first broken
+/// property, if any, and what was fed.
+pub(crate) fn judge(prototype: &Agent, trace: &[Stimulus]) -> (Option<Violation>, Vec<Stimulus>) {
+    let record = Record {
+        trace: true,
+        hash: false,
+        coverage: None,
+    };
+    let (session, violation) = feed_and_settle(Session::new(prototype, record), trace);
+    (violation, session.into_trace())
+}
+
+/// Applies `trace` in order until a property breaks, then settles as the
+/// liveness phase does; the session and the first broken property.
+fn feed_and_settle<'a>(
+    mut session: Session<'a>,
+    trace: &[Stimulus],
+) -> (Session<'a>, Option<Violation>) {
     let mut violation = None;
     for stimulus in trace {
         if let Err(broken) = session.apply(stimulus.clone()) {
@@ -190,13 +220,5 @@ pub fn evaluate(prototype: &Agent, trace: &[Stimulus]) -> Evaluation {
     if violation.is_none() {
         violation = session.settle().err();
     }
-    let output_hash = session
-        .output_hash()
-        .expect("evaluation hashes its outputs")
-        .text();
-    Evaluation {
-        violation,
-        fed: session.into_trace(),
-        output_hash,
-    }
+    (session, violation)
 }

@@ -12,7 +12,7 @@ use courier_check::{Property, Violation};
 use courier_core::transcript::{Runner, record};
 use courier_core::{Agent, Stimulus};
 
-use crate::run::evaluate;
+use crate::run::judge;
 
 /// A hard cap on evaluations, so shrinking always ends.
 const EVALUATIONS_MAX: usize = 200_000;
@@ -46,16 +46,21 @@ pub fn shrink(
     trace: &[Stimulus],
     property: Property,
 ) -> Result<Shrunk, NotReproduced> {
+    // What the whole trace broke, kept from the first judgement (the
+    // trace itself), for the error when it is not `property`.
+    let mut found = None;
     let breaks = |candidate: &[Stimulus]| {
-        let judged = evaluate(prototype, candidate);
-        let violation = judged.violation.filter(|v| v.property == property)?;
-        Some((judged.fed, violation))
+        let (violation, fed) = judge(prototype, candidate);
+        if found.is_none() {
+            found = Some(violation.as_ref().map(ToString::to_string));
+        }
+        let violation = violation.filter(|v| v.property == property)?;
+        Some((fed, violation))
     };
-    let first = evaluate(prototype, trace);
-    let found = first.violation.as_ref().map(ToString::to_string);
-    shrink_by(trace, breaks, EVALUATIONS_MAX).ok_or_else(|| NotReproduced {
+    let shrunk = shrink_by(trace, breaks, EVALUATIONS_MAX);
+    shrunk.ok_or_else(|| NotReproduced {
         expected: property,
-        found: found.unwrap_or_else(|| "no violation".to_owned()),
+        found: found.flatten().unwrap_or_else(|| "no violation".to_owned()),
     })
 }
 
@@ -200,4 +205,36 @@ fn lost(trace: &[Stimulus]) -> usize {
             Stimulus::Input(_) => 0,
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use courier_core::{Input, Message, Source};
+
+    #[test]
+    fn a_trace_that_does_not_break_the_property_says_what_it_broke_instead() {
+        let followup = Input::followup(Message::text("A", Source::user()));
+        let trace = [Stimulus::Input(followup)];
+        let refused = shrink(&Agent::new(), &trace, Property::NoLostWakeup);
+        assert_eq!(
+            refused,
+            Err(NotReproduced {
+                expected: Property::NoLostWakeup,
+                found: "no violation".to_owned(),
+            })
+        );
+    }
+
+    /// The report of a planted bug shrunk for another property than the
+    /// one it breaks names the one it breaks, from the first judgement.
+    #[cfg(feature = "mutants")]
+    #[test]
+    fn a_trace_breaking_another_property_names_it() {
+        let inject = Input::inject(Message::text("F", Source::user()));
+        let prototype = Agent::with_mutant(Some(courier_core::Mutant::InjectWakes));
+        let refused = shrink(&prototype, &[Stimulus::Input(inject)], Property::NoGaps);
+        let found = refused.expect_err("no gap").found;
+        assert!(found.starts_with("no-wake-stays-idle"), "{found}");
+    }
 }

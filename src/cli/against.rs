@@ -1,7 +1,7 @@
 //! `courier run --against CMD`: the client side of docs/PROTOCOL.md. Each
 //! transcript runs on a fresh process of another implementation; its answers
 //! are printed in the transcript's line format, so `run` judges them by the
-//! same rule (`Script::mismatches`) as the core's own.
+//! same rule (`Block::passes`) as the core's own.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use courier::files::shown;
-use courier_core::transcript::{Command, RUN_INPUTS_MAX, Script, Stalled, parse_command};
+use courier_core::transcript::{Command, RUN_INPUTS_MAX, Stalled, parse_command};
 use courier_core::{AwaitPoint, Input, Output, PreStepDecision, Status, StepOutcome, Stimulus};
 use serde_json::Value;
 
@@ -260,7 +260,7 @@ impl Peer {
     }
 
     /// Executes one transcript command and returns what it printed.
-    fn execute(&mut self, line: &str) -> Result<Vec<String>, Broke> {
+    pub(crate) fn execute(&mut self, line: &str) -> Result<Vec<String>, Broke> {
         let printed = match parse_command(line) {
             Err(bad) => Ok(vec![format!("error: {bad}")]),
             Ok(Command::Input(input)) => self.apply(&Stimulus::Input(input)),
@@ -337,8 +337,6 @@ fn answered(value: &Value) -> Result<Answered, String> {
         .map_err(|error| format!("`{}` is not an output: {error}", shown(value)))
 }
 
-/// Runs every block of `script` on a fresh process of `command`, returning
-/// what each printed, or the block's line and why the run broke off.
 /// Why a transcript's run on another implementation broke off.
 pub(crate) enum Broke {
     /// A `run` did not reach idle within the cap: a liveness failure.
@@ -351,18 +349,4 @@ impl From<String> for Broke {
     fn from(reason: String) -> Self {
         Broke::Protocol(reason)
     }
-}
-
-pub(crate) fn run_script(
-    script: &Script,
-    command: &str,
-) -> Result<Vec<Vec<String>>, (usize, Broke)> {
-    let mut peer = Peer::spawn(command).map_err(|error| (0, Broke::Protocol(error)))?;
-    script
-        .blocks()
-        .map(|block| {
-            peer.execute(&block.command)
-                .map_err(|error| (block.line, error))
-        })
-        .collect()
 }

@@ -7,19 +7,24 @@
 //! Exit 0 when all pass (with `--against`: when every divergence is explained,
 //! unless `--strict`), 1 when any differs otherwise or a `run` stalls (a
 //! liveness failure), 2 when a file cannot be read or parsed (is not a
-//! transcript, or is larger than [`files::TRANSCRIPT_MAX`]), or the
-//! implementation cannot be spawned or breaks the protocol (naming the file
-//! and line). `--rewrite` leaves a passing file untouched and replaces a
-//! failing one atomically, unless it changed while it ran (or is a pipe or
-//! a device, which cannot be replaced).
+//! transcript, or holds a block larger than [`BLOCK_BYTES_MAX`]), changed
+//! between the two passes, or the implementation cannot be spawned or
+//! breaks the protocol (naming the file and line). Each file is streamed, a
+//! block at a time (see [`run_file`]). `--rewrite` leaves a passing file
+//! untouched and replaces a failing one atomically, unless it changed while it
+//! ran (or is a pipe or a device, which cannot be replaced).
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use courier::files;
 use courier::variant::MutantArg;
 use courier_core::Agent;
-use courier_core::transcript::{Mismatch, Runner, Script, Stalled, parse_command};
+use courier_core::transcript::{
+    BLOCK_BYTES_MAX, Block, Item, Items, Mismatch, Outline, Rewriter, Runner, Stalled, TailLog,
+    Unreadable, parse_command,
+};
 
 use super::against;
 use super::rules::{Divergence, Earlier, Judged, Rule, print_gaps};
@@ -124,129 +129,456 @@ enum Engine<'a> {
 enum Broke {
     /// A `run` hit the completion cap: the transcript is fine, the agent is
     /// not live (a liveness failure, exit 1).
-    Stalled(usize, Stalled),
+    Stalled(Stalled),
     /// The implementation could not be run or broke the protocol (exit 2).
-    Unusable(usize, String),
+    Unusable(String),
 }
 
 impl Engine<'_> {
-    /// What each block printed, or the line where the run broke off and why.
-    fn run(&self, script: &Script) -> Result<Vec<Vec<String>>, Broke> {
+    /// A fresh session for one file whose restarts lose `lose_total` events
+    /// all together (`None`: it has none): the core keeps only the log they
+    /// can cut.
+    fn start(&self, lose_total: Option<usize>) -> Result<Session, String> {
         match self {
-            Engine::Core(prototype) => script
-                .run(prototype)
-                .map_err(|(line, stalled)| Broke::Stalled(line, stalled)),
-            Engine::External(command) => {
-                super::against::run_script(script, command).map_err(|(line, broke)| match broke {
-                    against::Broke::Stalled(stalled) => Broke::Stalled(line, stalled),
-                    against::Broke::Protocol(reason) => Broke::Unusable(line, reason),
-                })
-            }
+            Engine::Core(prototype) => Ok(Session::Core(Box::new(Runner::keeping(
+                (*prototype).clone(),
+                lose_total,
+            )))),
+            Engine::External(command) => against::Peer::spawn(command).map(Session::External),
         }
     }
 }
 
+/// One file's run in progress.
+enum Session {
+    Core(Box<Runner<TailLog>>),
+    External(against::Peer),
+}
+
+impl Session {
+    /// What `command` printed.
+    fn execute(&mut self, command: &str) -> Result<Vec<String>, Broke> {
+        match self {
+            Session::Core(runner) => runner.execute(command).map_err(Broke::Stalled),
+            Session::External(peer) => peer.execute(command).map_err(|broke| match broke {
+                against::Broke::Stalled(stalled) => Broke::Stalled(stalled),
+                against::Broke::Protocol(reason) => Broke::Unusable(reason),
+            }),
+        }
+    }
+}
+
+/// Runs one file in two passes over its lines, holding one block at a time
+/// (issue 16: a transcript of millions of commands runs in the memory of
+/// the agent's state): the first reads the whole layout, so a layout error
+/// anywhere is reported before anything is run, printed or rewritten, and
+/// keeps only an [`Outline`]; the second runs each block, compares it,
+/// reports (or rewrites) it and drops it.
 fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
-    let name = file.display();
+    let name = file.display().to_string();
+    // A rewrite replaces the file only if it is still as it was read (an
+    // edit saved meanwhile stays), and never writes into a pipe or device.
     let stamp = files::Stamp::of(file);
     let readable = match args.rewrite {
         true => files::rewritable(file),
         false => Ok(()),
     };
-    let text = match readable.and_then(|()| files::read_capped(file, files::TRANSCRIPT_MAX)) {
-        Ok(text) => text,
+    let source = match readable.and_then(|()| Source::open(file)) {
+        Ok(source) => source,
         Err(error) => {
             eprintln!("error: {name}: {error}");
             return Verdict::Broken;
         }
     };
-    let script = match Script::parse(&text) {
-        Ok(script) => script,
+    let (outline, fingerprint) = match outline(&source) {
+        Ok(outlined) => outlined,
         Err(error) => {
-            eprintln!("error: {name}:{}: {}", error.line, error.reason);
+            eprintln!("error: {name}{error}");
             return Verdict::Broken;
         }
     };
-    let actual = match engine.run(&script) {
-        Ok(actual) => actual,
-        Err(Broke::Stalled(line, stalled)) => {
-            println!("FAIL {name}");
-            println!("  {name}:{line}: liveness: {stalled}");
-            return Verdict::Failed(args.against.as_ref().map(|_| Judged::Unexplained(None)));
-        }
-        Err(Broke::Unusable(line, reason)) => {
-            eprintln!("error: {name}:{line}: {reason}");
+    let mut session = match engine.start(outline.lose_total()) {
+        Ok(session) => session,
+        Err(reason) => {
+            eprintln!("error: {name}:0: {reason}");
             return Verdict::Broken;
         }
     };
-    let mismatches = script.mismatches(&actual);
-    if args.rewrite {
-        // A passing file is left alone, byte for byte; a rewrite keeps
-        // everything but the changed blocks' outputs (see `Script::render`)
-        // and replaces the file whole or not at all.
-        if mismatches.is_empty() {
+    let Ok(mut lines) = source.lines() else {
+        eprintln!("error: {name}: changed while it was being run");
+        return Verdict::Broken;
+    };
+    let mut report = Report::new(args, &name, outline.lose_total());
+    let mut items = Items::new(&mut lines);
+    let bom = items.bom();
+    let mut written = if bom { '\u{feff}'.len_utf8() } else { 0 };
+    let mut rewriter = Rewriter::new(items.newline());
+    for item in &mut items {
+        // The first pass read the same lines whole, so an error here means
+        // they changed (or the disk failed) since: nothing is rewritten.
+        let item = match item {
+            Ok(item) => item,
+            Err(Unreadable::Layout(error)) => {
+                report.flush();
+                eprintln!(
+                    "error: {name}:{}: {} (the file changed)",
+                    error.line, error.reason
+                );
+                return Verdict::Broken;
+            }
+            Err(Unreadable::Read(error)) => {
+                report.flush();
+                eprintln!("error: {name}: {error} (the file is as it was)");
+                return Verdict::Broken;
+            }
+        };
+        let failed = match &item {
+            Item::Text(raw) => report.text(raw, &mut rewriter),
+            Item::Block(block) => match session.execute(&block.command) {
+                Ok(printed) => report.block(block, &printed, &mut rewriter, &source, written),
+                Err(Broke::Stalled(stalled)) => {
+                    report.fail();
+                    report.say(format_args!("  {name}:{}: liveness: {stalled}", block.line));
+                    report.flush();
+                    let judged = args.against.as_ref().map(|_| Judged::Unexplained(None));
+                    return Verdict::Failed(judged);
+                }
+                Err(Broke::Unusable(reason)) => {
+                    report.flush();
+                    eprintln!("error: {name}:{}: {reason}", block.line);
+                    return Verdict::Broken;
+                }
+            },
+        };
+        if let Err(error) = failed {
+            report.flush();
+            eprintln!("error: {name}: cannot write: {error} (the file is as it was)");
+            return Verdict::Broken;
+        }
+        written += item.raw().len();
+    }
+    drop(items);
+    report.flush();
+    if lines.fingerprint() != fingerprint {
+        eprintln!("error: {name}: changed while it was being run (the file is as it was)");
+        return Verdict::Broken;
+    }
+    report.finish(rewriter, || stamp.unchanged(file))
+}
+
+/// Where a file's lines come from: the file, read once per pass, or what a
+/// pipe or a device gave (it cannot be read twice), held whole up to
+/// [`files::TRANSCRIPT_MAX`] as before streaming.
+enum Source<'a> {
+    File(&'a Path),
+    Held(&'a Path, String),
+}
+
+impl<'a> Source<'a> {
+    fn open(file: &'a Path) -> Result<Source<'a>, String> {
+        match std::fs::metadata(file) {
+            Ok(metadata) if !metadata.is_file() && !metadata.is_dir() => {
+                let text = files::read_capped(file, files::TRANSCRIPT_MAX)?;
+                Ok(Source::Held(file, text))
+            }
+            Ok(_) | Err(_) => Ok(Source::File(file)),
+        }
+    }
+
+    /// The lines, from the start.
+    fn lines(&self) -> Result<files::Lines<'_>, String> {
+        match self {
+            Source::File(file) => files::Lines::open(file, BLOCK_BYTES_MAX),
+            Source::Held(_, text) => Ok(files::Lines::of(text.as_bytes(), BLOCK_BYTES_MAX)),
+        }
+    }
+
+    /// Its first `length` bytes, copied into `to`.
+    fn copy_start(&self, length: usize, to: &mut impl Write) -> std::io::Result<()> {
+        let copied = match self {
+            Source::File(file) => {
+                std::io::copy(&mut std::fs::File::open(file)?.take(length as u64), to)?
+            }
+            Source::Held(_, text) => {
+                let start = text.as_bytes().get(..length).unwrap_or_default();
+                to.write_all(start)?;
+                start.len() as u64
+            }
+        };
+        if copied != length as u64 {
+            return Err(std::io::Error::other(
+                "the file changed while it was being run",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The first pass: the file's [`Outline`] (a layout error, an unreadable
+/// line or a file that is no transcript is an error naming where) and the
+/// fingerprint of what was read.
+fn outline(source: &Source<'_>) -> Result<(Outline, (u64, u64)), String> {
+    let mut lines = source.lines().map_err(|error| format!(": {error}"))?;
+    let mut outline = Outline::default();
+    for item in Items::new(&mut lines) {
+        match item {
+            Ok(item) => outline.add(&item),
+            Err(Unreadable::Layout(error)) => {
+                return Err(format!(":{}: {}", error.line, error.reason));
+            }
+            Err(Unreadable::Read(error)) => return Err(format!(": {error}")),
+        }
+    }
+    outline
+        .check()
+        .map_err(|error| format!(":{}: {}", error.line, error.reason))?;
+    Ok((outline, lines.fingerprint()))
+}
+
+/// What a file's run has shown so far, printed (or rewritten) as it goes.
+struct Report<'a> {
+    args: &'a Args,
+    name: &'a str,
+    /// Whether `FAIL <file>` is out (before the first differing block).
+    failing: bool,
+    /// With `--against`: the contract's run over the blocks before the
+    /// first divergence (the rules read them), then how it was judged.
+    divergence: Option<Diverging>,
+    /// With `--rewrite`, once a block differs: the file being written.
+    rewriting: Option<Rewriting>,
+    /// What is printed next: a diff of a million blocks goes out in chunks,
+    /// not a write per line.
+    out: String,
+}
+
+/// `--against`'s search for the first divergence.
+enum Diverging {
+    /// Every block so far passed: the contract's state and the blocks.
+    Before {
+        contract: Box<Runner<TailLog>>,
+        earlier: Vec<Earlier>,
+    },
+    /// The first divergence, at its line.
+    Found(usize, Judged),
+}
+
+/// A rewrite in progress: the temporary file beside the transcript and the
+/// text not yet written to it.
+struct Rewriting {
+    staged: files::Staged,
+    text: String,
+}
+
+/// How much rewritten text is gathered before it is written.
+const REWRITE_CHUNK: usize = 1 << 16;
+
+/// How much of a report is gathered before it is printed.
+const PRINT_CHUNK: usize = 1 << 16;
+
+impl<'a> Report<'a> {
+    /// The report of `name`, whose restarts lose `lose_total` events.
+    fn new(args: &'a Args, name: &'a str, lose_total: Option<usize>) -> Self {
+        let divergence = args.against.as_ref().map(|_| Diverging::Before {
+            contract: Box::new(Runner::keeping(Agent::new(), lose_total)),
+            earlier: Vec::new(),
+        });
+        Report {
+            args,
+            name,
+            failing: false,
+            divergence,
+            rewriting: None,
+            out: String::new(),
+        }
+    }
+
+    /// Prints `line` (in the next chunk).
+    fn say(&mut self, line: std::fmt::Arguments<'_>) {
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = writeln!(self.out, "{line}");
+        if self.out.len() >= PRINT_CHUNK {
+            self.flush();
+        }
+    }
+
+    /// Prints what was said so far (before an error goes to stderr, and at
+    /// the end of the file).
+    fn flush(&mut self) {
+        print!("{}", self.out);
+        self.out.clear();
+    }
+
+    /// Prints `FAIL <file>` once, before whatever failed first.
+    fn fail(&mut self) {
+        if !std::mem::replace(&mut self.failing, true) {
+            let name = self.name;
+            self.say(format_args!("FAIL {name}"));
+        }
+    }
+
+    /// A comment or blank line: rewritten as it was, once a rewrite is on.
+    fn text(&mut self, raw: &str, rewriter: &mut Rewriter) -> std::io::Result<()> {
+        match &mut self.rewriting {
+            None => Ok(()),
+            Some(rewriting) => {
+                rewriter.text(raw, &mut rewriting.text);
+                rewriting.write(false)
+            }
+        }
+    }
+
+    /// A block run: compared and reported, or rewritten. `written` is how
+    /// many bytes of `file` come before it: a rewrite starts at the first
+    /// block that differs, copying them (a passing file is never staged).
+    fn block(
+        &mut self,
+        block: &Block,
+        printed: &[String],
+        rewriter: &mut Rewriter,
+        source: &Source<'_>,
+        written: usize,
+    ) -> std::io::Result<()> {
+        let passes = block.passes(printed);
+        if let Some(Diverging::Before { contract, earlier }) = &mut self.divergence {
+            let command = parse_command(&block.command).ok();
+            match &block.expected {
+                Some(expected) if passes => {
+                    // A stall is the expected block's business; the state stays.
+                    let _ = contract.execute(&block.command);
+                    earlier.push(Earlier {
+                        command,
+                        printed: expected.clone(),
+                    });
+                }
+                expected => {
+                    let divergence = Divergence {
+                        earlier,
+                        command: command.as_ref(),
+                        expected: expected.as_deref().unwrap_or_default(),
+                        actual: printed,
+                        before: contract.agent(),
+                    };
+                    let judged = Judged::of(&divergence);
+                    self.divergence = Some(Diverging::Found(block.line, judged));
+                }
+            }
+        }
+        if self.args.rewrite {
+            if passes && self.rewriting.is_none() {
+                return Ok(());
+            }
+            let rewriting = match &mut self.rewriting {
+                Some(rewriting) => rewriting,
+                None => self.rewriting.insert(Rewriting::start(source, written)?),
+            };
+            rewriter.block(block, printed, &mut rewriting.text);
+            return rewriting.write(false);
+        }
+        if !passes {
+            self.fail();
+            let name = self.name;
+            let mismatch = Mismatch {
+                block,
+                actual: printed,
+            };
+            print_mismatch(name, mismatch, &mut |line| self.say(line));
+        }
+        Ok(())
+    }
+
+    /// The file's verdict, after its last block.
+    /// The file's verdict; a rewrite is committed only if `unchanged`.
+    fn finish(
+        mut self,
+        rewriter: Rewriter,
+        unchanged: impl FnOnce() -> Result<(), String>,
+    ) -> Verdict {
+        let verdict = self.verdict(rewriter, unchanged);
+        self.flush();
+        verdict
+    }
+
+    fn verdict(
+        &mut self,
+        rewriter: Rewriter,
+        unchanged: impl FnOnce() -> Result<(), String>,
+    ) -> Verdict {
+        let name = self.name;
+        if let Some(mut rewriting) = self.rewriting.take() {
+            rewriter.finish(&mut rewriting.text);
+            if let Err(error) = unchanged() {
+                self.flush();
+                eprintln!("error: {name}: {error}");
+                return Verdict::Broken;
+            }
+            if let Err(error) = rewriting
+                .write(true)
+                .and_then(|()| rewriting.staged.commit())
+            {
+                self.flush();
+                eprintln!("error: {name}: cannot write: {error} (the file is as it was)");
+                return Verdict::Broken;
+            }
+            self.say(format_args!("rewrote {name}"));
             return Verdict::Passed;
         }
-        let written = stamp.unchanged(file).and_then(|()| {
-            files::replace(file, script.render(&actual))
-                .map_err(|error| format!("cannot write: {error} (the file is as it was)"))
-        });
-        if let Err(error) = written {
-            eprintln!("error: {name}: {error}");
-            return Verdict::Broken;
+        if self.args.rewrite || !self.failing {
+            if !self.args.rewrite {
+                self.say(format_args!("ok   {name}"));
+            }
+            return Verdict::Passed;
         }
-        println!("rewrote {name}");
-        return Verdict::Passed;
+        match &self.divergence {
+            None => Verdict::Failed(None),
+            Some(Diverging::Found(line, judged)) => {
+                let (line, judged) = (*line, *judged);
+                let judgement = judged.describe();
+                self.say(format_args!("  divergence at {name}:{line}: {judgement}"));
+                Verdict::Failed(Some(judged))
+            }
+            // Every block passed: a failure is a stall, reported already.
+            Some(Diverging::Before { .. }) => Verdict::Failed(Some(Judged::Unexplained(None))),
+        }
     }
-    if mismatches.is_empty() {
-        println!("ok   {name}");
-        return Verdict::Passed;
-    }
-    println!("FAIL {name}");
-    for mismatch in mismatches {
-        print_mismatch(&name.to_string(), mismatch);
-    }
-    if args.against.is_none() {
-        return Verdict::Failed(None);
-    }
-    let (line, judged) = first_divergence(&script, &actual);
-    println!("  divergence at {name}:{line}: {}", judged.describe());
-    Verdict::Failed(Some(judged))
 }
 
-/// The line of the first block that differs and the rule explaining it
-/// (the blocks after it run on diverged states, so they explain nothing).
-fn first_divergence(script: &Script, actual: &[Vec<String>]) -> (usize, Judged) {
-    let mut earlier = Vec::new();
-    // The contract's state before each block, for the rules that need it.
-    let mut contract = Runner::new(Agent::new());
-    for (block, printed) in script.blocks().zip(actual) {
-        let command = parse_command(&block.command).ok();
-        let Some(expected) = block.expected.as_ref().filter(|e| *e == printed) else {
-            let expected = block.expected.as_deref().unwrap_or_default();
-            let divergence = Divergence {
-                earlier: &earlier,
-                command: command.as_ref(),
-                expected,
-                actual: printed,
-                before: contract.agent(),
-            };
-            return (block.line, Judged::of(&divergence));
-        };
-        // A stall is the expected block's business; the state stays.
-        let _ = contract.execute(&block.command);
-        earlier.push(Earlier {
-            command,
-            printed: expected.clone(),
-        });
+impl Rewriting {
+    /// A temporary file beside the file of `source` holding its first
+    /// `written` bytes (every item before the first differing block, as
+    /// written).
+    fn start(source: &Source<'_>, written: usize) -> std::io::Result<Rewriting> {
+        // A pipe or a device is written in place (see `files::Staged`).
+        let (Source::File(file) | Source::Held(file, _)) = source;
+        let mut staged = files::Staged::new(file)?;
+        source.copy_start(written, staged.file())?;
+        Ok(Rewriting {
+            staged,
+            text: String::new(),
+        })
     }
-    (0, Judged::Unexplained(None))
+
+    /// Writes the gathered text once there is enough of it (or all of it).
+    fn write(&mut self, all: bool) -> std::io::Result<()> {
+        if all || self.text.len() >= REWRITE_CHUNK {
+            self.staged.file().write_all(self.text.as_bytes())?;
+            self.text.clear();
+        }
+        Ok(())
+    }
 }
 
-fn print_mismatch(name: &str, Mismatch { block, actual }: Mismatch<'_>) {
-    println!("  {name}:{}: {}", block.line, block.command);
+/// Says a block's diff, line by line, through `say`.
+fn print_mismatch(
+    name: &str,
+    Mismatch { block, actual }: Mismatch<'_>,
+    say: &mut dyn FnMut(std::fmt::Arguments<'_>),
+) {
+    say(format_args!("  {name}:{}: {}", block.line, block.command));
     let Some(expected) = &block.expected else {
-        println!("    (no `----` line: the block has no expected output; --rewrite adds it)");
+        say(format_args!(
+            "    (no `----` line: the block has no expected output; --rewrite adds it)"
+        ));
         return;
     };
     let expected = lines_text(expected);
@@ -257,12 +589,15 @@ fn print_mismatch(name: &str, Mismatch { block, actual }: Mismatch<'_>) {
             ChangeTag::Insert => "+",
             ChangeTag::Equal => " ",
         };
-        print!("    {sign} {}", visible_trailing_whitespace(change.value()));
+        say(format_args!(
+            "    {sign} {}",
+            visible_trailing_whitespace(change.value())
+        ));
     }
 }
 
 /// A diff line whose trailing whitespace shows: spaces as `·` and tabs as
-/// `→` after the last visible character, so two lines that differ only
+/// `→` after the last visible character (the line ending dropped), so two lines that differ only
 /// there do not print alike.
 fn visible_trailing_whitespace(line: &str) -> String {
     let line = line.strip_suffix('\n').unwrap_or(line);
@@ -275,7 +610,7 @@ fn visible_trailing_whitespace(line: &str) -> String {
             other => other,
         })
         .collect();
-    format!("{text}{trailing}\n")
+    format!("{text}{trailing}")
 }
 
 fn lines_text(lines: &[String]) -> String {

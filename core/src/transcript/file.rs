@@ -1,0 +1,552 @@
+//! The transcript file format (SPEC §9): items (comments, blank lines and
+//! blocks) read one at a time from a file's lines ([`Items`]), a first pass
+//! that keeps no item ([`Outline`]), and the writer of `--rewrite`
+//! ([`Rewriter`]). [`Script`] is all three over a file held whole; `courier
+//! run` streams them, holding one block at a time.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::iter::{Enumerate, Peekable};
+
+use super::{Command, Runner, Stalled, parse_command};
+use crate::agent::Agent;
+
+/// One item of a transcript file, kept verbatim so `--rewrite` preserves
+/// the file byte for byte wherever its outputs did not change.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Item {
+    /// A comment or blank line outside a block, as written (with its line
+    /// ending, if it has one).
+    Text(String),
+    /// A command with its expected output.
+    Block(Block),
+}
+
+impl Item {
+    /// The item as written, line endings included (the file's first line
+    /// without its byte order mark): the items' texts in order are the file.
+    pub fn raw(&self) -> &str {
+        match self {
+            Item::Text(raw) => raw,
+            Item::Block(block) => &block.raw,
+        }
+    }
+}
+
+/// A command line, then `----` and the expected lines.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Block {
+    /// 1-based line of the command.
+    pub line: usize,
+    /// The command as written, less trailing whitespace.
+    pub command: String,
+    /// The expected lines; `None` when the block has no `----`.
+    pub expected: Option<Vec<String>>,
+    /// The block as written: the command line through the blank line that
+    /// ends it (when there is one), line endings included.
+    raw: String,
+    /// The blank line that ended the block as written, if any.
+    blank: Option<String>,
+}
+
+impl Block {
+    /// Whether `printed` is what the block expects. A block without `----`
+    /// never passes: it pins nothing. Every runner judges a transcript by
+    /// this one rule.
+    pub fn passes(&self, printed: &[String]) -> bool {
+        self.expected.as_deref() == Some(printed)
+    }
+}
+
+/// A block whose printed lines differ from its expected ones.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Mismatch<'a> {
+    /// The block; its `expected` is `None` when it has no `----` line.
+    pub block: &'a Block,
+    /// What its command printed.
+    pub actual: &'a [String],
+}
+
+/// A layout error, naming the 1-based line.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct LayoutError {
+    /// 1-based line.
+    pub line: usize,
+    /// What is wrong there.
+    pub reason: &'static str,
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "line {}: {}", self.line, self.reason)
+    }
+}
+
+impl std::error::Error for LayoutError {}
+
+/// The largest block read, command and expected lines together: a
+/// runner holds one block at a time, and this bounds it (a line of zeros
+/// from `/dev/zero` is refused here, not read into memory). The old cap on
+/// a whole file, so every file read before reads now.
+pub const BLOCK_BYTES_MAX: usize = 64 << 20;
+
+/// Why [`Items`] stopped: the layout, or the reader of the lines (`E`).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Unreadable<E> {
+    /// The lines are not a transcript's.
+    Layout(LayoutError),
+    /// A line could not be read.
+    Read(E),
+}
+
+impl<E> From<LayoutError> for Unreadable<E> {
+    fn from(error: LayoutError) -> Self {
+        Unreadable::Layout(error)
+    }
+}
+
+/// A transcript's lines, numbered from 0, each as written.
+type Lines<I> = Peekable<Enumerate<I>>;
+
+/// A transcript's items, read from its lines (each as written, with its
+/// line ending; a reader's error ends them). Commands are parsed only when
+/// run, so an unknown command is an `error:` line, not a layout error; but
+/// a `----` or a `#` comment inside an expected block means a blank line is
+/// missing (reading on would swallow the user's lines as outputs, which
+/// `--rewrite` then replaces), and a block over [`BLOCK_BYTES_MAX`] is
+/// refused. After an error there are no more items.
+pub struct Items<I: Iterator> {
+    lines: Lines<I>,
+    newline: &'static str,
+    bom: bool,
+    stopped: bool,
+}
+
+impl<I, S, E> Items<I>
+where
+    I: Iterator<Item = Result<S, E>>,
+    S: AsRef<str>,
+{
+    /// The items of `lines` (the first is read at once, for the file's line
+    /// ending and byte order mark).
+    pub fn new(lines: I) -> Self {
+        let mut lines = lines.enumerate().peekable();
+        let first = match lines.peek() {
+            Some((_, Ok(first))) => first.as_ref(),
+            Some((_, Err(_))) | None => "",
+        };
+        Self {
+            newline: if first.ends_with("\r\n") {
+                "\r\n"
+            } else {
+                "\n"
+            },
+            bom: first.starts_with('\u{feff}'),
+            lines,
+            stopped: false,
+        }
+    }
+
+    /// The file's line ending (`\r\n` when its first line ends so), used
+    /// for the lines `--rewrite` writes anew.
+    pub fn newline(&self) -> &'static str {
+        self.newline
+    }
+
+    /// Whether the file begins with a UTF-8 byte order mark (kept out of
+    /// the first item).
+    pub fn bom(&self) -> bool {
+        self.bom
+    }
+
+    fn read(&mut self) -> Option<Result<Item, Unreadable<E>>> {
+        let (index, raw) = self.lines.next()?;
+        let raw = match raw {
+            Ok(raw) => raw,
+            Err(error) => return Some(Err(Unreadable::Read(error))),
+        };
+        let number = index + 1;
+        let raw = raw.as_ref();
+        let raw = match raw.strip_prefix('\u{feff}') {
+            Some(rest) if number == 1 => rest,
+            Some(_) | None => raw,
+        };
+        let line = content(raw);
+        if line.trim().is_empty() || line.starts_with('#') {
+            return Some(Ok(Item::Text(raw.to_owned())));
+        }
+        if line == "----" {
+            return Some(Err(Unreadable::Layout(LayoutError {
+                line: number,
+                reason: "`----` without a command before it",
+            })));
+        }
+        Some(block(number, line, raw, &mut self.lines).map(Item::Block))
+    }
+}
+
+impl<I, S, E> Iterator for Items<I>
+where
+    I: Iterator<Item = Result<S, E>>,
+    S: AsRef<str>,
+{
+    type Item = Result<Item, Unreadable<E>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.stopped {
+            return None;
+        }
+        let item = self.read();
+        self.stopped = matches!(item, Some(Err(_)));
+        item
+    }
+}
+
+/// A line without its line ending (`\n` or `\r\n`).
+fn content(raw: &str) -> &str {
+    let line = raw.strip_suffix('\n').unwrap_or(raw);
+    line.strip_suffix('\r').unwrap_or(line)
+}
+
+fn is_blank(line: &str) -> bool {
+    line.trim().is_empty()
+}
+
+/// Takes the next line (1-based number, as written) when it is `wanted`;
+/// a reader's error is taken and returned.
+fn next_if<I, S, E>(
+    lines: &mut Lines<I>,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Option<(usize, S)>, E>
+where
+    I: Iterator<Item = Result<S, E>>,
+    S: AsRef<str>,
+{
+    let taken = lines.next_if(|(_, line)| {
+        line.as_ref()
+            .map_or(true, |line| wanted(content(line.as_ref())))
+    });
+    match taken {
+        None => Ok(None),
+        Some((index, Ok(line))) => Ok(Some((index + 1, line))),
+        Some((_, Err(error))) => Err(error),
+    }
+}
+
+/// Reads the block whose command is `line` (numbered `number`, written
+/// `raw`): its `----` and expected lines up to a blank line.
+fn block<I, S, E>(
+    number: usize,
+    line: &str,
+    raw: &str,
+    lines: &mut Lines<I>,
+) -> Result<Block, Unreadable<E>>
+where
+    I: Iterator<Item = Result<S, E>>,
+    S: AsRef<str>,
+{
+    let too_large = || LayoutError {
+        line: number,
+        reason: "larger than 64 MiB: refused (a block, its command and expected \
+                 lines, is read whole)",
+    };
+    let mut written = raw.to_owned();
+    let expected = match next_if(lines, |line| line == "----").map_err(Unreadable::Read)? {
+        None => None,
+        Some((_, dashes)) => {
+            written.push_str(dashes.as_ref());
+            let mut expected = Vec::new();
+            while let Some((number, raw)) =
+                next_if(lines, |line| !is_blank(line)).map_err(Unreadable::Read)?
+            {
+                let raw = raw.as_ref();
+                let output = content(raw);
+                // No output starts with `#` or is `----`: either line is
+                // the user's, and `--rewrite` would replace it with outputs.
+                if output == "----" {
+                    return Err(Unreadable::Layout(LayoutError {
+                        line: number,
+                        reason: "`----` inside an expected block: a blank line must end \
+                                 the block before the next command",
+                    }));
+                }
+                if output.starts_with('#') {
+                    return Err(Unreadable::Layout(LayoutError {
+                        line: number,
+                        reason: "a comment inside an expected block: a blank line must end \
+                                 the block before it",
+                    }));
+                }
+                written.push_str(raw);
+                if written.len() > BLOCK_BYTES_MAX {
+                    return Err(Unreadable::Layout(too_large()));
+                }
+                expected.push(output.to_owned());
+            }
+            Some(expected)
+        }
+    };
+    let blank = match expected {
+        Some(_) => next_if(lines, is_blank)
+            .map_err(Unreadable::Read)?
+            .map(|(_, raw)| raw.as_ref().to_owned()),
+        None => None,
+    };
+    written.push_str(blank.as_deref().unwrap_or_default());
+    if written.len() > BLOCK_BYTES_MAX {
+        return Err(Unreadable::Layout(too_large()));
+    }
+    Ok(Block {
+        line: number,
+        command: line.trim_end().to_owned(),
+        expected,
+        raw: written,
+        blank,
+    })
+}
+
+/// What a first pass over a transcript's items keeps, never the items:
+/// whether any block is a command (a file where none is, such as a README,
+/// a JSON report or an empty file, is not a transcript: running it would
+/// pass without checking anything) and the events all its `restart`s lose
+/// together (how far back a [`Runner::keeping`] must hold the log).
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Outline {
+    first_block: Option<usize>,
+    commands: bool,
+    /// `None` until a `restart`.
+    lose_total: Option<usize>,
+}
+
+impl Outline {
+    /// Notes the next item.
+    pub fn add(&mut self, item: &Item) {
+        let block = match item {
+            Item::Text(_) => return,
+            Item::Block(block) => block,
+        };
+        self.first_block.get_or_insert(block.line);
+        // Parse only what can change the outline: every block until one is
+        // a command, then restarts.
+        let restart = block.command.split_whitespace().next() == Some("restart");
+        if self.commands && !restart {
+            return;
+        }
+        match parse_command(&block.command) {
+            Ok(Command::Restart { lose }) => {
+                self.commands = true;
+                let before = self.lose_total.unwrap_or_default();
+                self.lose_total = Some(before.saturating_add(lose));
+            }
+            Ok(Command::Input(_) | Command::Run | Command::Inbox | Command::Status) => {
+                self.commands = true;
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Refuses a file none of whose blocks is a command, naming its first
+    /// block's line (or line 1).
+    pub fn check(&self) -> Result<(), LayoutError> {
+        if self.commands {
+            return Ok(());
+        }
+        Err(LayoutError {
+            line: self.first_block.unwrap_or(1),
+            reason: "not a transcript: no line is a command (SPEC §9)",
+        })
+    }
+
+    /// The events all `restart`s of the file lose together: each cuts the
+    /// log from its end, so no restart reaches back further than that;
+    /// `None` when the file has no `restart`.
+    pub fn lose_total(&self) -> Option<usize> {
+        self.lose_total
+    }
+}
+
+/// Writes a transcript back item by item: a failing block's expected lines
+/// replaced by what it printed, everything else as written, byte for byte
+/// (comments, blank lines, line endings), so a passing file writes itself.
+/// [`Script::render`] is this over a whole file; `courier run --rewrite`
+/// streams it.
+#[derive(Clone, Copy, Debug)]
+pub struct Rewriter {
+    newline: &'static str,
+    /// A rewritten block had no blank line after it: one is written before
+    /// the next item unless that is a blank line.
+    owed: bool,
+}
+
+impl Rewriter {
+    /// A writer of new lines in `newline` (see [`Items::newline`]).
+    pub fn new(newline: &'static str) -> Self {
+        Self {
+            newline,
+            owed: false,
+        }
+    }
+
+    /// Appends `raw`, a comment or blank line, to `text`.
+    pub fn text(&mut self, raw: &str, text: &mut String) {
+        if std::mem::take(&mut self.owed) && !is_blank(raw) {
+            text.push_str(self.newline);
+        }
+        text.push_str(raw);
+    }
+
+    /// Appends `block` to `text`, as written when it `printed` what it
+    /// expects, else with `printed` as its expected lines.
+    pub fn block(&mut self, block: &Block, printed: &[String], text: &mut String) {
+        if std::mem::take(&mut self.owed) {
+            text.push_str(self.newline);
+        }
+        if block.passes(printed) {
+            text.push_str(&block.raw);
+            return;
+        }
+        // The command line as written, trailing spaces and all.
+        let written = block.raw.lines().next().unwrap_or_default();
+        text.push_str(written);
+        text.push_str(self.newline);
+        text.push_str("----");
+        text.push_str(self.newline);
+        for line in printed {
+            text.push_str(line);
+            text.push_str(self.newline);
+        }
+        // A blank line ends the block (unless one follows already).
+        match &block.blank {
+            Some(blank) => text.push_str(blank),
+            None => self.owed = true,
+        }
+    }
+
+    /// Appends what the end of the file needs: the blank line a last
+    /// rewritten block still owes.
+    pub fn finish(self, text: &mut String) {
+        if self.owed {
+            text.push_str(self.newline);
+        }
+    }
+}
+
+/// A parsed transcript file.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Script {
+    /// Comments, blank lines and blocks in file order.
+    pub items: Vec<Item>,
+    /// The file's line ending (`\r\n` when its first line ends so), used for
+    /// the lines `--rewrite` writes anew.
+    newline: &'static str,
+    /// Whether the file began with a UTF-8 byte order mark (kept out of the
+    /// first command, and written back by [`Script::render`]).
+    bom: bool,
+}
+
+impl Script {
+    /// Splits a file into comments and blocks (see [`Items`]); a file where
+    /// no line is a command is not a transcript (see [`Outline`]).
+    pub fn parse(text: &str) -> Result<Script, LayoutError> {
+        let mut read = Items::new(text.split_inclusive('\n').map(Ok::<_, Infallible>));
+        let mut outline = Outline::default();
+        let mut items = Vec::new();
+        for item in &mut read {
+            let item = item.map_err(|unreadable| match unreadable {
+                Unreadable::Layout(error) => error,
+                Unreadable::Read(never) => match never {},
+            })?;
+            outline.add(&item);
+            items.push(item);
+        }
+        outline.check()?;
+        Ok(Script {
+            items,
+            newline: read.newline(),
+            bom: read.bom(),
+        })
+    }
+
+    /// The blocks in order.
+    pub fn blocks(&self) -> impl Iterator<Item = &Block> {
+        self.items.iter().filter_map(|item| match item {
+            Item::Block(block) => Some(block),
+            Item::Text(_) => None,
+        })
+    }
+
+    /// Runs every block against `agent`, returning what each printed.
+    pub fn run(&self, agent: &Agent) -> Result<Vec<Vec<String>>, (usize, Stalled)> {
+        let mut runner = Runner::new(agent.clone());
+        self.blocks()
+            .map(|block| {
+                let printed = runner.execute(&block.command);
+                printed.map_err(|stalled| (block.line, stalled))
+            })
+            .collect()
+    }
+
+    /// The blocks whose printed lines (`actual`: one entry per block, as
+    /// [`Script::run`] returns) differ from their expected ones (see
+    /// [`Block::passes`]).
+    pub fn mismatches<'a>(&'a self, actual: &'a [Vec<String>]) -> Vec<Mismatch<'a>> {
+        self.blocks()
+            .zip(actual)
+            .filter(|(block, actual)| !block.passes(actual))
+            .map(|(block, actual)| Mismatch { block, actual })
+            .collect()
+    }
+
+    /// The file with every mismatching block's expected lines replaced by
+    /// `actual` (one entry per block; see [`Rewriter`]), a byte order mark
+    /// written back, so a passing file renders to itself.
+    pub fn render(&self, actual: &[Vec<String>]) -> String {
+        let mut text = String::from(if self.bom { "\u{feff}" } else { "" });
+        let mut rewriter = Rewriter::new(self.newline);
+        let mut outputs = actual.iter();
+        for item in &self.items {
+            match item {
+                Item::Text(raw) => rewriter.text(raw, &mut text),
+                Item::Block(block) => {
+                    let printed = outputs.next().map_or(&[][..], Vec::as_slice);
+                    rewriter.block(block, printed, &mut text);
+                }
+            }
+        }
+        rewriter.finish(&mut text);
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_error_inside_a_block_ends_the_items_with_it_not_with_a_cut_block() {
+        let lines = [Ok("status\n"), Ok("----\n"), Ok("idle\n"), Err("disk")];
+        let items: Vec<_> = Items::new(lines.into_iter()).collect();
+        assert_eq!(items, [Err(Unreadable::Read("disk"))]);
+        // Between items, it follows the items before it.
+        let lines = [Ok("# c\n"), Ok("\n"), Err("disk"), Ok("status\n")];
+        let items: Vec<_> = Items::new(lines.into_iter()).collect();
+        assert_eq!(items.len(), 3, "{items:?}");
+        assert_eq!(items[2], Err(Unreadable::Read("disk")));
+    }
+
+    #[test]
+    fn a_block_larger_than_the_cap_is_refused_naming_its_line() {
+        let output = "x".repeat(1 << 20);
+        let mut text = String::from("# big\n\nstatus\n----\n");
+        for _ in 0..(BLOCK_BYTES_MAX >> 20) {
+            text.push_str(&output);
+            text.push('\n');
+        }
+        let error = Script::parse(&text).unwrap_err();
+        assert_eq!(error.line, 3);
+        assert!(error.reason.starts_with("larger than 64 MiB"), "{error}");
+        // One line less fits.
+        let fits = &text[..text.len() - output.len() - 1];
+        assert!(Script::parse(fits).is_ok());
+    }
+}

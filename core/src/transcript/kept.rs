@@ -1,0 +1,196 @@
+//! What a transcript [`Runner`](super::Runner) keeps of its durable log so
+//! that `restart lose=N` can resume from all but the last `N` events: the
+//! whole log ([`WholeLog`], which the protocol server shows), or only the
+//! events a restart can still lose, after a replay of everything before them
+//! ([`TailLog`], so `courier run` of a million commands holds the agent's
+//! state, not a million events).
+
+use std::collections::VecDeque;
+
+use crate::agent::Agent;
+use crate::event::Output;
+use crate::resume::{CorruptLog, Replay};
+
+/// A durable log as a runner keeps it.
+pub trait Kept {
+    /// Appends a durable event.
+    fn push(&mut self, event: Output);
+
+    /// A fresh agent of `agent`'s variant resumed from the log less its
+    /// last `lose` events (clamped to the whole log), the log cut to what
+    /// it kept; when that does not replay, why, and the log unchanged.
+    fn resume(&mut self, agent: &Agent, lose: usize) -> Result<Agent, CorruptLog>;
+}
+
+/// Every durable event since the session started.
+#[derive(Clone, Default, Debug)]
+pub struct WholeLog(pub(super) Vec<Output>);
+
+impl Kept for WholeLog {
+    fn push(&mut self, event: Output) {
+        self.0.push(event);
+    }
+
+    fn resume(&mut self, agent: &Agent, lose: usize) -> Result<Agent, CorruptLog> {
+        let kept = self.0.len() - lose.min(self.0.len());
+        let resumed = agent.resume(&self.0[..kept])?;
+        self.0.truncate(kept);
+        Ok(resumed)
+    }
+}
+
+/// The fewest events a [`TailLog`] holds before it replays the older ones
+/// (so a log that no restart cuts deeply is not replayed event by event).
+const TAIL_MIN: usize = 1024;
+
+/// The last events of the log and the replay of the events before them (or
+/// the first of those that does not replay: every resume from a longer
+/// prefix fails on it too, as a resume from the whole log would). Memory:
+/// the replayed pending lists plus at most twice the tail.
+///
+/// Made for restarts that lose `lose_total` events all together: the
+/// tail is never cut below `lose_total` events by replaying, and each
+/// restart cuts it by no more than it loses, so what the restarts still to
+/// come lose is always held (a restart beyond that loses the tail only).
+/// Made for no restart at all (`None`), it keeps nothing (the replay costs
+/// a sixth of `courier run`'s time on a long file), and a restart then
+/// finds no log.
+#[derive(Clone, Debug)]
+pub struct TailLog {
+    replayed: Result<Replay, CorruptLog>,
+    /// How many events `replayed` holds.
+    replayed_len: usize,
+    tail: VecDeque<Output>,
+    lose_total: Option<usize>,
+}
+
+impl TailLog {
+    /// An empty log of `prototype`'s variant whose restarts lose at most
+    /// `lose_total` events all together (`None`: there are none).
+    pub(super) fn new(prototype: &Agent, lose_total: Option<usize>) -> Self {
+        Self {
+            replayed: Ok(Replay::new(prototype)),
+            replayed_len: 0,
+            tail: VecDeque::new(),
+            lose_total,
+        }
+    }
+}
+
+impl Kept for TailLog {
+    fn push(&mut self, event: Output) {
+        let Some(lose_total) = self.lose_total else {
+            return;
+        };
+        self.tail.push_back(event);
+        let keep = lose_total.max(TAIL_MIN);
+        if self.tail.len() < keep.saturating_mul(2) {
+            return;
+        }
+        // Amortised: half the tail goes into the replay at once.
+        let older = self.tail.len() - keep;
+        for event in self.tail.drain(..older) {
+            if let Ok(replay) = &mut self.replayed
+                && let Err(corrupt) = replay.apply(&event)
+            {
+                self.replayed = Err(corrupt);
+            }
+        }
+        self.replayed_len += older;
+    }
+
+    /// A `lose` beyond the tail (past the `lose_total` it was made with,
+    /// once older events were replayed) loses the whole tail: the events
+    /// before it are no longer held.
+    fn resume(&mut self, _agent: &Agent, lose: usize) -> Result<Agent, CorruptLog> {
+        if self.lose_total.is_none() {
+            return Err(CorruptLog {
+                index: 0,
+                reason: "no log kept: the runner was made for no restart".to_owned(),
+            });
+        }
+        let kept = self.tail.len() - lose.min(self.tail.len());
+        let mut replay = self.replayed.clone()?;
+        for event in self.tail.range(..kept) {
+            replay.apply(event)?;
+        }
+        self.tail.truncate(kept);
+        Ok(replay.resume())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::Agent;
+    use crate::transcript::{Command, Runner, parse_command};
+
+    /// A turn per message, each logging seven events, shallow restarts
+    /// (some inside a step, some in a row) and a few that cut back `deep`
+    /// events, long after the oldest events went into the replay.
+    fn commands(deep: usize) -> Vec<String> {
+        let mut commands = Vec::new();
+        for k in 0..3 * super::TAIL_MIN {
+            commands.push(format!("followup m{k}"));
+            commands.push("pre-step pass".to_owned());
+            if k % 97 == 0 {
+                commands.push(format!("restart lose={}", k % 7));
+                commands.push("restart lose=2".to_owned());
+            }
+            commands.push("step completed".to_owned());
+            if k % 701 == 700 {
+                commands.push(format!("restart lose={deep}"));
+                commands.push("inbox".to_owned());
+            }
+        }
+        commands
+    }
+
+    fn lose(command: &str) -> usize {
+        match parse_command(command) {
+            Ok(Command::Restart { lose }) => lose,
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn a_runner_keeping_the_tail_prints_what_one_keeping_the_whole_log_does() {
+        for deep in [3, super::TAIL_MIN + 5] {
+            let commands = commands(deep);
+            let lose_total: usize = commands.iter().map(|command| lose(command)).sum();
+            let mut to_lose = lose_total;
+            let mut whole = Runner::new(Agent::new());
+            let mut tail = Runner::keeping(Agent::new(), Some(to_lose));
+            for command in &commands {
+                let printed = whole.execute(command);
+                assert_eq!(tail.execute(command), printed, "{command}");
+                // Once older events are replayed, what the restarts still
+                // to come lose is held.
+                to_lose -= lose(command);
+                let log = &tail.log;
+                assert!(log.replayed_len == 0 || log.tail.len() >= to_lose);
+            }
+            assert!(tail.log.replayed_len > 0);
+            // The tail holds at most twice what the restarts lose.
+            let (held, replayed) = (tail.log.tail.len(), tail.log.replayed_len);
+            assert!(held < 2 * lose_total.max(super::TAIL_MIN), "{held}");
+            assert_eq!(held + replayed, whole.log().len());
+            assert_eq!(tail.agent(), whole.agent());
+        }
+    }
+
+    #[test]
+    fn a_runner_made_for_no_restart_keeps_no_log() {
+        let mut runner = Runner::keeping(Agent::new(), None);
+        for command in ["followup A", "pre-step pass", "step completed"] {
+            assert!(!runner.execute(command).unwrap().is_empty(), "{command}");
+        }
+        assert!(runner.log.tail.is_empty());
+        assert_eq!(
+            runner.execute("restart"),
+            Ok(vec![
+                "error: corrupt-log: event 0: no log kept: the runner was made for no restart"
+                    .to_owned()
+            ])
+        );
+    }
+}
