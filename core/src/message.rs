@@ -4,11 +4,13 @@
 //! one accepted message keeps one representation: the inbox, the durable splice,
 //! the live notifications and `user/message` all hold the same value.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHasher;
+use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use strum::{Display, EnumString, IntoStaticStr};
@@ -225,22 +227,100 @@ impl<'de> Deserialize<'de> for Source {
     }
 }
 
+/// A message's content. Most messages (every transcript's and workload's)
+/// hold one text block naming their own id: kept as that fact instead of as
+/// JSON, such a message costs no allocation for it (as a `Value` it was a
+/// map node and four strings, about a kilobyte: a million pending messages
+/// took a gigabyte). Its JSON, equality and digest are those of the `Value`
+/// it stands for, which [`Content::of`] never keeps as `Json`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+enum Content {
+    /// `[{"type": "text", "text": <the message's id>}]`.
+    OwnIdText,
+    /// Anything else.
+    Json(Value),
+}
+
+impl Content {
+    /// `content` for a message with `id`, in its one representation.
+    fn of(id: &MessageId, content: Value) -> Self {
+        match &content {
+            Value::Array(blocks) => match blocks.as_slice() {
+                [Value::Object(block)]
+                    if block.len() == 2
+                        && block.get("type").and_then(Value::as_str) == Some("text")
+                        && block.get("text").and_then(Value::as_str) == Some(id.as_str()) =>
+                {
+                    Self::OwnIdText
+                }
+                _ => Self::Json(content),
+            },
+            _ => Self::Json(content),
+        }
+    }
+
+    /// The JSON it stands for.
+    fn value(&self, id: &MessageId) -> Cow<'_, Value> {
+        match self {
+            Self::OwnIdText => Cow::Owned(serde_json::json!([{ "type": "text", "text": id.as_str() }])),
+            Self::Json(value) => Cow::Borrowed(value),
+        }
+    }
+}
+
 /// The fields of a message, shared behind one `Arc` by every holder.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 struct MessageData {
     id: MessageId,
     role: Role,
-    content: Value,
+    content: Content,
     source: Source,
     /// [`Message::digest`], computed on first use; not part of the value.
-    #[serde(skip)]
     digest: OnceLock<u64>,
     /// The fields above as JSON, once a log line asked ([`Message::json`]):
     /// a logged message is written twice (its splice and its
     /// `user/message`), and encoding is most of what a log line costs. Not
     /// part of the value either.
-    #[serde(skip)]
     json: OnceLock<Box<str>>,
+}
+
+/// The four fields as they are read (`content` as JSON).
+#[derive(Deserialize)]
+struct Fields {
+    id: MessageId,
+    role: Role,
+    content: Value,
+    source: Source,
+}
+
+impl MessageData {
+    fn new(Fields { id, role, content, source }: Fields) -> Self {
+        Self {
+            content: Content::of(&id, content),
+            id,
+            role,
+            source,
+            digest: OnceLock::new(),
+            json: OnceLock::new(),
+        }
+    }
+}
+
+impl Serialize for MessageData {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut fields = serializer.serialize_struct("MessageData", 4)?;
+        fields.serialize_field("id", &self.id)?;
+        fields.serialize_field("role", &self.role)?;
+        fields.serialize_field("content", &*self.content.value(&self.id))?;
+        fields.serialize_field("source", &self.source)?;
+        fields.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageData {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Fields::deserialize(deserializer).map(Self::new)
+    }
 }
 
 // The value is the four fields; the digest and the JSON are derived from them.
@@ -271,22 +351,25 @@ impl Hash for Message {
 impl Message {
     /// Freezes a message. Delivery only reads `id` and `source.kind`.
     pub fn new(id: MessageId, content: Value, source: Source) -> Self {
-        Self(Arc::new(MessageData {
+        Self(Arc::new(MessageData::new(Fields {
             id,
             role: Role::User,
             content,
             source,
-            digest: OnceLock::new(),
-            json: OnceLock::new(),
-        }))
+        })))
     }
 
     /// A message whose content is one text block holding its id; what
     /// transcripts and generated workloads send.
     pub fn text(id: impl Into<MessageId>, source: Source) -> Self {
-        let id = id.into();
-        let content = serde_json::json!([{ "type": "text", "text": id.as_str() }]);
-        Self::new(id, content, source)
+        Self(Arc::new(MessageData {
+            id: id.into(),
+            role: Role::User,
+            content: Content::OwnIdText,
+            source,
+            digest: OnceLock::new(),
+            json: OnceLock::new(),
+        }))
     }
 
     /// The occurrence identity.
@@ -325,14 +408,14 @@ impl Message {
                 }
             });
             let MessageData {
-                id: _,
+                id,
                 role,
                 content,
                 source,
                 digest: _,
                 json: _,
             } = &*self.0;
-            (role, content, source).hash(&mut hasher);
+            (role, &*content.value(id), source).hash(&mut hasher);
             hasher.finish()
         })
     }
@@ -519,5 +602,38 @@ mod tests {
         assert_eq!(keys, ["content", "id", "role", "source"], "no digest field");
         let read: Message = serde_json::from_str(&json).expect("parses");
         assert_eq!((read.digest(), &read), (digested.digest(), &fresh));
+    }
+
+    /// A text block naming the message's own id is held as that fact, and
+    /// is the same value, JSON and digest as when built from its JSON; any
+    /// other content stays as written.
+    #[test]
+    fn own_id_text_is_the_json_it_stands_for() {
+        let own = |id: &str| serde_json::json!([{ "type": "text", "text": id }]);
+        let built = Message::new("A".into(), own("A"), Source::user());
+        let text = Message::text("A", Source::user());
+        assert!(matches!(built.0.content, Content::OwnIdText));
+        assert_eq!(built, text);
+        assert_eq!(built.digest(), text.digest());
+        assert_eq!(built.json(), text.json());
+        let value: Value = serde_json::from_str(text.json()).expect("parses");
+        assert_eq!(value["content"], own("A"));
+        let read: Message = serde_json::from_str(text.json()).expect("parses");
+        assert!(matches!(read.0.content, Content::OwnIdText));
+        assert_eq!(read, text);
+        let others = [
+            own("B"),
+            serde_json::json!([{ "type": "text", "text": "A", "cache": true }]),
+            serde_json::json!([{ "type": "image", "text": "A" }]),
+            serde_json::json!([own("A")[0], own("A")[0]]),
+            serde_json::json!("A"),
+        ];
+        for other in others {
+            let message = Message::new("A".into(), other.clone(), Source::user());
+            assert!(matches!(&message.0.content, Content::Json(kept) if *kept == other));
+            assert_ne!(message, text, "{other}");
+            let value: Value = serde_json::from_str(message.json()).expect("parses");
+            assert_eq!(value["content"], other);
+        }
     }
 }
