@@ -262,7 +262,9 @@ impl Content {
     /// The JSON it stands for.
     fn value(&self, id: &MessageId) -> Cow<'_, Value> {
         match self {
-            Self::OwnIdText => Cow::Owned(serde_json::json!([{ "type": "text", "text": id.as_str() }])),
+            Self::OwnIdText => {
+                Cow::Owned(serde_json::json!([{ "type": "text", "text": id.as_str() }]))
+            }
             Self::Json(value) => Cow::Borrowed(value),
         }
     }
@@ -294,7 +296,14 @@ struct Fields {
 }
 
 impl MessageData {
-    fn new(Fields { id, role, content, source }: Fields) -> Self {
+    fn new(
+        Fields {
+            id,
+            role,
+            content,
+            source,
+        }: Fields,
+    ) -> Self {
         Self {
             content: Content::of(&id, content),
             id,
