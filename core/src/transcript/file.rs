@@ -172,10 +172,11 @@ where
             Some(_) | None => raw,
         };
         let line = content(raw);
-        if line.trim().is_empty() || line.starts_with('#') {
+        // Commands are read trimmed, so an indented `#` is a comment too.
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
             return Some(Ok(Item::Text(raw.to_owned())));
         }
-        if line == "----" {
+        if is_dashes(line) {
             return Some(Err(Unreadable::Layout(LayoutError {
                 line: number,
                 reason: "`----` without a command before it",
@@ -210,6 +211,12 @@ fn content(raw: &str) -> &str {
 
 fn is_blank(line: &str) -> bool {
     line.trim().is_empty()
+}
+
+/// The `----` line, whatever spaces an editor left around it (commands are
+/// read trimmed too).
+fn is_dashes(line: &str) -> bool {
+    line.trim() == "----"
 }
 
 /// Takes the next line (1-based number, as written) when it is `wanted`;
@@ -251,7 +258,7 @@ where
                  lines, is read whole)",
     };
     let mut written = raw.to_owned();
-    let expected = match next_if(lines, |line| line == "----").map_err(Unreadable::Read)? {
+    let expected = match next_if(lines, is_dashes).map_err(Unreadable::Read)? {
         None => None,
         Some((_, dashes)) => {
             written.push_str(dashes.as_ref());
@@ -263,14 +270,14 @@ where
                 let output = content(raw);
                 // No output starts with `#` or is `----`: either line is
                 // the user's, and `--rewrite` would replace it with outputs.
-                if output == "----" {
+                if is_dashes(output) {
                     return Err(Unreadable::Layout(LayoutError {
                         line: number,
                         reason: "`----` inside an expected block: a blank line must end \
                                  the block before the next command",
                     }));
                 }
-                if output.starts_with('#') {
+                if output.trim_start().starts_with('#') {
                     return Err(Unreadable::Layout(LayoutError {
                         line: number,
                         reason: "a comment inside an expected block: a blank line must end \
@@ -423,7 +430,7 @@ impl Rewriter {
     }
 
     /// Appends what the end of the file needs: the blank line a last
-    /// rewritten block still owes.
+    /// rewritten block still owes (SPEC §9: a block ends with one).
     pub fn finish(self, text: &mut String) {
         if self.owed {
             text.push_str(self.newline);
@@ -548,5 +555,26 @@ mod tests {
         // One line less fits.
         let fits = &text[..text.len() - output.len() - 1];
         assert!(Script::parse(fits).is_ok());
+    }
+
+    /// Commands are read trimmed, so the layout's own lines are too: an
+    /// indented `#` is a comment (not a bad command `--rewrite` would
+    /// answer), and `----` with spaces around it is the separator.
+    #[test]
+    fn an_indented_comment_and_a_spaced_separator_are_what_they_look_like() {
+        let script = Script::parse("  # note\nstatus\n ----  \nidle\n").expect("a transcript");
+        let [Item::Text(comment), Item::Block(block)] = script.items.as_slice() else {
+            panic!("a comment then a block: {:?}", script.items);
+        };
+        assert_eq!(comment, "  # note\n");
+        assert_eq!(block.command, "status");
+        assert_eq!(block.expected.as_deref(), Some(&["idle".to_owned()][..]));
+        for inside in [
+            "status\n----\nidle\n ---- \n",
+            "status\n----\nidle\n  # c\n",
+        ] {
+            let error = Script::parse(inside).expect_err("a layout error");
+            assert_eq!(error.line, 4, "{inside:?}");
+        }
     }
 }
