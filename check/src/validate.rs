@@ -118,7 +118,10 @@ pub fn validate<R: BufRead>(
         let event = lines.line(text).map_err(|error| {
             // What a crash leaves: said, not dropped (the user asked for a
             // verdict on every line; a resume is what drops it).
-            let torn = if !terminated && matches!(error, LineError::NotJson(_)) {
+            let torn = if text.starts_with('\u{feff}') {
+                // dsh's loader (JSON.parse) refuses it too.
+                " (the line starts with a byte order mark: save the file without one)"
+            } else if !terminated && matches!(error, LineError::NotJson(_)) {
                 " (a torn final line, as a crash leaves it: `courier repair` drops it)"
             } else {
                 ""
