@@ -91,6 +91,46 @@ fn every_shared_scenario_matches_dsh_or_is_explained_by_a_named_rule() {
     );
 }
 
+/// The project's own scenarios (`tests/scenarios/`) part from dsh only
+/// where README.md says: Decision 3 in `dispose-is-final` and
+/// `restart-dispose-dies` (its restart lands while dsh's disposal still waits
+/// for the turn), Decision 5 in `tool-calls-after-max-tokens`, gap 1 in
+/// `prestep-enter-rules`; every other one matches dsh block for block.
+#[test]
+fn every_project_scenario_matches_dsh_but_the_ones_readme_names() {
+    if skipped() {
+        return;
+    }
+    const EXPECTED: [(&str, &str); 4] = [
+        ("dispose-is-final.txn", "decision-3-dispose-is-final"),
+        ("prestep-enter-rules.txn", "unexplained (gap-1-"),
+        ("restart-dispose-dies.txn", "decision-3-dispose-is-final"),
+        ("tool-calls-after-max-tokens.txn", "decision-5-tool-calls-after-max-tokens"),
+    ];
+    let files = files_with_extension(&workspace().join("tests/scenarios"), "txn");
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let mut arguments = vec!["run", "--against", "dsh"];
+    arguments.extend(names.iter().map(String::as_str));
+    let output = courier(&arguments);
+    let text = stdout(&output);
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert!(text.contains(" 0 unreadable\n"), "{text}\n{errors}");
+    let diverged: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("divergence at "))
+        .filter_map(|rest| {
+            let (place, judgement) = rest.split_once(": ")?;
+            let file = place.rsplit_once(':')?.0.rsplit('/').next()?;
+            Some((file, judgement))
+        })
+        .collect();
+    assert_eq!(diverged.len(), EXPECTED.len(), "{text}");
+    for ((file, judgement), (expected_file, expected)) in diverged.iter().zip(EXPECTED) {
+        assert_eq!(*file, expected_file, "{text}");
+        assert!(judgement.starts_with(expected), "{file}: {judgement}\n{text}");
+    }
+}
+
 /// The adapter answers the protocol's `bench` line (the claim bench's dsh
 /// row) as the core does (tests/protocol.rs): claim cycles it checked, timed
 /// inside node, and dsh's own session log of them, valid.
