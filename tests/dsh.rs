@@ -105,7 +105,10 @@ fn every_project_scenario_matches_dsh_but_the_ones_readme_names() {
         ("dispose-is-final.txn", "decision-3-dispose-is-final"),
         ("prestep-enter-rules.txn", "unexplained (gap-1-"),
         ("restart-dispose-dies.txn", "decision-3-dispose-is-final"),
-        ("tool-calls-after-max-tokens.txn", "decision-5-tool-calls-after-max-tokens"),
+        (
+            "tool-calls-after-max-tokens.txn",
+            "decision-5-tool-calls-after-max-tokens",
+        ),
     ];
     let files = files_with_extension(&workspace().join("tests/scenarios"), "txn");
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
@@ -127,7 +130,10 @@ fn every_project_scenario_matches_dsh_but_the_ones_readme_names() {
     assert_eq!(diverged.len(), EXPECTED.len(), "{text}");
     for ((file, judgement), (expected_file, expected)) in diverged.iter().zip(EXPECTED) {
         assert_eq!(*file, expected_file, "{text}");
-        assert!(judgement.starts_with(expected), "{file}: {judgement}\n{text}");
+        assert!(
+            judgement.starts_with(expected),
+            "{file}: {judgement}\n{text}"
+        );
     }
 }
 
