@@ -298,9 +298,10 @@ fn dispose_is_final(divergence: &Divergence<'_>) -> bool {
 /// first differing line is the other side's `turn/end <n> max-tokens`. It
 /// shows at the `step tool-calls` itself, where the contract goes on, or,
 /// once a `step tool-calls` followed the `max-tokens` (the contract owes
-/// nothing after it, dsh still owes `max-tokens`), at the completion that
-/// ends the turn: a later step's `completed`, or an empty later boundary,
-/// where the contract prints `turn/end <n> completed`.
+/// nothing after it, dsh still owes `max-tokens`), at a later completion
+/// where dsh ends the turn: a step's `completed` (the contract prints
+/// `turn/end <n> completed`) or an empty later boundary (the contract opens
+/// a step, or ends `completed` if a later step completed).
 fn tool_calls_after_max_tokens(divergence: &Divergence<'_>) -> bool {
     let Some(Command::Input(input @ (Input::Step(_) | Input::PreStep(_)))) = divergence.command
     else {
@@ -317,12 +318,12 @@ fn tool_calls_after_max_tokens(divergence: &Divergence<'_>) -> bool {
     else {
         return false;
     };
+    let contract_goes_on = !expected.is_some_and(|line| line.starts_with("turn/end "));
     if *input == Input::Step(StepOutcome::ToolCalls) {
-        let contract_goes_on = !expected.is_some_and(|line| line.starts_with("turn/end "));
         return contract_goes_on && max_tokens_earlier_in_turn(divergence.earlier, false);
     }
     let contract_completes = expected == Some(format!("turn/end {turn} completed").as_str());
-    contract_completes && max_tokens_earlier_in_turn(divergence.earlier, true)
+    (contract_goes_on || contract_completes) && max_tokens_earlier_in_turn(divergence.earlier, true)
 }
 
 /// Whether a `step max-tokens` that did not end its turn came after the
@@ -507,6 +508,16 @@ mod tests {
             "step/end 1.3\nturn/end 1 max-tokens\n~status idle",
         );
         assert_eq!(rule, Some(Rule::ToolCallsAfterMaxTokens));
+        // An empty later boundary: the contract opens a step, dsh ends.
+        let mut before = earlier(&TRUNCATED);
+        before.extend(earlier(&TOOLS_AFTER_TRUNCATED[..2]));
+        let rule = classified(
+            &before,
+            "pre-step enter",
+            "step/start 1.3",
+            "turn/end 1 max-tokens\n~status idle",
+        );
+        assert_eq!(rule, Some(Rule::ToolCallsAfterMaxTokens));
     }
 
     #[test]
@@ -519,6 +530,13 @@ mod tests {
         before.extend(earlier(&[("pre-step pass", "step/start 1.2")]));
         assert_eq!(
             classified(&before, "step completed", completed, truncated),
+            None
+        );
+        // max-tokens, then an empty later boundary: both sides end the
+        // turn, so a contract that opens a step would be news.
+        let before = earlier(&TRUNCATED);
+        assert_eq!(
+            classified(&before, "pre-step enter", "step/start 1.2", truncated),
             None
         );
         // Tool calls after max-tokens, but the other side ends otherwise.
