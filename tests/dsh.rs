@@ -59,6 +59,17 @@ fn skipped() -> bool {
     true
 }
 
+/// `courier run --against dsh` over `files`: its exit code, stdout and
+/// stderr.
+fn run_against_dsh(files: &[std::path::PathBuf]) -> (Option<i32>, String, String) {
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let mut arguments = vec!["run", "--against", "dsh"];
+    arguments.extend(names.iter().map(String::as_str));
+    let output = courier(&arguments);
+    let errors = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code(), stdout(&output), errors)
+}
+
 #[test]
 fn every_shared_scenario_matches_dsh_or_is_explained_by_a_named_rule() {
     if skipped() {
@@ -67,13 +78,8 @@ fn every_shared_scenario_matches_dsh_or_is_explained_by_a_named_rule() {
     // The restart ones too: dsh's own persistence and resume path (SPEC §11).
     let mut files = files_with_extension(&shared_scenarios(), "txn");
     files.extend(files_with_extension(&shared_restart_scenarios(), "txn"));
-    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let mut arguments = vec!["run", "--against", "dsh"];
-    arguments.extend(names.iter().map(String::as_str));
-    let output = courier(&arguments);
-    let text = stdout(&output);
-    let errors = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{text}\n{errors}");
+    let (code, text, errors) = run_against_dsh(&files);
+    assert_eq!(code, Some(0), "{text}\n{errors}");
     let failed = text
         .lines()
         .filter(|line| line.starts_with("FAIL "))
@@ -119,12 +125,7 @@ fn every_project_scenario_matches_dsh_but_the_ones_readme_names() {
         ),
     ];
     let files = files_with_extension(&workspace().join("tests/scenarios"), "txn");
-    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let mut arguments = vec!["run", "--against", "dsh"];
-    arguments.extend(names.iter().map(String::as_str));
-    let output = courier(&arguments);
-    let text = stdout(&output);
-    let errors = String::from_utf8_lossy(&output.stderr);
+    let (_, text, errors) = run_against_dsh(&files);
     assert!(text.contains(" 0 unreadable\n"), "{text}\n{errors}");
     let diverged: Vec<(&str, &str)> = text
         .lines()
