@@ -151,24 +151,31 @@ function sessionFile(folder = root) {
 }
 
 /**
+ * Brings the session file up to date: what a finished disposal wrote, or
+ * else a flush of the session as it stands. A disposal waits for the turn
+ * it aborts, which may wait on a held completion forever, so it is given one
+ * round to finish, never awaited.
+ */
+async function flushed(live) {
+  const tick = new Promise(resolve => setImmediate(() => resolve(false)))
+  const disposed = live.disposing !== undefined && await Promise.race([live.disposing.then(() => true), tick])
+  if (disposed) return
+  try {
+    await live.ctx.sessions.flush(live.agent.session)
+  } catch (error) {
+    // A session a disposal (or a failed restart) took out of the store
+    // has nothing to flush; the file, if any, is what it left.
+    if (sessionFile() !== undefined) throw error
+  }
+}
+
+/**
  * The session file as dsh's persistence has it once flushed (or once a
  * disposal finished): its lines, or null when there is none (dsh writes
  * nothing before its first flush, and disposal removes the session).
  */
 async function sessionLog(live) {
-  // A disposal waits for the turn it aborts, which may wait on a held
-  // completion forever: then the session is flushed as it stands.
-  const tick = new Promise(resolve => setImmediate(() => resolve(false)))
-  const disposed = live.disposing !== undefined && await Promise.race([live.disposing.then(() => true), tick])
-  if (!disposed) {
-    try {
-      await live.ctx.sessions.flush(live.agent.session)
-    } catch (error) {
-      // A session a disposal (or a failed restart) took out of the store
-      // has nothing to flush; the file, if any, is what it left.
-      if (sessionFile() !== undefined) throw error
-    }
-  }
+  await flushed(live)
   const path = sessionFile()
   if (path === undefined) return null
   return readFileSync(path, 'utf8').split('\n').filter(line => line !== '')
@@ -181,8 +188,9 @@ async function sessionLog(live) {
  * are the delivery events the resume wrote past the cut.
  */
 async function restart(live, lose) {
-  if (live.disposing) await live.disposing
-  else await live.ctx.sessions.flush(live.agent.session)
+  // A crash during a disposal still waiting for its turn keeps what was
+  // flushed; awaiting that disposal would hang on the held completion.
+  await flushed(live)
   live.disposing = undefined
   const path = sessionFile()
   // dsh writes no file before its first flush, and a finished disposal

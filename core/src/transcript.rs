@@ -97,8 +97,8 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
         // splice next-turn 0 0 F G
         (["splice", target, start, removed, ids @ ..], _) => Input::Splice {
             target: target.parse().map_err(|_| bad())?,
-            start: start.parse().map_err(|_| bad())?,
-            removed: removed.parse().map_err(|_| bad())?,
+            start: parse_count(start).ok_or_else(bad)?,
+            removed: parse_count(removed).ok_or_else(bad)?,
             inserted: ids
                 .iter()
                 .map(|id| message(id))
@@ -148,16 +148,20 @@ fn take_source(words: &mut Vec<&str>) -> Option<Option<Source>> {
 fn parse_restart(words: &[&str]) -> Option<Command> {
     let lose = match words {
         [] => 0,
-        [lose] => {
-            let count = lose.strip_prefix("lose=")?;
-            if !count.bytes().all(|byte| byte.is_ascii_digit()) {
-                return None;
-            }
-            count.parse().ok()?
-        }
+        [lose] => parse_count(lose.strip_prefix("lose=")?)?,
         _ => return None,
     };
     Some(Command::Restart { lose })
+}
+
+/// A count (splice coordinates, `lose=N`): a non-negative integer written
+/// in digits, no sign. Every count is clamped (to the list, to the log), so
+/// one too large for `usize` is clamped here rather than refused.
+fn parse_count(word: &str) -> Option<usize> {
+    if word.is_empty() || !word.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    Some(word.parse().unwrap_or(usize::MAX))
 }
 
 /// Ids match `[A-Za-z0-9][A-Za-z0-9_.-]*`.
@@ -715,6 +719,7 @@ mod tests {
             "cancel disposed",
             "cancel hook:",
             "splice next-turn -1 0",
+            "splice next-turn +1 0",
             "followup -A",
             "followup A B",
             "step done",

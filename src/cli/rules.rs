@@ -294,37 +294,54 @@ fn dispose_is_final(divergence: &Divergence<'_>) -> bool {
             .is_some_and(|id| ids.contains(&id))
 }
 
-/// Decision 5: the command is `step tool-calls` and a `step max-tokens`
-/// came earlier in the same turn; the first differing line is the other
-/// side's `turn/end <n> max-tokens`, where the contract goes on.
+/// Decision 5: a `step max-tokens` came earlier in the same turn and the
+/// first differing line is the other side's `turn/end <n> max-tokens`. It
+/// shows at the `step tool-calls` itself, where the contract goes on, or,
+/// once a `step tool-calls` followed the `max-tokens` (the contract owes
+/// nothing after it, dsh still owes `max-tokens`), at a later completion
+/// where dsh ends the turn: a step's `completed` (the contract prints
+/// `turn/end <n> completed`) or an empty later boundary (the contract opens
+/// a step, or ends `completed` if a later step completed).
 fn tool_calls_after_max_tokens(divergence: &Divergence<'_>) -> bool {
-    if divergence.command != Some(&Command::Input(Input::Step(StepOutcome::ToolCalls))) {
+    let Some(Command::Input(input @ (Input::Step(_) | Input::PreStep(_)))) = divergence.command
+    else {
         return false;
-    }
+    };
     let Some((_, expected, Some(actual))) =
         first_difference(divergence.expected, divergence.actual)
     else {
         return false;
     };
-    let ends_max_tokens = actual
+    let Some(turn) = actual
         .strip_prefix("turn/end ")
-        .is_some_and(|rest| rest.ends_with(" max-tokens"));
+        .and_then(|rest| rest.strip_suffix(" max-tokens"))
+    else {
+        return false;
+    };
     let contract_goes_on = !expected.is_some_and(|line| line.starts_with("turn/end "));
-    ends_max_tokens && contract_goes_on && max_tokens_earlier_in_turn(divergence.earlier)
+    if *input == Input::Step(StepOutcome::ToolCalls) {
+        return contract_goes_on && max_tokens_earlier_in_turn(divergence.earlier, false);
+    }
+    let contract_completes = expected == Some(format!("turn/end {turn} completed").as_str());
+    (contract_goes_on || contract_completes) && max_tokens_earlier_in_turn(divergence.earlier, true)
 }
 
 /// Whether a `step max-tokens` that did not end its turn came after the
-/// last turn boundary of `earlier`.
-fn max_tokens_earlier_in_turn(earlier: &[Earlier]) -> bool {
+/// last turn boundary of `earlier` (followed there by a `step tool-calls`,
+/// when `then_tool_calls`).
+fn max_tokens_earlier_in_turn(earlier: &[Earlier], then_tool_calls: bool) -> bool {
     let boundary = |line: &String| line.starts_with("turn/start ") || line.starts_with("turn/end ");
+    let mut tool_calls = !then_tool_calls;
     for entry in earlier.iter().rev() {
-        let max_tokens = entry.command == Some(Command::Input(Input::Step(StepOutcome::MaxTokens)));
-        if max_tokens && !entry.printed.iter().any(|l| l.starts_with("turn/end ")) {
+        let step = |outcome| entry.command == Some(Command::Input(Input::Step(outcome)));
+        let max_tokens = step(StepOutcome::MaxTokens);
+        if max_tokens && tool_calls && !entry.printed.iter().any(|l| l.starts_with("turn/end ")) {
             return true;
         }
         if entry.printed.iter().any(boundary) {
             return false;
         }
+        tool_calls |= step(StepOutcome::ToolCalls);
     }
     false
 }
@@ -469,6 +486,80 @@ mod tests {
         // Another command.
         assert_eq!(
             classified(&before, "step completed", "step/end 1.2", ended),
+            None
+        );
+    }
+
+    /// A max-tokens step, a tool-calls one after it, and a third step.
+    const TOOLS_AFTER_TRUNCATED: [(&str, &str); 3] = [
+        ("pre-step pass", "step/start 1.2"),
+        ("step tool-calls", "step/end 1.2"),
+        ("pre-step pass", "step/start 1.3"),
+    ];
+
+    #[test]
+    fn decision_5_explains_a_later_turn_end_after_tool_calls() {
+        let mut before = earlier(&TRUNCATED);
+        before.extend(earlier(&TOOLS_AFTER_TRUNCATED));
+        let rule = classified(
+            &before,
+            "step completed",
+            "step/end 1.3\nturn/end 1 completed\n~status idle",
+            "step/end 1.3\nturn/end 1 max-tokens\n~status idle",
+        );
+        assert_eq!(rule, Some(Rule::ToolCallsAfterMaxTokens));
+        // An empty later boundary: the contract opens a step, dsh ends.
+        let mut before = earlier(&TRUNCATED);
+        before.extend(earlier(&TOOLS_AFTER_TRUNCATED[..2]));
+        let rule = classified(
+            &before,
+            "pre-step enter",
+            "step/start 1.3",
+            "turn/end 1 max-tokens\n~status idle",
+        );
+        assert_eq!(rule, Some(Rule::ToolCallsAfterMaxTokens));
+    }
+
+    #[test]
+    fn decision_5_does_not_explain_a_later_turn_end_without_tool_calls() {
+        let completed = "step/end 1.2\nturn/end 1 completed\n~status idle";
+        let truncated = "step/end 1.2\nturn/end 1 max-tokens\n~status idle";
+        // max-tokens, then a completed step: both sides owe max-tokens, so
+        // a contract ending `completed` would be news.
+        let mut before = earlier(&TRUNCATED);
+        before.extend(earlier(&[("pre-step pass", "step/start 1.2")]));
+        assert_eq!(
+            classified(&before, "step completed", completed, truncated),
+            None
+        );
+        // max-tokens, then an empty later boundary: both sides end the
+        // turn, so a contract that opens a step would be news.
+        let before = earlier(&TRUNCATED);
+        assert_eq!(
+            classified(&before, "pre-step enter", "step/start 1.2", truncated),
+            None
+        );
+        // Tool calls after max-tokens, but the other side ends otherwise.
+        let mut before = earlier(&TRUNCATED);
+        before.extend(earlier(&TOOLS_AFTER_TRUNCATED));
+        let blocked = "step/end 1.3\nturn/end 1 blocked";
+        let completed = "step/end 1.3\nturn/end 1 completed";
+        assert_eq!(
+            classified(&before, "step completed", completed, blocked),
+            None
+        );
+        // The tool calls came in the next turn, after a turn boundary.
+        let mut before = earlier(&TRUNCATED);
+        before.extend(earlier(&[
+            ("pre-step enter", "turn/end 1 max-tokens\nturn/start 2"),
+            ("pre-step pass", "step/start 2.1"),
+            ("step tool-calls", "step/end 2.1"),
+            ("pre-step pass", "step/start 2.2"),
+        ]));
+        let completed = "step/end 2.2\nturn/end 2 completed";
+        let truncated = "step/end 2.2\nturn/end 2 max-tokens";
+        assert_eq!(
+            classified(&before, "step completed", completed, truncated),
             None
         );
     }
