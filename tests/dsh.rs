@@ -272,7 +272,7 @@ fn each_analysed_gap_transcript_diverges_from_dsh_under_its_gap() {
         return;
     }
     let files = files_with_extension(&workspace().join("tests/divergences"), "txn");
-    assert_eq!(files.len(), 3, "one transcript per analysed gap");
+    assert_eq!(files.len(), 2, "one transcript per analysed gap");
     for file in files {
         let name = file.display().to_string();
         let on_core = courier(&["run", &name]);

@@ -251,29 +251,55 @@ impl Inbox {
         Ok(list.len() - 1)
     }
 
-    /// The first inserted id that would be pending twice once `splice` is
-    /// applied (so replacing A by A is fine).
+    /// The id a refusal names when `splice` would leave an id pending twice
+    /// (so replacing A by A is fine): the first id seen twice in the lists
+    /// as they would stand, `next-turn` then `next-step`. SPEC §10 checks a
+    /// splice "after it is applied", and dsh's inbox names that id (its
+    /// `validate` scans the candidate lists in that order); when several
+    /// ids repeat, the first inserted one can differ (`splice next-turn 0 0
+    /// B A` over `A B` leaves `B A A B`: `A`).
     ///
-    /// Linear in the splice: a set of the ids inserted so far stands in for
-    /// a scan of them (a splice of 40,000 ids took 8.6 s when each inserted
-    /// id scanned the ones before it), and a pending id is found in
-    /// O(log n) ([`Inbox::find`]), then ruled out if the splice removes it.
-    /// A send allocates nothing: a single insertion needs no set.
+    /// Linear in the splice, not in the lists: only inserted ids can repeat
+    /// (nothing is pending twice before), so each one's occurrences are its
+    /// inserted positions and, found in O(log n) ([`Inbox::find`]), its
+    /// pending one unless the splice removes it. A send allocates nothing.
     pub fn duplicate(&mut self, splice: &Splice) -> Option<MessageId> {
-        let removed = splice.start..splice.start + splice.removed_count;
-        let several = splice.inserted.len() > 1;
-        let mut inserted = several.then(FxHashSet::<&MessageId>::default);
+        let (target, start) = (splice.target, splice.start);
+        let removed = start..start + splice.removed_count;
+        // Where a pending message would sit once the splice is applied.
+        let after = |(list, index): (Target, usize)| match list == target && index >= removed.start
+        {
+            false => Some((list, index)),
+            true if index < removed.end => None,
+            true => Some((list, index - splice.removed_count + splice.inserted.len())),
+        };
+        if let [message] = splice.inserted.as_slice() {
+            let id = message.id();
+            return self.find(id).and_then(after).map(|_| id.clone());
+        }
+        let mut occurrences = FxHashMap::<&MessageId, SmallVec<[(Target, usize); 2]>>::default();
+        for (offset, message) in splice.inserted.iter().enumerate() {
+            occurrences
+                .entry(message.id())
+                .or_default()
+                .push((target, start + offset));
+        }
+        // (where its second occurrence would sit, the id): the least names it.
+        let mut first_repeat: Option<((Target, usize), &MessageId)> = None;
         for message in &splice.inserted {
             let id = message.id();
-            let inserted_twice = inserted.as_mut().is_some_and(|seen| !seen.insert(id));
-            let pending_after = self.find(id).is_some_and(|(target, index)| {
-                target != splice.target || !removed.contains(&index)
-            });
-            if inserted_twice || pending_after {
-                return Some(id.clone());
+            let Some(mut at) = occurrences.remove(id) else {
+                continue;
+            };
+            at.extend(self.find(id).and_then(after));
+            at.sort_unstable();
+            if let Some(&second) = at.get(1)
+                && first_repeat.is_none_or(|(least, _)| second < least)
+            {
+                first_repeat = Some((second, id));
             }
         }
-        None
+        first_repeat.map(|(_, id)| id.clone())
     }
 
     /// Applies a normalized splice that [`Inbox::duplicate`] accepted and
@@ -474,6 +500,59 @@ mod tests {
             assert!(inbox.swept);
             change(&mut inbox, &message(&format!("m-{k}")));
             assert!(!inbox.swept, "change {k} left the sweep standing");
+        }
+    }
+
+    /// A refused splice names the first id seen twice in the lists as they
+    /// would stand (`next-turn`, then `next-step`), as a scan of the applied
+    /// splice finds it: checked against that scan over random small inboxes
+    /// and splices, both targets, removals included.
+    #[test]
+    fn a_refused_splice_names_the_first_repeat_of_the_applied_lists() {
+        let names = ["A", "B", "C", "D", "E"];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let mut inbox = Inbox::default();
+            let mut lists: [Vec<&str>; 2] = [Vec::new(), Vec::new()];
+            for name in names {
+                let which = next(3);
+                if let Some(list) = lists.get_mut(which) {
+                    let target = [Target::NextTurn, Target::NextStep][which];
+                    inbox
+                        .push_back(target, &Message::from(name))
+                        .expect("distinct");
+                    list.push(name);
+                }
+            }
+            let which = next(2);
+            let target = [Target::NextTurn, Target::NextStep][which];
+            let inserted: Vec<&str> = (0..next(4)).map(|_| names[next(names.len())]).collect();
+            let splice = inbox.normalize(
+                target,
+                next(4),
+                next(3),
+                Inserted::from_vec(inserted.iter().map(|id| Message::from(*id)).collect()),
+                None,
+            );
+            let mut applied = lists.clone();
+            applied[which].splice(
+                splice.start..splice.start + splice.removed_count,
+                inserted.iter().copied(),
+            );
+            let mut seen = FxHashSet::default();
+            let expected = applied.concat().into_iter().find(|id| !seen.insert(*id));
+            let named = inbox.duplicate(&splice);
+            assert_eq!(
+                named.as_ref().map(MessageId::as_str),
+                expected,
+                "{lists:?} {splice:?}"
+            );
         }
     }
 }

@@ -33,20 +33,21 @@ fn duplicate(id: &str) -> Result<(), Refusal> {
 }
 
 #[test]
-fn splice_inserts_in_the_middle_in_order_and_refuses_the_first_duplicate() {
+fn splice_inserts_in_the_middle_in_order_and_refuses_naming_the_first_repeat() {
     let mut agent = Agent::new();
     assert_eq!(splice(&mut agent, 0, 0, &["A", "B", "C"]), Ok(()));
     // Replacing B by itself, between two fresh ids, is fine.
     assert_eq!(splice(&mut agent, 1, 1, &["X", "B", "Y"]), Ok(()));
     assert_eq!(listed(&agent), ["A", "X", "B", "Y", "C"]);
-    // The first offending id in insertion order, whichever way it offends.
+    // The first id seen twice in the list as it would stand (SPEC §10: checked
+    // after it is applied), whichever way it repeats.
     assert_eq!(
         splice(&mut agent, 0, 0, &["P", "Q", "P", "A"]),
         duplicate("P")
     );
     assert_eq!(
         splice(&mut agent, 0, 0, &["P", "C", "Q", "Q"]),
-        duplicate("C")
+        duplicate("Q")
     );
     // A removed id may come back; one left pending outside the range may not.
     assert_eq!(splice(&mut agent, 0, 2, &["X", "A", "B"]), duplicate("B"));

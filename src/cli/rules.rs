@@ -88,9 +88,6 @@ pub(crate) enum Gap {
     /// README §1: a pre-step batch enters an id that is pending, or one id
     /// twice; the contract fails the step, dsh opens it (SPEC gap).
     EntersPendingOrRepeatedId,
-    /// README §2: both sides refuse a splice for a duplicate id and name
-    /// different inserted ids (SPEC gap: which id the error names).
-    RefusedSpliceNamesAnotherId,
     /// README §3: a restart the adapter cannot do because dsh left no
     /// session file (nothing flushed yet, or the session was disposed).
     RestartWithoutSessionFile,
@@ -98,9 +95,8 @@ pub(crate) enum Gap {
 
 impl Gap {
     /// Every gap, in the order they are tried and summarised.
-    pub(crate) const ALL: [Gap; 3] = [
+    pub(crate) const ALL: [Gap; 2] = [
         Gap::EntersPendingOrRepeatedId,
-        Gap::RefusedSpliceNamesAnotherId,
         Gap::RestartWithoutSessionFile,
     ];
 
@@ -108,7 +104,6 @@ impl Gap {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Gap::EntersPendingOrRepeatedId => "gap-1-enters-pending-or-repeated-id",
-            Gap::RefusedSpliceNamesAnotherId => "gap-2-refused-splice-names-another-id",
             Gap::RestartWithoutSessionFile => "gap-3-restart-without-session-file",
         }
     }
@@ -116,7 +111,6 @@ impl Gap {
     fn matches(self, divergence: &Divergence<'_>) -> bool {
         match self {
             Gap::EntersPendingOrRepeatedId => enters_pending_or_repeated_id(divergence),
-            Gap::RefusedSpliceNamesAnotherId => refused_splice_names_another_id(divergence),
             Gap::RestartWithoutSessionFile => restart_without_session_file(divergence),
         }
     }
@@ -221,27 +215,6 @@ fn enters_pending_or_repeated_id(divergence: &Divergence<'_>) -> bool {
         .iter()
         .any(|id| divergence.before.inbox().contains(id));
     expected.starts_with("~error ") && actual.starts_with("step/start ") && (repeated || pending)
-}
-
-/// Gap 2: both sides printed only a duplicate-id refusal, naming two
-/// different ids the command inserts.
-fn refused_splice_names_another_id(divergence: &Divergence<'_>) -> bool {
-    let Some(Command::Input(input)) = divergence.command else {
-        return false;
-    };
-    let named = |lines: &[String]| match lines {
-        [line] => line
-            .strip_prefix("error: duplicate-id: ")
-            .map(str::to_owned),
-        _ => None,
-    };
-    let (Some(expected), Some(actual)) = (named(divergence.expected), named(divergence.actual))
-    else {
-        return false;
-    };
-    let inserted = inserted(input);
-    let inserts = |id: &str| inserted.iter().any(|message| message.id().as_str() == id);
-    expected != actual && inserts(&expected) && inserts(&actual)
 }
 
 /// Gap 3: the command is a restart the other side answered `unsupported`,
@@ -610,41 +583,6 @@ mod tests {
                 "~error 1.0\nturn/end 1 blocked"
             ),
             None
-        );
-    }
-
-    #[test]
-    fn gap_2_covers_a_refused_splice_naming_another_inserted_id() {
-        let before = earlier(&[("append next-turn F", ""), ("append next-turn D", "")]);
-        let line = "splice next-turn 0 0 A D A";
-        assert_eq!(
-            gap(
-                &before,
-                line,
-                "error: duplicate-id: A",
-                "error: duplicate-id: D"
-            ),
-            Some(Gap::RefusedSpliceNamesAnotherId)
-        );
-        assert_eq!(
-            gap(
-                &before,
-                line,
-                "error: duplicate-id: A",
-                "error: duplicate-id: F"
-            ),
-            None,
-            "F is not inserted by the splice"
-        );
-        assert_eq!(
-            gap(
-                &before,
-                line,
-                "error: duplicate-id: A",
-                "spliced next-turn@0 +A +D +A"
-            ),
-            None,
-            "the other side accepted it"
         );
     }
 
