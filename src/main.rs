@@ -8,7 +8,15 @@ mod cli;
 
 /// Verify agent message delivery against the Courier contract (SPEC.md).
 #[derive(Parser)]
-#[command(name = "courier", version, about)]
+#[command(
+    name = "courier",
+    version,
+    about,
+    after_help = "Exit codes (every command): 0 ok; 1 a property or an expectation failed; \
+                  2 the input or the environment is unusable (a bad flag, a file that cannot \
+                  be read or parsed, an output that cannot be written), with one `error:` line \
+                  naming the file and line or the flag. README.md documents each command."
+)]
 struct Courier {
     #[command(subcommand)]
     command: Command,
@@ -17,18 +25,39 @@ struct Courier {
 #[derive(Subcommand)]
 enum Command {
     /// Run transcripts (.txn) against a fresh agent each and compare outputs.
+    #[command(
+        after_help = "Exit 0: every transcript passes (with `--against`: every divergence is explained by a named rule); 1: a mismatch, a `run` that needs more than 10,000 completions, or (with `--against`) an unexplained divergence, or any divergence under `--strict`; 2: a file that cannot be read or parsed, or (with `--against`) an implementation that cannot be spawned or breaks the protocol."
+    )]
     Run(cli::run::Args),
     /// Check recorded session logs (dsh JSONL) against the delivery properties.
+    #[command(
+        after_help = "Prints one `FILE:LINE: <property>: <detail>` line per violation (text) or one JSON object per file (json), then a count of valid, invalid and unreadable files on stderr. Exit 0: every log is valid; 1: a violation; 2: a file that is not a readable JSONL session log (naming the line)."
+    )]
     Validate(cli::validate::Args),
     /// Run seeded random workloads under every property (swarm, then liveness).
+    #[command(
+        after_help = "Exit 0: every seed passes (a summary); 1: a violation (prints `violation: <property> seed=<n>` for the lowest failing seed, writes its race report and prints the commands that replay it) or, with `--against`, an unexplained divergence; 2: a usage error, or an implementation that cannot be spawned or breaks the protocol."
+    )]
     Sim(cli::sim::Args),
     /// What a resume would do to a kept session log; `--out` writes it repaired.
+    #[command(
+        after_help = "Prints the lines kept, the torn tail, the closers a resume appends, the pending lists, the next turn and the messages claimed and lost. Exit 0: read (and, with `--out`, written); 2: a log corrupt before its last line, or an `--out` that exists or is the input."
+    )]
     Repair(cli::repair::Args),
     /// Re-run a race report written by `courier sim`.
+    #[command(
+        after_help = "Prints the `violation:` line and the output hash. Exit 0: the trace now passes; 1: the violation reproduces; 2: a malformed report or an unknown format version."
+    )]
     Replay(cli::replay::Args),
     /// Minimize a race report's trace into a transcript.
+    #[command(
+        after_help = "Writes the minimal trace as a transcript (`courier run FILE.txn` replays it). Exit 0: written; 2: an unreadable report, a trace that no longer fails, or an `--out` that cannot be written."
+    )]
     Shrink(cli::shrink::Args),
     /// A scripted session on the async runtime with a fake model, printed live.
+    #[command(
+        after_help = "Exit 0: the session ran; 2: the log file cannot be written or read back."
+    )]
     Demo(cli::demo::Args),
     /// The kill -9 tests' child: a seeded workload on the runtime, logged.
     #[command(hide = true)]
@@ -36,10 +65,19 @@ enum Command {
     /// Model-check every SPEC §7 property over every interleaving up to a bound.
     Check(cli::check::Args),
     /// Draw a transcript, counterexample or race report as a sequence diagram.
+    #[command(
+        after_help = "The verdict (the first broken property, or that every property holds) goes to stderr. Exit 0: drawn, whatever the verdict; 2: a file that cannot be read or parsed, or an `--out` that cannot be written."
+    )]
     Diagram(cli::diagram::Args),
     /// Serve stateright's Explorer for the Courier model on 127.0.0.1.
+    #[command(
+        after_help = "Prints the URL it serves on. Exit 0: stopped by Ctrl-C; 2: the port cannot be bound."
+    )]
     Explore(cli::explore::Args),
     /// Serve the core over the JSON-lines protocol of docs/PROTOCOL.md.
+    #[command(
+        after_help = "Answers each line on stdin with its outputs, then `{\"settled\":true}`; a malformed line answers `{\"error\":\"line N: ...\"}` and serving goes on. Exit 0: at the end of stdin or when stdout closes; 2: stdin or stdout fails, or a line is longer than 16 MiB."
+    )]
     ServeProtocol(cli::serve::Args),
 }
 
