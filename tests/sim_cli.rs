@@ -242,6 +242,14 @@ fn a_planted_bug_is_found_replayed_and_shrunk_from_the_command_line() {
     assert_eq!(on_mutant.status.code(), Some(0), "{}", stdout(&on_mutant));
     let on_correct = courier(&["run", shrunk_path]);
     assert_eq!(on_correct.status.code(), Some(1), "{}", stdout(&on_correct));
+    // The transcript names its variant, so `diagram` draws the mutant's run
+    // (and its violation) without being told.
+    let drawn = courier(&["diagram", shrunk_path]);
+    let drawn_text = String::from_utf8_lossy(&drawn.stderr).into_owned() + &stdout(&drawn);
+    assert!(
+        drawn_text.contains("no-lost-wakeup broke at row"),
+        "{drawn_text}"
+    );
 }
 
 /// A restart bug: the report's trace holds a restart, replay reproduces its

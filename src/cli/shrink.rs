@@ -74,6 +74,7 @@ fn header(report: &courier_sim::Report, detail: &str) -> String {
     match &report.mutant {
         Some(mutant) => format!(
             "# Shrunk by `courier shrink` from seed {seed} of `courier sim --mutant {mutant}`.\n\
+             # mutant: {mutant}\n\
              # violation: {property}: {detail}\n\
              # The expected outputs are the mutant's: `courier run --mutant {mutant}` \
              passes, the correct core differs.\n\n"
