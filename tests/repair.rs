@@ -147,32 +147,79 @@ fn repair_refuses_a_corrupt_log_naming_the_line() {
     );
 }
 
-/// Every dsh log cut at every line end and inside every line (a few
-/// seconds in debug); prints the figures of the README.
-#[test]
-fn every_prefix_of_every_dsh_log_repairs() {
-    let (mut prefixes, mut closed, mut torn, mut inside) = (0, 0, 0, 0);
-    for log in dsh_logs() {
-        let text = fs::read(&log).expect("readable");
+/// What cutting one log at every line end and inside every line gave.
+#[derive(Default)]
+struct Cuts {
+    prefixes: usize,
+    closed: usize,
+    torn: usize,
+    inside: usize,
+}
+
+impl Cuts {
+    /// Cuts `text` (named `what`) at every line end and inside every line:
+    /// each prefix reads, and its repair (kept lines plus closers) is a log
+    /// the validator accepts.
+    fn add(&mut self, what: &str, text: &[u8]) {
         let mut start = 0;
         for end in (0..text.len()).filter(|&index| text[index] == b'\n') {
             for cut in [end + 1, (start + end) / 2] {
                 let kept = kept::read(&text[..cut]).unwrap_or_else(|error| {
-                    panic!("{log:?} cut at byte {cut}: {error}");
+                    panic!("{what} cut at byte {cut}: {error}");
                 });
                 let bytes = repaired(&text[..cut]).expect("read above");
                 // A cut inside the header keeps an empty log: nothing to check.
                 if kept.header.is_some() {
-                    assert_valid(&bytes, &format!("{log:?} cut at byte {cut}"));
+                    assert_valid(&bytes, &format!("{what} cut at byte {cut}"));
                 }
-                prefixes += 1;
-                closed += usize::from(!kept.closers().is_empty());
-                torn += usize::from(kept.torn.is_some());
-                inside += usize::from(cut > start && cut <= end);
+                self.prefixes += 1;
+                self.closed += usize::from(!kept.closers().is_empty());
+                self.torn += usize::from(kept.torn.is_some());
+                self.inside += usize::from(cut > start && cut <= end);
             }
             start = end + 1;
         }
+        assert_eq!(
+            self.torn, self.inside,
+            "a line is dropped only when cut inside it"
+        );
     }
-    assert_eq!(torn, inside, "a line is dropped only when cut inside it");
+}
+
+/// Every dsh log cut at every line end and inside every line (a few
+/// seconds in debug); prints the figures of the README.
+#[test]
+fn every_prefix_of_every_dsh_log_repairs() {
+    let mut cuts = Cuts::default();
+    for log in dsh_logs() {
+        let text = fs::read(&log).expect("readable");
+        cuts.add(&format!("{log:?}"), &text);
+    }
+    let Cuts {
+        prefixes,
+        closed,
+        torn,
+        ..
+    } = cuts;
     println!("{prefixes} prefixes repaired, {closed} needed closers, {torn} dropped a torn line");
+}
+
+/// The log the core writes for every transcript (the project's and the
+/// shared ones, restarts and their closers included), cut at every line end
+/// and inside every line: a crash at any write leaves a log that repairs
+/// to one the validator accepts, so a resume never meets a log the core
+/// itself could not have left.
+#[test]
+fn every_prefix_of_every_scenario_log_repairs() {
+    let scenarios = common::all_transcripts();
+    assert!(scenarios.len() >= 100, "found only {}", scenarios.len());
+    let mut cuts = Cuts::default();
+    for scenario in &scenarios {
+        let log = common::scenario_log(scenario);
+        cuts.add(&common::display(scenario), log.as_bytes());
+    }
+    assert!(
+        cuts.closed > 0 && cuts.torn > 0,
+        "the cuts exercised repair"
+    );
 }

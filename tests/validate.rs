@@ -11,9 +11,6 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use courier_check::validate::{Finding, Summary, Unreadable, validate};
-use courier_core::Agent;
-use courier_core::log::{SessionHeader, durable_line};
-use courier_core::transcript::{Runner, Script};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
@@ -267,21 +264,6 @@ fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
     assert_eq!(missing.status.code(), Some(2));
 }
 
-/// The durable log of one transcript run on a fresh core agent.
-fn scenario_log(file: &Path) -> String {
-    let script = Script::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let mut runner = Runner::new(Agent::new());
-    for block in script.blocks() {
-        runner.execute(&block.command).expect("`run` reaches idle");
-    }
-    let mut log = SessionHeader::new(common::display(file)).line() + "\n";
-    for line in runner.log().iter().filter_map(durable_line) {
-        log.push_str(&line);
-        log.push('\n');
-    }
-    log
-}
-
 #[test]
 fn every_log_the_core_writes_is_accepted() {
     let scenarios = common::all_transcripts();
@@ -301,7 +283,7 @@ fn every_log_the_core_writes_is_accepted() {
     assert!(restarts.iter().all(|restart| scenarios.contains(restart)));
     let mut logs = String::new();
     for scenario in &scenarios {
-        let log = scenario_log(scenario);
+        let log = common::scenario_log(scenario);
         let (findings, outcome) = check(log.as_bytes());
         assert_eq!(findings, [], "{}:\n{log}", common::display(scenario));
         assert!(outcome.unwrap().is_valid());

@@ -7,6 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use courier_core::Agent;
+use courier_core::log::{SessionHeader, durable_line};
+use courier_core::transcript::{Runner, Script};
+
 /// The workspace root: the nearest folder above the compiling package that
 /// holds `Cargo.lock` (member crates include this module too).
 pub(crate) fn workspace() -> &'static Path {
@@ -139,3 +143,18 @@ step/end 1.1
 turn/end 1 completed
 ~status idle
 ";
+
+/// The durable log of one transcript run on a fresh core agent.
+pub(crate) fn scenario_log(file: &Path) -> String {
+    let script = Script::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let mut runner = Runner::new(Agent::new());
+    for block in script.blocks() {
+        runner.execute(&block.command).expect("`run` reaches idle");
+    }
+    let mut log = SessionHeader::new(display(file)).line() + "\n";
+    for line in runner.log().iter().filter_map(durable_line) {
+        log.push_str(&line);
+        log.push('\n');
+    }
+    log
+}
