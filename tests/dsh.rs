@@ -98,19 +98,21 @@ fn every_shared_scenario_matches_dsh_or_is_explained_by_a_named_rule() {
 }
 
 /// The project's own scenarios (`tests/scenarios/`) part from dsh only
-/// where README.md says: Decision 3 in `dispose-is-final` and
+/// where README.md says: Decision 3 in `dispose-is-final`,
 /// `restart-dispose-dies` (its restart lands while dsh's disposal still waits
-/// for the turn), Decision 5 in the three `tool-calls-after-max-tokens*` files, gap 1 in
+/// for the turn) and `restart-torn-dispose` (a send refused after dispose
+/// comes before its restart), Decision 5 in the three `tool-calls-after-max-tokens*` files, gap 1 in
 /// `prestep-enter-rules`; every other one matches dsh block for block.
 #[test]
 fn every_project_scenario_matches_dsh_but_the_ones_readme_names() {
     if skipped() {
         return;
     }
-    const EXPECTED: [(&str, &str); 6] = [
+    const EXPECTED: [(&str, &str); 7] = [
         ("dispose-is-final.txn", "decision-3-dispose-is-final"),
         ("prestep-enter-rules.txn", "unexplained (gap-1-"),
         ("restart-dispose-dies.txn", "decision-3-dispose-is-final"),
+        ("restart-torn-dispose.txn", "decision-3-dispose-is-final"),
         (
             "tool-calls-after-max-tokens-empty-boundary.txn",
             "decision-5-tool-calls-after-max-tokens",
