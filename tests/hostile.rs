@@ -666,17 +666,23 @@ fn truthful_explore_port_zero_prints_the_port_it_bound() {
 }
 
 #[test]
-fn truthful_a_diff_of_trailing_whitespace_shows_it() {
+fn truthful_trailing_whitespace_an_editor_left_is_not_expected() {
     let folder = folder();
-    let path = write(
-        &folder,
-        "t.txn",
-        PASSING.replace("turn/start 1\n", "turn/start 1  \n"),
-    );
+    let spaced = PASSING.replace("turn/start 1\n", "turn/start 1  \n");
+    let path = write(&folder, "t.txn", &spaced);
+    let (code, stdout, _) = run(&["run", &text(&path)]);
+    assert_eq!(code, Some(0), "{stdout}");
+    // `--rewrite` of a passing file leaves it as written.
+    let (code, stdout, _) = run(&["run", "--rewrite", &text(&path)]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), spaced);
+    // In a block that fails for another reason, the diff shows only that.
+    let failing = spaced.replace("turn/start 1  \n", "turn/start 1  \nturn/start 9\n");
+    let path = write(&folder, "f.txn", failing);
     let (code, stdout, _) = run(&["run", &text(&path)]);
     assert_eq!(code, Some(1), "{stdout}");
-    assert!(stdout.contains("- turn/start 1··"), "{stdout}");
-    assert!(stdout.contains("+ turn/start 1\n"), "{stdout}");
+    assert!(stdout.contains("    - turn/start 9\n"), "{stdout}");
+    assert!(stdout.contains("      turn/start 1\n"), "{stdout}");
 }
 
 #[test]

@@ -194,13 +194,18 @@ fn inserted(input: &Input) -> Vec<&Message> {
 /// opened the step; and the entering batch (the claimed one under `pass`)
 /// names an id twice or an id pending in the contract's inbox.
 fn enters_pending_or_repeated_id(divergence: &Divergence<'_>) -> bool {
-    let Some(Command::Input(Input::PreStep(decision))) = divergence.command else {
-        return false;
-    };
-    let entering: Vec<&MessageId> = match decision {
-        PreStepDecision::Pass => divergence.before.claimed().unwrap_or_default().iter(),
-        PreStepDecision::Enter(batch) => batch.iter(),
-        PreStepDecision::Reject | PreStepDecision::Fail => return false,
+    let claimed = || divergence.before.claimed().unwrap_or_default().iter();
+    let entering: Vec<&MessageId> = match divergence.command {
+        Some(Command::Input(Input::PreStep(decision))) => match decision {
+            PreStepDecision::Pass => claimed(),
+            PreStepDecision::Enter(batch) => batch.iter(),
+            PreStepDecision::Reject | PreStepDecision::Fail => return false,
+        },
+        // `run` passes the batch claimed before it first; its later claims
+        // take what is pending, so only that first pass can enter a pending
+        // id (and `claimed` is empty unless the agent awaits pre-step).
+        Some(Command::Run) => claimed(),
+        _ => return false,
     }
     .map(Message::id)
     .collect();
@@ -557,12 +562,20 @@ mod tests {
             gap(&before, "pre-step pass", failed, opened),
             Some(Gap::EntersPendingOrRepeatedId)
         );
+        // The same batch passed by `run`.
+        assert_eq!(
+            gap(&before, "run", failed, opened),
+            Some(Gap::EntersPendingOrRepeatedId)
+        );
         // An id named twice.
         let before = earlier(&[STARTED]);
         assert_eq!(
             gap(&before, "pre-step enter A A", failed, opened),
             Some(Gap::EntersPendingOrRepeatedId)
         );
+        // `run` with no batch claimed (nothing is entered) is not the gap.
+        let before = earlier(&[("followup A", "")]);
+        assert_eq!(gap(&before, "run", failed, opened), None);
     }
 
     #[test]

@@ -581,7 +581,12 @@ fn print_mismatch(
         ));
         return;
     };
-    let expected = lines_text(expected);
+    // Trailing whitespace on an expected line is not expected
+    // (`Block::passes`), so the diff does not show it either.
+    let expected: String = expected
+        .iter()
+        .map(|line| format!("{}\n", line.trim_end()))
+        .collect();
     let actual = lines_text(actual);
     for change in TextDiff::from_lines(&expected, &actual).iter_all_changes() {
         let sign = match change.tag() {
@@ -597,8 +602,9 @@ fn print_mismatch(
 }
 
 /// A diff line whose trailing whitespace shows: spaces as `·` and tabs as
-/// `→` after the last visible character (the line ending dropped), so two lines that differ only
-/// there do not print alike.
+/// `→` after the last visible character (the line ending dropped), so an
+/// implementation's output line that ends in whitespace (`run --against`)
+/// does not print like the contract's.
 fn visible_trailing_whitespace(line: &str) -> String {
     let line = line.strip_suffix('\n').unwrap_or(line);
     let text = line.trim_end();

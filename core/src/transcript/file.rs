@@ -52,9 +52,17 @@ pub struct Block {
 impl Block {
     /// Whether `printed` is what the block expects. A block without `----`
     /// never passes: it pins nothing. Every runner judges a transcript by
-    /// this one rule.
+    /// this one rule. Trailing whitespace an editor left on an expected
+    /// line is not part of it (commands and the layout's lines are read
+    /// trimmed too, and no output ends in whitespace).
     pub fn passes(&self, printed: &[String]) -> bool {
-        self.expected.as_deref() == Some(printed)
+        self.expected.as_deref().is_some_and(|expected| {
+            expected.len() == printed.len()
+                && expected
+                    .iter()
+                    .zip(printed)
+                    .all(|(expected, printed)| expected.trim_end() == printed)
+        })
     }
 }
 
@@ -539,6 +547,21 @@ mod tests {
         let items: Vec<_> = Items::new(lines.into_iter()).collect();
         assert_eq!(items.len(), 3, "{items:?}");
         assert_eq!(items[2], Err(Unreadable::Read("disk")));
+    }
+
+    #[test]
+    fn trailing_whitespace_on_an_expected_line_is_not_expected() {
+        let script = Script::parse("inbox\n----\nnext-turn: \t\nnext-step:\n").unwrap();
+        let Some(Item::Block(block)) = script.items.first() else {
+            panic!("{script:?}");
+        };
+        let printed = ["next-turn:".to_owned(), "next-step:".to_owned()];
+        assert!(block.passes(&printed));
+        // Anything else still differs: a line, a line too many or too few.
+        assert!(!block.passes(&["next-turn: A".to_owned(), "next-step:".to_owned()]));
+        assert!(!block.passes(&printed[..1]));
+        let more = [printed[0].clone(), printed[1].clone(), String::new()];
+        assert!(!block.passes(&more));
     }
 
     #[test]
