@@ -1183,3 +1183,65 @@ fn never_destroy_an_edit_made_while_rewrite_runs() {
         code => assert_eq!(code, Some(0), "{stderr}"),
     }
 }
+
+/// Whether process `pid` is gone (or a zombie waiting for its reaper,
+/// which is dead too: `kill -0` would still find it).
+#[cfg(unix)]
+fn dead(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name's closing parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
+/// Another implementation is killed with everything it started. `--against`
+/// runs its command under `sh`; before, only `sh` was killed when the
+/// implementation broke the protocol or hung, and the process under it
+/// (node, for `--against dsh`) lived on. Here the implementation starts a
+/// grandchild `sleep`, prints a line that is not JSON and waits: the run
+/// fails (exit 2), and the grandchild is gone when `courier` returns.
+#[cfg(target_os = "linux")]
+#[test]
+fn never_leave_processes_another_implementation_dies_with_its_children() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", PASSING);
+    let pid_file = folder.path().join("grandchild.pid");
+    let pid_path = text(&pid_file);
+    // The grandchild writes its own pid; the shell waits for it. Its
+    // output goes nowhere, so it cannot hold this test's pipes open.
+    let command = format!(
+        "sh -c 'echo $$ > {pid_path}; exec sleep 300' >/dev/null 2>&1 & echo not-json; wait"
+    );
+    for arguments in [
+        vec!["run", "--against", &command, &text(&transcript)],
+        vec![
+            "sim",
+            "--seeds",
+            "0",
+            "--no-restarts",
+            "--against",
+            &command,
+        ],
+    ] {
+        let _ = std::fs::remove_file(&pid_file);
+        let (code, _, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+        assert!(stderr.contains("is not JSON"), "{arguments:?}: {stderr}");
+        let pid = std::fs::read_to_string(&pid_file).expect("the grandchild wrote its pid");
+        let pid = pid.trim();
+        assert!(!pid.is_empty());
+        // SIGKILL is delivered before `killpg` returns, but the process may
+        // take a moment to exit.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !dead(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if !dead(pid) {
+            let _ = Command::new("kill").args(["-9", pid]).status();
+            panic!("{arguments:?}: grandchild {pid} outlived the run");
+        }
+    }
+}

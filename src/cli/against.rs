@@ -80,13 +80,15 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
-    /// Spawns `command` with `sh -c`; its stderr passes through.
+    /// Spawns `command` with `sh -c` in a process group of its own (see
+    /// [`group`]); its stderr passes through.
     pub(crate) fn spawn(command: &str) -> Result<Peer, String> {
-        let mut child = Process::new("sh")
+        let mut process = Process::new("sh");
+        process
             .args(["-c", command])
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
+            .stdout(Stdio::piped());
+        let mut child = group::spawn(&mut process)
             .map_err(|error| format!("cannot spawn `{command}`: {error}"))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("no stdout pipe")?;
@@ -275,17 +277,16 @@ impl Peer {
 
 impl Drop for Peer {
     /// Closing stdin ends a well-behaved implementation; one that lingers
-    /// past a second is killed, so no run leaves processes behind.
+    /// past a second is killed. Either way its whole process group goes
+    /// then (the `sh`, node under it, anything they started), so no run
+    /// leaves processes behind.
     fn drop(&mut self) {
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
+        while Instant::now() < deadline && !group::exited(&mut self.child) {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = self.child.kill();
+        group::kill(&mut self.child);
         let _ = self.child.wait();
     }
 }
@@ -348,5 +349,97 @@ pub(crate) enum Broke {
 impl From<String> for Broke {
     fn from(reason: String) -> Self {
         Broke::Protocol(reason)
+    }
+}
+
+/// Another implementation runs in a process group of its own, led by the
+/// `sh` that starts it, so the whole group can be killed: killing `sh`
+/// alone would leave node (or whatever the command started) running. A
+/// group of its own is also out of the terminal's reach, so Ctrl-C is
+/// handled here: it kills every live group, then exits 130 as the signal
+/// would have.
+#[cfg(unix)]
+mod group {
+    use std::io;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command};
+    use std::sync::{Mutex, Once};
+
+    /// The groups alive now, for Ctrl-C.
+    static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+    /// Spawns `process` as the leader of a new process group.
+    pub(super) fn spawn(process: &mut Command) -> io::Result<Child> {
+        static HANDLER: Once = Once::new();
+        HANDLER.call_once(|| {
+            // Another handler (none today) would keep its place; the
+            // groups then die with their stdin closed, as before.
+            let _ = ctrlc::set_handler(|| {
+                for group in lock().iter() {
+                    signal(*group);
+                }
+                std::process::exit(130);
+            });
+        });
+        let child = process.process_group(0).spawn()?;
+        lock().push(leader(&child));
+        Ok(child)
+    }
+
+    /// Whether the group's leader has exited, without reaping it: while it
+    /// is a zombie its pid, the group's id, cannot be reused, so
+    /// [`kill`] cannot reach a stranger.
+    pub(super) fn exited(child: &mut Child) -> bool {
+        // SAFETY: `waitid` only writes the zeroed `siginfo_t` it is given;
+        // `WNOWAIT` leaves the child to `Child::wait`.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let options = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        let waited = unsafe { libc::waitid(libc::P_PID, child.id(), &mut info, options) };
+        // SAFETY: `si_pid` is set by `waitid` (0 when nothing exited yet).
+        waited != 0 || unsafe { info.si_pid() } != 0
+    }
+
+    /// Kills every process of the child's group (the child not yet reaped).
+    pub(super) fn kill(child: &mut Child) {
+        let group = leader(child);
+        lock().retain(|live| *live != group);
+        signal(group);
+    }
+
+    fn signal(group: i32) {
+        // SAFETY: a plain system call; a group already gone is `ESRCH`,
+        // which is fine.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+    }
+
+    fn leader(child: &Child) -> i32 {
+        i32::try_from(child.id()).unwrap_or(i32::MAX)
+    }
+
+    /// The live groups, usable after a panic elsewhere held the lock.
+    fn lock() -> std::sync::MutexGuard<'static, Vec<i32>> {
+        LIVE.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Elsewhere a child is one process: killing it is all there is.
+#[cfg(not(unix))]
+mod group {
+    use std::io;
+    use std::process::{Child, Command};
+
+    pub(super) fn spawn(process: &mut Command) -> io::Result<Child> {
+        process.spawn()
+    }
+
+    pub(super) fn exited(child: &mut Child) -> bool {
+        matches!(child.try_wait(), Ok(Some(_)))
+    }
+
+    pub(super) fn kill(child: &mut Child) {
+        let _ = child.kill();
     }
 }
