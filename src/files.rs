@@ -46,7 +46,7 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
     let mut seen: Vec<(Output<'_>, Identity)> = Vec::new();
     for output in outputs {
         let Output { flag, path } = *output;
-        let shown = path.display();
+        let shown = named(path);
         if let Some(refusal) = unwritable(path) {
             return Err(format!("{flag} {shown}: {refusal}"));
         }
@@ -68,14 +68,14 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
         {
             return Err(format!(
                 "{flag} {shown} is the input {}: refused (it would be overwritten)",
-                input.display()
+                named(input)
             ));
         }
         if let Some((other, _)) = seen.iter().find(|(_, other)| other.same(&resolved)) {
             return Err(format!(
                 "{flag} {shown} and {} {} are the same file: refused",
                 other.flag,
-                other.path.display()
+                named(other.path)
             ));
         }
         seen.push((*output, resolved));
@@ -89,7 +89,7 @@ pub fn check_folder(flag: &str, path: &Path) -> Result<(), String> {
     match fs::metadata(path) {
         Ok(meta) if !meta.is_dir() => Err(format!(
             "{flag} {}: not a folder (the output goes in a folder): refused",
-            path.display()
+            named(path)
         )),
         _ => Ok(()),
     }
@@ -233,7 +233,7 @@ impl Staged {
                 let error = unnamed(error);
                 io::Error::new(
                     error.kind(),
-                    format!("a temporary file in {}: {error}", folder.display()),
+                    format!("a temporary file in {}: {error}", named(&folder)),
                 )
             })?;
             return Ok(Staged(Stage::InPlace { temporary, target }));
@@ -497,6 +497,60 @@ pub fn flush_stdout() -> Option<std::process::ExitCode> {
     Some(std::process::ExitCode::from(2))
 }
 
+/// A path as every command prints it: as written, unless it holds a
+/// control character (a newline would let a file's name forge another
+/// file's output line: `a\nb.txn: ok`), a character that reorders text
+/// on a terminal, or bytes that are not UTF-8; such a name is printed
+/// quoted and escaped as Rust writes a string (`"a\nb.txn"`, `"\u{202e}x"`,
+/// and a byte that is not UTF-8 as `\xFF`), so it reads as one name that
+/// was not typed as shown.
+pub fn named(path: &Path) -> Named<'_> {
+    Named(path)
+}
+
+/// A path to print: see [`named`].
+#[derive(Clone, Copy, Debug)]
+pub struct Named<'a>(&'a Path);
+
+impl Named<'_> {
+    /// The name as UTF-8 text when it prints as written; `None` when it is
+    /// escaped (also a name starting with `"`, which would read as escaped).
+    pub fn plain(&self) -> Option<&str> {
+        self.0
+            .to_str()
+            .filter(|text| !text.starts_with('"') && !text.chars().any(forges))
+    }
+}
+
+impl std::fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(text) = self.plain() {
+            return f.write_str(text);
+        }
+        f.write_str("\"")?;
+        for chunk in self.0.as_os_str().as_encoded_bytes().utf8_chunks() {
+            for c in chunk.valid().chars() {
+                match c {
+                    '"' | '\\' => write!(f, "\\{c}")?,
+                    c if forges(c) => write!(f, "{}", c.escape_default())?,
+                    c => write!(f, "{c}")?,
+                }
+            }
+            for byte in chunk.invalid() {
+                write!(f, "\\x{byte:02X}")?;
+            }
+        }
+        f.write_str("\"")
+    }
+}
+
+/// Whether a character in a name could make printed output lie: a control
+/// character (C0, DEL, C1) or a bidirectional formatting character.
+fn forges(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// The most characters of a user's text (or another program's) an error
 /// quotes.
 const SHOWN_MAX: usize = 200;
@@ -579,7 +633,7 @@ impl Rereadable {
             let folder = std::env::temp_dir();
             format!(
                 "cannot copy the pipe to a temporary file in {}: {error}",
-                folder.display()
+                named(&folder)
             )
         })?;
         let copied = io::copy(&mut source.take(TRANSCRIPT_MAX + 1), copy.as_file_mut())

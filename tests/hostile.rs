@@ -1245,3 +1245,77 @@ fn never_leave_processes_another_implementation_dies_with_its_children() {
         }
     }
 }
+
+/// A file's name cannot forge another file's output line: a name holding a
+/// control character (or bytes that are not UTF-8) is printed quoted and
+/// escaped everywhere a path is printed. Before, `courier run` of a failing
+/// `bad\nok   good.txn` printed `FAIL bad` and then a line `ok   good.txn`
+/// of its own making, and `validate` printed such a name raw too.
+#[cfg(unix)]
+#[test]
+fn truthful_a_file_name_cannot_forge_an_output_line() {
+    use std::os::unix::ffi::OsStrExt;
+    let folder = folder();
+    let forged = "bad\nok   good";
+    let transcript = write(
+        &folder,
+        &format!("{forged}.txn"),
+        "followup A\n----\nnonsense\n",
+    );
+    let (code, stdout, _) = run(&["run", &text(&transcript)]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let escaped = text(&transcript).replace('\n', "\\n");
+    assert!(
+        stdout.contains(&format!("FAIL \"{escaped}\"\n")),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.lines().any(|line| line.starts_with("ok")),
+        "{stdout}"
+    );
+
+    let log = std::fs::read(common::workspace().join("tests/logs/admission-outside-step.jsonl"))
+        .expect("the example log");
+    let quoted = write(&folder, &format!("\"q\"\n{forged}.jsonl"), &log);
+    let raw = folder
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"x\xff.jsonl"));
+    std::fs::write(&raw, &log).expect("a writable temporary file");
+    let raw_shown = format!("\"{}\"", text(folder.path()) + "/x\\xFF.jsonl");
+    let (code, stdout, _) = run(&["validate", &text(&quoted)]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let escaped = text(&quoted).replace('"', "\\\"").replace('\n', "\\n");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("\"{escaped}\":5: admission")),
+        "{stdout}"
+    );
+
+    // JSON keeps a UTF-8 name exactly (JSON escapes it); one that is not
+    // UTF-8 is given as the text format prints it.
+    let output = courier()
+        .args(["validate", "--format", "json"])
+        .arg(&quoted)
+        .arg(&raw)
+        .output()
+        .expect("courier runs");
+    let stdout = String::from_utf8(output.stdout).expect("JSON is UTF-8");
+    let files: Vec<String> = stdout
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            value["file"].as_str().expect("a file name").to_owned()
+        })
+        .collect();
+    assert_eq!(files, [text(&quoted), raw_shown]);
+
+    // An error names such a file escaped too.
+    let missing = folder.path().join("nope\nerror: z");
+    let (code, _, stderr) = run(&["validate", &text(&missing)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let escaped = text(&missing).replace('\n', "\\n");
+    assert!(
+        stderr.starts_with(&format!("error: \"{escaped}\": cannot open")),
+        "{stderr}"
+    );
+}

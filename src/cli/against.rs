@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use courier::files::shown;
+use courier::files::{self, shown};
 use courier_core::transcript::{Command, RUN_INPUTS_MAX, Stalled, parse_command};
 use courier_core::{AwaitPoint, Input, Output, PreStepDecision, Status, StepOutcome, Stimulus};
 use serde_json::Value;
@@ -40,7 +40,7 @@ pub(crate) fn resolve(against: &str) -> Result<String, String> {
     if !driver.is_file() {
         return Err(format!(
             "the dsh adapter is not built: run `npm ci && npm run build` in {}",
-            adapter.display()
+            files::named(&adapter)
         ));
     }
     Ok(format!("node {}", shell_quote(&driver)))

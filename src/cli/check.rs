@@ -137,12 +137,15 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
                 Ok(()) => {
                     let length = counterexample.trace.len();
                     let noun = if length == 1 { "command" } else { "commands" };
-                    let out = args.out.display();
+                    let out = files::named(&args.out);
                     println!("shortest counterexample ({length} {noun}) written to {out}");
                 }
                 Err(error) => {
                     // The search is not lost: the counterexample goes to stdout.
-                    eprintln!("error: --out {}: cannot write: {error}", args.out.display());
+                    eprintln!(
+                        "error: --out {}: cannot write: {error}",
+                        files::named(&args.out)
+                    );
                     println!("shortest counterexample:\n{text}");
                     return ExitCode::from(2);
                 }
@@ -156,7 +159,7 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
 /// The counterexample as a transcript of the explored variant, with a line
 /// saying how to replay it.
 fn transcript(args: &Args, space: &Space, counterexample: &Counterexample) -> String {
-    let out = args.out.display();
+    let out = files::named(&args.out);
     let replay = match &args.mutant {
         Some(name) => format!("# replay: courier run --mutant {name} {out}\n"),
         None => format!("# replay: courier run {out}\n"),
@@ -170,7 +173,10 @@ fn transcript(args: &Args, space: &Space, counterexample: &Counterexample) -> St
 fn print_diagram(args: &Args) {
     let svg = courier::diagram::svg_beside(&args.out);
     if !args.diagram {
-        println!("diagram: {} (not written; add --diagram)", svg.display());
+        println!(
+            "diagram: {} (not written; add --diagram)",
+            files::named(&svg)
+        );
         return;
     }
     let drawn =
@@ -179,8 +185,11 @@ fn print_diagram(args: &Args) {
             files::replace(&svg, text).map_err(|error| error.to_string())
         });
     match drawn {
-        Ok(()) => println!("diagram: {}", svg.display()),
-        Err(error) => eprintln!("error: --diagram {}: cannot write: {error}", svg.display()),
+        Ok(()) => println!("diagram: {}", files::named(&svg)),
+        Err(error) => eprintln!(
+            "error: --diagram {}: cannot write: {error}",
+            files::named(&svg)
+        ),
     }
 }
 

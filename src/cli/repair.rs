@@ -35,7 +35,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    let name = args.log.display();
+    let name = files::named(&args.log);
     if let Some(refused) = args
         .out
         .as_deref()
@@ -65,11 +65,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     };
     match write_repaired(source.path(), &kept, out) {
         Ok(()) => {
-            println!("wrote {}", out.display());
+            println!("wrote {}", files::named(out));
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("error: --out {}: cannot write: {error}", out.display());
+            eprintln!("error: --out {}: cannot write: {error}", files::named(out));
             ExitCode::from(2)
         }
     }
@@ -124,8 +124,12 @@ fn refused_out(log: &Path, out: &Path) -> Option<String> {
     if let Err(error) = files::check_paths(&[log], &[output]) {
         return Some(error);
     }
-    out.exists()
-        .then(|| format!("--out {} exists: refused (write a new file)", out.display()))
+    out.exists().then(|| {
+        format!(
+            "--out {} exists: refused (write a new file)",
+            files::named(out)
+        )
+    })
 }
 
 /// Writes the kept bytes of `log` and what a resume appends to `out`,

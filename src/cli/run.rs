@@ -175,7 +175,7 @@ impl Session {
 /// keeps only an [`Outline`]; the second runs each block, compares it,
 /// reports (or rewrites) it and drops it.
 fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
-    let name = file.display().to_string();
+    let name = files::named(file).to_string();
     // A rewrite replaces the file only if it is still as it was read (an
     // edit saved meanwhile stays), and never writes into a pipe or device.
     let stamp = files::Stamp::of(file);

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use courier::claim;
+use courier::files;
 use courier::variant::MutantArg;
 use courier_core::log::{SessionHeader, durable_line};
 use courier_core::transcript::Runner;
@@ -285,7 +286,7 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
                         .iter()
                         .filter_map(durable_line)
                         .try_for_each(|line| writeln!(file, "{line}"))
-                        .map_err(|error| format!("bench log {}: {error}", path.display()))
+                        .map_err(|error| format!("bench log {}: {error}", files::named(path)))
                 });
                 match &checked {
                     Ok(()) => Ok(()),
@@ -293,7 +294,7 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
                 }
             });
             checked?;
-            written.map_err(|error| format!("bench log {}: {error}", path.display()))?;
+            written.map_err(|error| format!("bench log {}: {error}", files::named(path)))?;
         }
     }
     let refused = |refusal| format!("bench: the claim cycle was refused: {refusal}");

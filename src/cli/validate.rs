@@ -20,6 +20,7 @@ use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use courier::files;
 use courier_check::validate::{Finding, Summary, Unreadable, validate};
 use courier_core::log::Conversions;
 use serde_json::json;
@@ -97,9 +98,12 @@ fn report_file(
     out: &mut impl Write,
     counts: &mut Counts,
 ) -> io::Result<()> {
-    let name = file.display().to_string();
+    let name = files::named(file).to_string();
     if format == Format::Json {
-        write!(out, "{{\"file\":{},\"violations\":[", json!(name))?;
+        // JSON escapes a UTF-8 name itself; one that is not UTF-8 is given
+        // escaped, as the text format prints it.
+        let file = file.to_str().unwrap_or(&name);
+        write!(out, "{{\"file\":{},\"violations\":[", json!(file))?;
     }
     let mut written = Ok(());
     let mut first = true;
