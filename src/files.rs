@@ -224,12 +224,9 @@ impl Staged {
             || "courier".into(),
             |name| name.to_string_lossy().into_owned(),
         );
-        let prefix = format!(".{name}.");
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(".tmp");
         if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
-            let temporary = builder.tempfile().map_err(|error| {
-                let folder = std::env::temp_dir();
+            let folder = std::env::temp_dir();
+            let temporary = temporary_in(&folder, &name).map_err(|error| {
                 let error = unnamed(error);
                 io::Error::new(
                     error.kind(),
@@ -238,7 +235,7 @@ impl Staged {
             })?;
             return Ok(Staged(Stage::InPlace { temporary, target }));
         }
-        let temporary = builder.tempfile_in(folder_of(&target)).map_err(unnamed)?;
+        let temporary = temporary_in(folder_of(&target), &name).map_err(unnamed)?;
         Ok(Staged(Stage::Beside {
             temporary,
             target,
@@ -294,6 +291,47 @@ impl Staged {
         Ok(())
     }
 }
+
+/// A new temporary file for `name` in `folder`: `.NAME.PID.N.tmp`, where
+/// PID is this process's id and N counts the temporary files it made, so
+/// two processes (or two writes of one) never share a name. A file of that
+/// name already there (left by a process killed mid-write whose pid is
+/// ours now) is not ours: it is left alone and the next N is tried. NAME is
+/// cut (at a character) so the whole fits the file system's 255 bytes.
+fn temporary_in(folder: &Path, name: &str) -> io::Result<NamedTempFile> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    /// How many stale names in a row are passed over before giving up.
+    const TRIES: u32 = 1000;
+    static MADE: AtomicU64 = AtomicU64::new(0);
+    let pid = std::process::id();
+    for _ in 0..TRIES {
+        let made = MADE.fetch_add(1, Ordering::Relaxed);
+        let tail = format!(".{pid}.{made}.tmp");
+        let room = NAME_MAX - 1 - tail.len();
+        let cut = name
+            .char_indices()
+            .map(|(at, c)| at + c.len_utf8())
+            .take_while(|end| *end <= room)
+            .last()
+            .unwrap_or(0);
+        let created = tempfile::Builder::new()
+            .prefix(&format!(".{}", &name[..cut]))
+            .suffix(&tail)
+            .rand_bytes(0)
+            .tempfile_in(folder);
+        match created {
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => continue,
+            created => return created,
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("{TRIES} temporary names in a row are taken (stale `.*.{pid}.*.tmp` files?)"),
+    ))
+}
+
+/// The longest file name most file systems take, in bytes.
+const NAME_MAX: usize = 255;
 
 /// A temporary file's creation error without its random name (tempfile
 /// appends ` at path "..."` to the system's message): the user named the
