@@ -1319,3 +1319,37 @@ fn truthful_a_file_name_cannot_forge_an_output_line() {
         "{stderr}"
     );
 }
+
+/// A protocol line with a key its kind does not have is refused, naming the
+/// key, and changes nothing: before, serde ignored it, so a misspelt
+/// `wakup` was answered as a send with the other wakeup,
+/// `{"restart":{"lose":1},"lose":3}` lost 1, and a bench's `"Log"` wrote
+/// no log, all without a word.
+#[test]
+fn truthful_a_protocol_key_its_kind_lacks_is_refused() {
+    let send = r#""message":{"id":"A","role":"user","content":[],"source":{"kind":"user"}},"target":"next-turn","wakeup":"wake""#;
+    let (code, stdout) = serve(&[
+        &format!(r#"{{"input":"send",{send},"wakup":"none"}}"#),
+        r#"{"restart":{"lose":1},"lose":3}"#,
+        r#"{"restart":{"lose":1,"keep":2}}"#,
+        r#"{"query":"status","log":"x"}"#,
+        r#"{"bench":{"batch":1,"cycles":1,"Log":"x"}}"#,
+        r#"{"input":"dispose","extra":1}"#,
+        r#"{"query":"inbox"}"#,
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    let answers: Vec<&str> = stdout
+        .lines()
+        .filter(|line| *line != r#"{"settled":true}"#)
+        .collect();
+    let expected = [
+        r#"{"error":"line 1: input: unknown key `wakup`"}"#,
+        r#"{"error":"line 2: restart: unknown key `lose`"}"#,
+        r#"{"error":"line 3: restart: unknown key `keep`"}"#,
+        r#"{"error":"line 4: query: unknown key `log`"}"#,
+        r#"{"error":"line 5: bench: unknown key `Log`"}"#,
+        r#"{"error":"line 6: input: unknown key `extra`"}"#,
+        r#"{"inbox":{"next-step":[],"next-turn":[]}}"#,
+    ];
+    assert_eq!(answers, expected, "{stdout}");
+}

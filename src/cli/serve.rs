@@ -127,6 +127,29 @@ fn answer(
             }
         ));
     }
+    // A key the line's kind does not have (a misspelt `keep_inbox`, a
+    // `"log"` beside a query) would be ignored, so the line would not be
+    // done as written: refuse it, naming the key.
+    let extra = match kinds[0] {
+        "input" => {
+            let known = serde_json::from_value::<Input>(value.clone())
+                .ok()
+                .and_then(|input| serde_json::to_value(input).ok());
+            let known = known.as_ref().and_then(Value::as_object);
+            known.and_then(|known| first_unknown(&value, |key| known.contains_key(key)))
+        }
+        "restart" => first_unknown(&value, |key| key == "restart")
+            .or_else(|| first_unknown(&value["restart"], |key| key == "lose")),
+        "bench" => first_unknown(&value, |key| key == "bench").or_else(|| {
+            first_unknown(&value["bench"], |key| {
+                ["batch", "cycles", "log"].contains(&key)
+            })
+        }),
+        _ => first_unknown(&value, |key| key == "query"),
+    };
+    if let Some(key) = extra {
+        return error(format!("{}: unknown key `{key}`", kinds[0]));
+    }
     if let Some(query) = value.get("query") {
         return match query.as_str() {
             Some("inbox") => Some(vec![inbox(runner.agent()).to_string()]),
@@ -156,6 +179,15 @@ fn answer(
             "restart: not `{\"restart\":{\"lose\":N}}` with N a non-negative integer".to_owned(),
         ),
     }
+}
+
+/// The first key of `object` (when it is one) that `known` does not take.
+fn first_unknown(object: &Value, known: impl Fn(&str) -> bool) -> Option<String> {
+    object
+        .as_object()?
+        .keys()
+        .find(|key| !known(key))
+        .map(|key| files::shown(key))
 }
 
 /// What a JSON value is, for an error.
