@@ -542,13 +542,16 @@ pub fn flush_stdout() -> Option<std::process::ExitCode> {
 /// quoted and escaped as Rust writes a string (`"a\nb.txn"`, `"\u{202e}x"`,
 /// and a byte that is not UTF-8 as `\xFF`), so it reads as one name that
 /// was not typed as shown.
-pub fn named(path: &Path) -> Named<'_> {
-    Named(path)
+///
+/// Any name a user or a file chose prints this way: a message id read from
+/// a log too.
+pub fn named<N: AsRef<std::ffi::OsStr> + ?Sized>(name: &N) -> Named<'_> {
+    Named(name.as_ref())
 }
 
-/// A path to print: see [`named`].
+/// A name to print: see [`named`].
 #[derive(Clone, Copy, Debug)]
-pub struct Named<'a>(&'a Path);
+pub struct Named<'a>(&'a std::ffi::OsStr);
 
 impl Named<'_> {
     /// The name as UTF-8 text when it prints as written; `None` when it is
@@ -560,13 +563,28 @@ impl Named<'_> {
     }
 }
 
+/// Text from a file printed inside a line of ours (a violation's detail,
+/// which quotes ids): each control or bidi character escaped in place
+/// (`\n`, `\u{202e}`), so it cannot end the line or reorder it.
+pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(forges) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| match forges(c) {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
 impl std::fmt::Display for Named<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let Some(text) = self.plain() {
             return f.write_str(text);
         }
         f.write_str("\"")?;
-        for chunk in self.0.as_os_str().as_encoded_bytes().utf8_chunks() {
+        for chunk in self.0.as_encoded_bytes().utf8_chunks() {
             for c in chunk.valid().chars() {
                 match c {
                     '"' | '\\' => write!(f, "\\{c}")?,

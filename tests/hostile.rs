@@ -1353,3 +1353,66 @@ fn truthful_a_protocol_key_its_kind_lacks_is_refused() {
     ];
     assert_eq!(answers, expected, "{stdout}");
 }
+
+const HEADER: &str =
+    r#"{"type":"session","version":0,"id":"s","createdAt":0,"cwd":"","delegationDepth":0}"#;
+
+/// `repair` of a hand-made log whose turn is `u64::MAX` says there is no
+/// next turn. Before: `attempt to add with overflow` at
+/// runtime/src/kept.rs (a panic and a backtrace, exit 101).
+#[test]
+fn never_panic_repair_of_the_largest_turn_number() {
+    let folder = folder();
+    let log = write(
+        &folder,
+        "max.jsonl",
+        format!(
+            "{HEADER}\n{{\"type\":\"turn/start\",\"data\":{{\"turn\":{}}}}}\n",
+            u64::MAX
+        ),
+    );
+    let (code, stdout, stderr) = run(&["repair", &text(&log)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stdout.contains("next turn: none (the log's last turn is 18446744073709551615"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("turn/end 18446744073709551615 interrupted"),
+        "{stdout}"
+    );
+}
+
+/// An id read from a log cannot forge a line of `repair`'s report or of
+/// `validate`'s findings: a newline in it prints as `\n`. Before, an id
+/// `a\nnext turn: 7` printed a `next turn: 7` line of its own in `repair`,
+/// and `a\nf.jsonl:9: ok` a finding line of its own in `validate`.
+#[test]
+fn truthful_an_id_cannot_forge_an_output_line() {
+    let folder = folder();
+    let spliced = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"a\nnext turn: 7","role":"user","content":[],"source":{"kind":"user"}}]}}"#;
+    let log = write(&folder, "e.jsonl", format!("{HEADER}\n{spliced}\n"));
+    let (code, stdout, stderr) = run(&["repair", &text(&log)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("pending next-turn: \"a\\nnext turn: 7\"\n"),
+        "{stdout}"
+    );
+    let next = stdout.lines().filter(|line| line.starts_with("next turn:"));
+    assert_eq!(next.collect::<Vec<_>>(), ["next turn: 1"], "{stdout}");
+
+    let example = std::fs::read_to_string(
+        common::workspace().join("tests/logs/admission-outside-step.jsonl"),
+    )
+    .expect("the example log");
+    let forged = example.replace(r#""id":"a""#, r#""id":"a\nf.jsonl:9: ok""#);
+    let log = write(&folder, "f.jsonl", forged);
+    let (code, stdout, stderr) = run(&["validate", &text(&log)]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.contains("user/message a\\nf.jsonl:9: ok outside"),
+        "{stdout}"
+    );
+}

@@ -96,12 +96,22 @@ fn report(kept: &KeptLog) -> String {
             .inbox()
             .list(target)
             .iter()
-            .map(|message| message.id().to_string())
+            .map(|message| files::named(message.id().as_str()).to_string())
             .collect();
         text.push_str(&format!("pending {target}: {}\n", listed(&ids)));
     }
-    text.push_str(&format!("next turn: {}\n", kept.next_turn()));
-    let lost: Vec<String> = kept.lost.iter().map(ToString::to_string).collect();
+    match kept.next_turn() {
+        Some(turn) => text.push_str(&format!("next turn: {turn}\n")),
+        None => text.push_str(&format!(
+            "next turn: none (the log's last turn is {}, the largest number there is)\n",
+            u64::MAX
+        )),
+    }
+    let lost: Vec<String> = kept
+        .lost
+        .iter()
+        .map(|id| files::named(id.as_str()).to_string())
+        .collect();
     text.push_str(&format!("claimed and lost: {}\n", listed(&lost)));
     text
 }

@@ -129,9 +129,10 @@ fn report_file(
         }
         (Format::Text, Err(error)) => {
             out.flush()?;
+            let reason = files::escaped(&error.reason);
             match error.line {
-                0 => eprintln!("error: {name}: {}", error.reason),
-                line => eprintln!("error: {name}:{line}: {}", error.reason),
+                0 => eprintln!("error: {name}: {reason}"),
+                line => eprintln!("error: {name}:{line}: {reason}"),
             }
             Ok(())
         }
@@ -147,7 +148,8 @@ fn write_finding(
     out: &mut impl Write,
 ) -> io::Result<()> {
     match format {
-        Format::Text => writeln!(out, "{name}:{finding}"),
+        // The detail quotes ids from the log, which may hold a newline.
+        Format::Text => writeln!(out, "{name}:{}", files::escaped(&finding.to_string())),
         Format::Json => {
             let separator = if first { "" } else { "," };
             let finding = json!({
