@@ -62,6 +62,9 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
                 "{flag} {shown}: its folder does not exist (or it names no file)"
             ));
         };
+        if let Some(refusal) = uncreatable(path) {
+            return Err(format!("{flag} {shown}: {refusal}"));
+        }
         if let Some((input, _)) = inputs
             .iter()
             .find(|(_, input)| input.as_ref().is_some_and(|input| input.same(&resolved)))
@@ -105,6 +108,25 @@ fn unwritable(path: &Path) -> Option<&'static str> {
         Some("is read-only: refused")
     } else {
         None
+    }
+}
+
+/// Why no file can be written at `path` when its folder takes none (a
+/// read-only folder or file system, `/proc`, `/sys`): a temporary file is
+/// made there and removed at once, so the refusal comes before the work,
+/// not after it. A device or pipe, written in place, is not probed.
+fn uncreatable(path: &Path) -> Option<String> {
+    if fs::metadata(path).is_ok_and(|meta| !meta.is_file()) {
+        return None;
+    }
+    let name = path.file_name()?.to_string_lossy();
+    let target = canonical(path)?;
+    match temporary_in(folder_of(&target), &name) {
+        Ok(_removed_when_dropped) => None,
+        Err(error) => Some(format!(
+            "cannot create a file in its folder: {}",
+            unnamed(error)
+        )),
     }
 }
 

@@ -1416,3 +1416,36 @@ fn truthful_an_id_cannot_forge_an_output_line() {
         "{stdout}"
     );
 }
+
+/// An output in a folder that takes no new file (`/proc`, `/sys`, a
+/// read-only mount) is refused before the work, naming the flag. Before,
+/// `diagram t.txn --out /proc/x.svg` drew the diagram and then failed
+/// (`cannot write: No such file or directory`), and `check --out
+/// /proc/x.txn` model-checked the whole space first.
+#[cfg(target_os = "linux")]
+#[test]
+fn never_destroy_an_output_in_a_folder_that_takes_no_file_is_refused_before_work() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", PASSING);
+    for arguments in [
+        vec!["diagram", &text(&transcript), "--out", "/proc/x.svg"],
+        vec![
+            "check",
+            "--messages",
+            "1",
+            "--restarts",
+            "0",
+            "--out",
+            "/proc/x.txn",
+        ],
+        vec!["sim", "--seeds", "0..2", "--report", "/proc/x.json"],
+    ] {
+        let (code, stdout, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{arguments:?}: work was done: {stdout}");
+        let flag = arguments[arguments.len() - 2];
+        let path = arguments[arguments.len() - 1];
+        let expected = format!("error: {flag} {path}: cannot create a file in its folder");
+        assert!(stderr.starts_with(&expected), "{arguments:?}: {stderr}");
+    }
+}
