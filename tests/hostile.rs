@@ -1449,3 +1449,22 @@ fn never_destroy_an_output_in_a_folder_that_takes_no_file_is_refused_before_work
         assert!(stderr.starts_with(&expected), "{arguments:?}: {stderr}");
     }
 }
+
+/// `check --messages` takes what `explore --messages` takes, 1 to 26 (ids
+/// A..Z), and says so. Before, `--messages 0` model-checked an empty space
+/// and failed on goals never reached (exit 1, blaming the design for the
+/// bound), `27` and `255` were refused by hand and `256` by clap (0..=255).
+#[test]
+fn truthful_check_messages_out_of_range_is_refused_naming_the_range() {
+    for messages in ["0", "27", "256"] {
+        let (code, stdout, stderr) = run(&["check", "--messages", messages]);
+        assert_eq!(code, Some(2), "{messages}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{messages}: {stdout}");
+        let expected = format!("'{messages}' for '--messages <MESSAGES>': ");
+        assert!(stderr.contains(&expected), "{messages}: {stderr}");
+        assert!(
+            stderr.contains("is not in 1..=26") || stderr.contains("number too large"),
+            "{messages}: {stderr}"
+        );
+    }
+}

@@ -25,8 +25,13 @@ Exit 0: every property holds and every goal is reached; 1: a violation or an \
 unreached goal; 2: a usage error."
 )]
 pub(crate) struct Args {
-    /// Distinct messages inserted over a run (sends, prepends, replacements).
-    #[arg(long, default_value_t = Bounds::default().messages)]
+    /// Distinct messages inserted over a run (sends, prepends, replacements;
+    /// ids A, B, ...: 1 to 26; with none, no goal can be reached).
+    #[arg(
+        long,
+        default_value_t = Bounds::default().messages,
+        value_parser = clap::value_parser!(u8).range(1..=26)
+    )]
     messages: u8,
     /// Cancels and disposes over a run.
     #[arg(long, default_value_t = Bounds::default().cancels)]
@@ -59,10 +64,6 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    if args.messages > 26 {
-        eprintln!("error: --messages is at most 26 (ids A..Z)");
-        return ExitCode::from(2);
-    }
     let Some(agent) = super::agent(args.mutant) else {
         return ExitCode::from(2);
     };
