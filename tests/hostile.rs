@@ -1468,3 +1468,23 @@ fn truthful_check_messages_out_of_range_is_refused_naming_the_range() {
         );
     }
 }
+
+/// A protocol bench's log path is refused as every command's output is,
+/// before the cycles run, with the same words. Before, `"log":"new/"` ran
+/// the cycles and then answered `Not a directory (os error 20)`.
+#[test]
+fn truthful_a_protocol_bench_log_path_is_checked_like_any_output() {
+    let (code, stdout) = serve(&[
+        r#"{"bench":{"batch":1,"cycles":1,"log":"new/"}}"#,
+        r#"{"bench":{"batch":1,"cycles":1,"log":"no-such-folder/x.jsonl"}}"#,
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains("line 1: bench log new/: ends in `/`, so it names a folder"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("line 2: bench log no-such-folder/x.jsonl: its folder does not exist"),
+        "{stdout}"
+    );
+}

@@ -305,6 +305,14 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
         Some(Value::String(path)) if !path.is_empty() => Some(Path::new(path)),
         Some(_) => return Err("bench log must be a file path".to_owned()),
     };
+    // Refused as every command's output is, before the cycles run.
+    if let Some(path) = log {
+        let output = files::Output {
+            flag: "bench log",
+            path,
+        };
+        files::check_paths(&[], &[output])?;
+    }
     match log {
         None => checked_cycles(pristine, batch, cycles, |_| Ok(()))?,
         Some(path) => {
