@@ -1488,3 +1488,29 @@ fn truthful_a_protocol_bench_log_path_is_checked_like_any_output() {
         "{stdout}"
     );
 }
+
+/// Another implementation cannot forge a line of `run`'s report either: a
+/// control character in what it answers (an id holding a newline) is
+/// escaped, so the diff shows the one line it sent. Before, its
+/// `~inserted A\nok   forged.txn` printed as an unchanged `~inserted A`
+/// and an added `ok   forged.txn`.
+#[cfg(unix)]
+#[test]
+fn truthful_another_implementation_cannot_forge_a_line() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", "followup A\n----\n~inserted A\n");
+    let answer = r#"{"type":"agent/inbox/inserted","data":{"message":{"id":"A\nok   forged.txn","role":"user","content":[],"source":{"kind":"user"}}}}"#;
+    let command =
+        format!("while read line; do printf '%s\\n' '{answer}' '{{\"settled\":true}}'; done");
+    let (code, stdout, stderr) = run(&["run", "--against", &command, &text(&transcript)]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("    - ~inserted A\n"), "{stdout}");
+    assert!(
+        stdout.contains("    + ~inserted A\\nok   forged.txn\n"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.lines().any(|line| line.starts_with("ok")),
+        "{stdout}"
+    );
+}

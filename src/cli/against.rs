@@ -234,7 +234,7 @@ impl Peer {
                         .as_str()
                         .ok_or_else(|| format!("`{}` is not an id", shown(id)))?;
                     line.push(' ');
-                    line.push_str(id);
+                    line.push_str(&files::escaped(id));
                 }
                 Ok(line)
             })
@@ -306,14 +306,20 @@ pub(crate) enum Answered {
 
 impl Answer {
     /// As the transcript prints it: an output's line, or `error: <text>` for
-    /// a refusal or an unsupported stimulus.
+    /// a refusal or an unsupported stimulus. A control character the other
+    /// implementation sent (an id holding a newline) is escaped: printed
+    /// raw it would forge lines of the diff, and `--rewrite` would break
+    /// the transcript's layout.
     pub(crate) fn lines(&self) -> Vec<String> {
         self.0
             .iter()
-            .map(|answered| match answered {
-                Answered::Output(output) => output.to_string(),
-                Answered::Refused(refused) => format!("error: {refused}"),
-                Answered::Unsupported(what) => format!("error: unsupported: {what}"),
+            .map(|answered| {
+                let line = match answered {
+                    Answered::Output(output) => output.to_string(),
+                    Answered::Refused(refused) => format!("error: {refused}"),
+                    Answered::Unsupported(what) => format!("error: unsupported: {what}"),
+                };
+                files::escaped(&line).into_owned()
             })
             .collect()
     }
