@@ -634,10 +634,12 @@ fn forges(c: char) -> bool {
 const SHOWN_MAX: usize = 200;
 
 /// Text an error quotes (a line of a file, what another implementation
-/// printed): whole when short, else its start and its length, so a 100 MB
-/// line is not a 100 MB error message.
+/// printed), its control characters escaped: whole when short, else its
+/// start and its length, so a 100 MB line is not a 100 MB error message.
 pub fn shown(text: &impl std::fmt::Display) -> String {
-    let text = text.to_string();
+    // Escaped first: a newline or a terminal's escape sequence in the text
+    // must not act on the error it is quoted in.
+    let text = escaped(&text.to_string()).into_owned();
     match text.char_indices().nth(SHOWN_MAX) {
         None => text,
         Some((end, _)) => format!("{}... ({} bytes in all)", &text[..end], text.len()),

@@ -1514,3 +1514,32 @@ fn truthful_another_implementation_cannot_forge_a_line() {
         "{stdout}"
     );
 }
+
+/// A terminal escape sequence in a transcript is shown, not acted on:
+/// `run`'s diff and `diagram`'s note print control characters escaped.
+/// Before, `nonsense\x1b]0;pwned\x07` retitled the user's terminal when
+/// `run` printed the expected line, and `followup B\x1b[31m` turned the
+/// rest of the report red.
+#[test]
+fn truthful_a_control_character_in_a_transcript_is_shown_escaped() {
+    let folder = folder();
+    let transcript = write(
+        &folder,
+        "esc.txn",
+        "followup A\n----\nnonsense\x1b]0;pwned\x07\n\nfollowup B\x1b[31m\n----\n",
+    );
+    let (code, stdout, _) = run(&["run", &text(&transcript)]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "{stdout:?}");
+    assert!(
+        stdout.contains("    - nonsense\\u{1b}]0;pwned\\u{7}\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(":5: followup B\\u{1b}[31m\n"), "{stdout}");
+    let (_, _, stderr) = run(&["diagram", &text(&transcript), "--format", "mermaid"]);
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+    assert!(
+        stderr.contains("`followup B\\u{1b}[31m` is not a command"),
+        "{stderr}"
+    );
+}

@@ -574,7 +574,8 @@ fn print_mismatch(
     Mismatch { block, actual }: Mismatch<'_>,
     say: &mut dyn FnMut(std::fmt::Arguments<'_>),
 ) {
-    say(format_args!("  {name}:{}: {}", block.line, block.command));
+    let command = files::escaped(&block.command);
+    say(format_args!("  {name}:{}: {command}", block.line));
     let Some(expected) = &block.expected else {
         say(format_args!(
             "    (no `----` line: the block has no expected output; --rewrite adds it)"
@@ -610,7 +611,9 @@ fn visible_trailing_whitespace(line: &str) -> String {
             other => other,
         })
         .collect();
-    format!("{text}{trailing}")
+    // A control character (an escape sequence in the file) shows as
+    // written in Rust (`\u{1b}`), not acted on by the terminal.
+    format!("{}{trailing}", files::escaped(text))
 }
 
 fn lines_text(lines: &[String]) -> String {
