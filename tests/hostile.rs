@@ -1543,3 +1543,37 @@ fn truthful_a_control_character_in_a_transcript_is_shown_escaped() {
         "{stderr}"
     );
 }
+
+/// A log whose last turn is `u64::MAX` is refused by a resume (the file
+/// untouched): the resumed agent would have no number for its next turn.
+/// Before, `soak --log it --resume` resumed it and the first send panicked
+/// in the core (`attempt to add with overflow` at core/src/driver.rs),
+/// exit 101 with two backtraces.
+#[test]
+fn never_panic_a_resume_of_the_largest_turn_number_is_refused() {
+    let folder = folder();
+    let bytes = format!(
+        "{HEADER}\n{{\"type\":\"turn/start\",\"data\":{{\"turn\":{}}}}}\n",
+        u64::MAX
+    );
+    let log = write(&folder, "max.jsonl", &bytes);
+    let arguments = [
+        "soak",
+        "--log",
+        &text(&log),
+        "--resume",
+        "--calls",
+        "1",
+        "--senders",
+        "1",
+    ];
+    let (code, _, stderr) = run(&arguments);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr
+            .contains("the last turn is 18446744073709551615: no number is left for the next turn"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&log).expect("the log"), bytes);
+}
