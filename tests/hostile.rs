@@ -1448,6 +1448,20 @@ fn never_destroy_an_output_in_a_folder_that_takes_no_file_is_refused_before_work
         let expected = format!("error: {flag} {path}: cannot create a file in its folder");
         assert!(stderr.starts_with(&expected), "{arguments:?}: {stderr}");
     }
+    // `check`'s default `--out`, not asked for, only gets a note there: the
+    // correct design writes nothing, and a counterexample that cannot be
+    // written is printed.
+    let output = courier()
+        .args(["check", "--messages", "1", "--restarts", "0"])
+        .current_dir("/proc")
+        .output()
+        .expect("courier runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("note: --out counterexample.txn: cannot create a file in its folder"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("unique states:"));
 }
 
 /// `check --messages` takes what `explore --messages` takes, 1 to 26 (ids
