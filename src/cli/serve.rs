@@ -187,7 +187,7 @@ fn first_unknown(object: &Value, known: impl Fn(&str) -> bool) -> Option<String>
         .as_object()?
         .keys()
         .find(|key| !known(key))
-        .map(|key| files::shown(key))
+        .map(files::shown)
 }
 
 /// What a JSON value is, for an error.
