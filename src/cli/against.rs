@@ -149,10 +149,16 @@ impl Peer {
                 Ok(Ok(text)) => text,
                 Ok(Err(error)) => return Err(format!("cannot read its answer: {error}")),
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(format!("no answer to `{line}` within {ANSWER_TIMEOUT:?}"));
+                    return Err(format!(
+                        "no answer to `{}` within {ANSWER_TIMEOUT:?}",
+                        shown(&line)
+                    ));
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err(format!("it exited before settling `{line}`"));
+                    return Err(format!(
+                        "it exited (or closed its stdout) before settling `{}`",
+                        shown(&line)
+                    ));
                 }
             };
             let value: Value = serde_json::from_str(&text)
