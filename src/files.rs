@@ -546,14 +546,30 @@ fn broken_pipe(message: &str) -> bool {
         .is_some_and(|code| io::Error::from_raw_os_error(code).kind() == io::ErrorKind::BrokenPipe)
 }
 
-/// Flushes what a command left in stdout's buffer (std would drop the
-/// error at exit): `Some(exit 2)` after saying why when it fails, quietly
-/// for a closed pipe.
-pub fn flush_stdout() -> Option<std::process::ExitCode> {
-    let error = io::stdout().flush().err()?;
-    if error.kind() != io::ErrorKind::BrokenPipe {
+/// Whether a command has met (and reported) a stdout it cannot write.
+static STDOUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A command that writes stdout itself met `error`: says why once (nothing
+/// for a closed pipe: nobody reads any more) and marks it, so
+/// [`flush_stdout`] neither says it again nor overrides the exit code the
+/// command chose (`serve-protocol` ends with 0 when its client goes).
+pub fn stdout_failed(error: &io::Error) {
+    let again = STDOUT_FAILED.swap(true, std::sync::atomic::Ordering::Relaxed);
+    if !again && error.kind() != io::ErrorKind::BrokenPipe {
         let _unreported = writeln!(io::stderr(), "error: cannot write to stdout: {error}");
     }
+}
+
+/// Flushes what a command left in stdout's buffer (std would drop the
+/// error at exit): `Some(exit 2)` after saying why when it fails, quietly
+/// for a closed pipe; `None` when the command already met the failure
+/// ([`stdout_failed`]) and chose its exit code.
+pub fn flush_stdout() -> Option<std::process::ExitCode> {
+    if STDOUT_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
+    let error = io::stdout().flush().err()?;
+    stdout_failed(&error);
     Some(std::process::ExitCode::from(2))
 }
 

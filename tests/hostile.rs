@@ -1591,3 +1591,53 @@ fn never_panic_a_resume_of_the_largest_turn_number_is_refused() {
     );
     assert_eq!(std::fs::read_to_string(&log).expect("the log"), bytes);
 }
+
+/// A stdout that cannot be written is said once, and a closed one ends
+/// `serve-protocol` with exit 0 as docs/PROTOCOL.md says. Before,
+/// `validate f.jsonl > /dev/full` printed its `error: cannot write to
+/// stdout` twice (its own, then the final flush's), and `serve-protocol |
+/// head -1` exited 2 (the final flush overrode the 0 it returned).
+#[test]
+fn truthful_a_stdout_failure_is_said_once_and_keeps_the_documented_code() {
+    let log = common::workspace().join("tests/logs/admission-outside-step.jsonl");
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let output = courier()
+            .arg("validate")
+            .arg(&log)
+            .stdout(full)
+            .output()
+            .expect("courier runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_eq!(
+            stderr.matches("cannot write to stdout").count(),
+            1,
+            "{stderr}"
+        );
+    }
+    use std::io::Write as _;
+    let mut child = courier()
+        .arg("serve-protocol")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("courier runs");
+    let mut stdin = child.stdin.take().expect("a stdin pipe");
+    let mut stdout = child.stdout.take().expect("a stdout pipe");
+    writeln!(stdin, r#"{{"query":"status"}}"#).expect("a line in");
+    let mut first = [0; 8];
+    stdout.read_exact(&mut first).expect("an answer");
+    drop(stdout);
+    // Answers to lines after the client has gone meet a closed pipe.
+    for _ in 0..1000 {
+        if writeln!(stdin, r#"{{"query":"status"}}"#).is_err() {
+            break;
+        }
+    }
+    drop(stdin);
+    let output = child.wait_with_output().expect("courier ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}

@@ -66,11 +66,14 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         };
         match write_answer(&mut output, &lines) {
             Ok(()) => {}
-            // A closed stdout means the client is gone: nothing left to say.
-            Err(error) if error.kind() == ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
             Err(error) => {
-                eprintln!("error: cannot write stdout: {error}");
-                return ExitCode::from(2);
+                files::stdout_failed(&error);
+                // A closed stdout means the client is gone: nothing left
+                // to say, and nothing went wrong.
+                return match error.kind() {
+                    ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                    _ => ExitCode::from(2),
+                };
             }
         }
     }

@@ -74,9 +74,9 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         .try_for_each(|file| report_file(args.format, file, &mut out, &mut counts));
     match written.and_then(|()| out.flush()) {
         Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => return counts.exit_code(),
+        // Quietly for a closed pipe, once for anything else.
         Err(error) => {
-            eprintln!("error: cannot write to stdout: {error}");
+            files::stdout_failed(&error);
             return ExitCode::from(2);
         }
     }
