@@ -46,7 +46,7 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
     let mut seen: Vec<(Output<'_>, Identity)> = Vec::new();
     for output in outputs {
         let Output { flag, path } = *output;
-        let shown = path.display();
+        let shown = named(path);
         if let Some(refusal) = unwritable(path) {
             return Err(format!("{flag} {shown}: {refusal}"));
         }
@@ -62,20 +62,23 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
                 "{flag} {shown}: its folder does not exist (or it names no file)"
             ));
         };
+        if let Some(refusal) = uncreatable(path) {
+            return Err(format!("{flag} {shown}: {refusal}"));
+        }
         if let Some((input, _)) = inputs
             .iter()
             .find(|(_, input)| input.as_ref().is_some_and(|input| input.same(&resolved)))
         {
             return Err(format!(
                 "{flag} {shown} is the input {}: refused (it would be overwritten)",
-                input.display()
+                named(input)
             ));
         }
         if let Some((other, _)) = seen.iter().find(|(_, other)| other.same(&resolved)) {
             return Err(format!(
                 "{flag} {shown} and {} {} are the same file: refused",
                 other.flag,
-                other.path.display()
+                named(other.path)
             ));
         }
         seen.push((*output, resolved));
@@ -89,7 +92,7 @@ pub fn check_folder(flag: &str, path: &Path) -> Result<(), String> {
     match fs::metadata(path) {
         Ok(meta) if !meta.is_dir() => Err(format!(
             "{flag} {}: not a folder (the output goes in a folder): refused",
-            path.display()
+            named(path)
         )),
         _ => Ok(()),
     }
@@ -105,6 +108,25 @@ fn unwritable(path: &Path) -> Option<&'static str> {
         Some("is read-only: refused")
     } else {
         None
+    }
+}
+
+/// Why no file can be written at `path` when its folder takes none (a
+/// read-only folder or file system, `/proc`, `/sys`): a temporary file is
+/// made there and removed at once, so the refusal comes before the work,
+/// not after it. A device or pipe, written in place, is not probed.
+fn uncreatable(path: &Path) -> Option<String> {
+    if fs::metadata(path).is_ok_and(|meta| !meta.is_file()) {
+        return None;
+    }
+    let name = path.file_name()?.to_string_lossy();
+    let target = canonical(path)?;
+    match temporary_in(folder_of(&target), &name) {
+        Ok(_removed_when_dropped) => None,
+        Err(error) => Some(format!(
+            "cannot create a file in its folder: {}",
+            unnamed(error)
+        )),
     }
 }
 
@@ -224,21 +246,18 @@ impl Staged {
             || "courier".into(),
             |name| name.to_string_lossy().into_owned(),
         );
-        let prefix = format!(".{name}.");
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(".tmp");
         if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
-            let temporary = builder.tempfile().map_err(|error| {
-                let folder = std::env::temp_dir();
+            let folder = std::env::temp_dir();
+            let temporary = temporary_in(&folder, &name).map_err(|error| {
                 let error = unnamed(error);
                 io::Error::new(
                     error.kind(),
-                    format!("a temporary file in {}: {error}", folder.display()),
+                    format!("a temporary file in {}: {error}", named(&folder)),
                 )
             })?;
             return Ok(Staged(Stage::InPlace { temporary, target }));
         }
-        let temporary = builder.tempfile_in(folder_of(&target)).map_err(unnamed)?;
+        let temporary = temporary_in(folder_of(&target), &name).map_err(unnamed)?;
         Ok(Staged(Stage::Beside {
             temporary,
             target,
@@ -294,6 +313,47 @@ impl Staged {
         Ok(())
     }
 }
+
+/// A new temporary file for `name` in `folder`: `.NAME.PID.N.tmp`, where
+/// PID is this process's id and N counts the temporary files it made, so
+/// two processes (or two writes of one) never share a name. A file of that
+/// name already there (left by a process killed mid-write whose pid is
+/// ours now) is not ours: it is left alone and the next N is tried. NAME is
+/// cut (at a character) so the whole fits the file system's 255 bytes.
+fn temporary_in(folder: &Path, name: &str) -> io::Result<NamedTempFile> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    /// How many stale names in a row are passed over before giving up.
+    const TRIES: u32 = 1000;
+    static MADE: AtomicU64 = AtomicU64::new(0);
+    let pid = std::process::id();
+    for _ in 0..TRIES {
+        let made = MADE.fetch_add(1, Ordering::Relaxed);
+        let tail = format!(".{pid}.{made}.tmp");
+        let room = NAME_MAX - 1 - tail.len();
+        let cut = name
+            .char_indices()
+            .map(|(at, c)| at + c.len_utf8())
+            .take_while(|end| *end <= room)
+            .last()
+            .unwrap_or(0);
+        let created = tempfile::Builder::new()
+            .prefix(&format!(".{}", &name[..cut]))
+            .suffix(&tail)
+            .rand_bytes(0)
+            .tempfile_in(folder);
+        match created {
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => continue,
+            created => return created,
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("{TRIES} temporary names in a row are taken (stale `.*.{pid}.*.tmp` files?)"),
+    ))
+}
+
+/// The longest file name most file systems take, in bytes.
+const NAME_MAX: usize = 255;
 
 /// A temporary file's creation error without its random name (tempfile
 /// appends ` at path "..."` to the system's message): the user named the
@@ -486,15 +546,103 @@ fn broken_pipe(message: &str) -> bool {
         .is_some_and(|code| io::Error::from_raw_os_error(code).kind() == io::ErrorKind::BrokenPipe)
 }
 
-/// Flushes what a command left in stdout's buffer (std would drop the
-/// error at exit): `Some(exit 2)` after saying why when it fails, quietly
-/// for a closed pipe.
-pub fn flush_stdout() -> Option<std::process::ExitCode> {
-    let error = io::stdout().flush().err()?;
-    if error.kind() != io::ErrorKind::BrokenPipe {
+/// Whether a command has met (and reported) a stdout it cannot write.
+static STDOUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A command that writes stdout itself met `error`: says why once (nothing
+/// for a closed pipe: nobody reads any more) and marks it, so
+/// [`flush_stdout`] neither says it again nor overrides the exit code the
+/// command chose (`serve-protocol` ends with 0 when its client goes).
+pub fn stdout_failed(error: &io::Error) {
+    let again = STDOUT_FAILED.swap(true, std::sync::atomic::Ordering::Relaxed);
+    if !again && error.kind() != io::ErrorKind::BrokenPipe {
         let _unreported = writeln!(io::stderr(), "error: cannot write to stdout: {error}");
     }
+}
+
+/// Flushes what a command left in stdout's buffer (std would drop the
+/// error at exit): `Some(exit 2)` after saying why when it fails, quietly
+/// for a closed pipe; `None` when the command already met the failure
+/// ([`stdout_failed`]) and chose its exit code.
+pub fn flush_stdout() -> Option<std::process::ExitCode> {
+    if STDOUT_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
+    let error = io::stdout().flush().err()?;
+    stdout_failed(&error);
     Some(std::process::ExitCode::from(2))
+}
+
+/// A path as every command prints it: as written, unless it holds a
+/// control character (a newline would let a file's name forge another
+/// file's output line: `a\nb.txn: ok`), a character that reorders text
+/// on a terminal, or bytes that are not UTF-8; such a name is printed
+/// quoted and escaped as Rust writes a string (`"a\nb.txn"`, `"\u{202e}x"`,
+/// and a byte that is not UTF-8 as `\xFF`), so it reads as one name that
+/// was not typed as shown.
+///
+/// Any name a user or a file chose prints this way: a message id read from
+/// a log too.
+pub fn named<N: AsRef<std::ffi::OsStr> + ?Sized>(name: &N) -> Named<'_> {
+    Named(name.as_ref())
+}
+
+/// A name to print: see [`named`].
+#[derive(Clone, Copy, Debug)]
+pub struct Named<'a>(&'a std::ffi::OsStr);
+
+impl Named<'_> {
+    /// The name as UTF-8 text when it prints as written; `None` when it is
+    /// escaped (also a name starting with `"`, which would read as escaped).
+    pub fn plain(&self) -> Option<&str> {
+        self.0
+            .to_str()
+            .filter(|text| !text.starts_with('"') && !text.chars().any(forges))
+    }
+}
+
+/// Text from a file printed inside a line of ours (a violation's detail,
+/// which quotes ids): each control or bidi character escaped in place
+/// (`\n`, `\u{202e}`), so it cannot end the line or reorder it.
+pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(forges) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| match forges(c) {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
+impl std::fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(text) = self.plain() {
+            return f.write_str(text);
+        }
+        f.write_str("\"")?;
+        for chunk in self.0.as_encoded_bytes().utf8_chunks() {
+            for c in chunk.valid().chars() {
+                match c {
+                    '"' | '\\' => write!(f, "\\{c}")?,
+                    c if forges(c) => write!(f, "{}", c.escape_default())?,
+                    c => write!(f, "{c}")?,
+                }
+            }
+            for byte in chunk.invalid() {
+                write!(f, "\\x{byte:02X}")?;
+            }
+        }
+        f.write_str("\"")
+    }
+}
+
+/// Whether a character in a name could make printed output lie: a control
+/// character (C0, DEL, C1) or a bidirectional formatting character.
+fn forges(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The most characters of a user's text (or another program's) an error
@@ -502,10 +650,12 @@ pub fn flush_stdout() -> Option<std::process::ExitCode> {
 const SHOWN_MAX: usize = 200;
 
 /// Text an error quotes (a line of a file, what another implementation
-/// printed): whole when short, else its start and its length, so a 100 MB
-/// line is not a 100 MB error message.
+/// printed), its control characters escaped: whole when short, else its
+/// start and its length, so a 100 MB line is not a 100 MB error message.
 pub fn shown(text: &impl std::fmt::Display) -> String {
-    let text = text.to_string();
+    // Escaped first: a newline or a terminal's escape sequence in the text
+    // must not act on the error it is quoted in.
+    let text = escaped(&text.to_string()).into_owned();
     match text.char_indices().nth(SHOWN_MAX) {
         None => text,
         Some((end, _)) => format!("{}... ({} bytes in all)", &text[..end], text.len()),
@@ -579,7 +729,7 @@ impl Rereadable {
             let folder = std::env::temp_dir();
             format!(
                 "cannot copy the pipe to a temporary file in {}: {error}",
-                folder.display()
+                named(&folder)
             )
         })?;
         let copied = io::copy(&mut source.take(TRANSCRIPT_MAX + 1), copy.as_file_mut())

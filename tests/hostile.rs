@@ -1189,3 +1189,461 @@ fn never_destroy_an_edit_made_while_rewrite_runs() {
         code => assert_eq!(code, Some(0), "{stderr}"),
     }
 }
+
+/// Whether process `pid` is gone (or a zombie waiting for its reaper,
+/// which is dead too: `kill -0` would still find it).
+#[cfg(unix)]
+fn dead(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name's closing parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
+/// Another implementation is killed with everything it started. `--against`
+/// runs its command under `sh`; before, only `sh` was killed when the
+/// implementation broke the protocol or hung, and the process under it
+/// (node, for `--against dsh`) lived on. Here the implementation starts a
+/// grandchild `sleep`, prints a line that is not JSON and waits: the run
+/// fails (exit 2), and the grandchild is gone when `courier` returns.
+#[cfg(target_os = "linux")]
+#[test]
+fn never_leave_processes_another_implementation_dies_with_its_children() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", PASSING);
+    let pid_file = folder.path().join("grandchild.pid");
+    let pid_path = text(&pid_file);
+    // The grandchild writes its own pid; the shell waits for it. Its
+    // output goes nowhere, so it cannot hold this test's pipes open.
+    let command = format!(
+        "sh -c 'echo $$ > {pid_path}; exec sleep 300' >/dev/null 2>&1 & echo not-json; wait"
+    );
+    for arguments in [
+        vec!["run", "--against", &command, &text(&transcript)],
+        vec![
+            "sim",
+            "--seeds",
+            "0",
+            "--no-restarts",
+            "--against",
+            &command,
+        ],
+    ] {
+        let _ = std::fs::remove_file(&pid_file);
+        let (code, _, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+        assert!(stderr.contains("is not JSON"), "{arguments:?}: {stderr}");
+        let pid = std::fs::read_to_string(&pid_file).expect("the grandchild wrote its pid");
+        let pid = pid.trim();
+        assert!(!pid.is_empty());
+        // SIGKILL is delivered before `killpg` returns, but the process may
+        // take a moment to exit.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !dead(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if !dead(pid) {
+            let _ = Command::new("kill").args(["-9", pid]).status();
+            panic!("{arguments:?}: grandchild {pid} outlived the run");
+        }
+    }
+}
+
+/// A file's name cannot forge another file's output line: a name holding a
+/// control character (or bytes that are not UTF-8) is printed quoted and
+/// escaped everywhere a path is printed. Before, `courier run` of a failing
+/// `bad\nok   good.txn` printed `FAIL bad` and then a line `ok   good.txn`
+/// of its own making, and `validate` printed such a name raw too.
+#[cfg(unix)]
+#[test]
+fn truthful_a_file_name_cannot_forge_an_output_line() {
+    use std::os::unix::ffi::OsStrExt;
+    let folder = folder();
+    let forged = "bad\nok   good";
+    let transcript = write(
+        &folder,
+        &format!("{forged}.txn"),
+        "followup A\n----\nnonsense\n",
+    );
+    let (code, stdout, _) = run(&["run", &text(&transcript)]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let escaped = text(&transcript).replace('\n', "\\n");
+    assert!(
+        stdout.contains(&format!("FAIL \"{escaped}\"\n")),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.lines().any(|line| line.starts_with("ok")),
+        "{stdout}"
+    );
+
+    let log = std::fs::read(common::workspace().join("tests/logs/admission-outside-step.jsonl"))
+        .expect("the example log");
+    let quoted = write(&folder, &format!("\"q\"\n{forged}.jsonl"), &log);
+    let raw = folder
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"x\xff.jsonl"));
+    std::fs::write(&raw, &log).expect("a writable temporary file");
+    let raw_shown = format!("\"{}\"", text(folder.path()) + "/x\\xFF.jsonl");
+    let (code, stdout, _) = run(&["validate", &text(&quoted)]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let escaped = text(&quoted).replace('"', "\\\"").replace('\n', "\\n");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("\"{escaped}\":5: admission")),
+        "{stdout}"
+    );
+
+    // JSON keeps a UTF-8 name exactly (JSON escapes it); one that is not
+    // UTF-8 is given as the text format prints it.
+    let output = courier()
+        .args(["validate", "--format", "json"])
+        .arg(&quoted)
+        .arg(&raw)
+        .output()
+        .expect("courier runs");
+    let stdout = String::from_utf8(output.stdout).expect("JSON is UTF-8");
+    let files: Vec<String> = stdout
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            value["file"].as_str().expect("a file name").to_owned()
+        })
+        .collect();
+    assert_eq!(files, [text(&quoted), raw_shown]);
+
+    // An error names such a file escaped too.
+    let missing = folder.path().join("nope\nerror: z");
+    let (code, _, stderr) = run(&["validate", &text(&missing)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let escaped = text(&missing).replace('\n', "\\n");
+    assert!(
+        stderr.starts_with(&format!("error: \"{escaped}\": cannot open")),
+        "{stderr}"
+    );
+}
+
+/// A protocol line with a key its kind does not have is refused, naming the
+/// key, and changes nothing: before, serde ignored it, so a misspelt
+/// `wakup` was answered as a send with the other wakeup,
+/// `{"restart":{"lose":1},"lose":3}` lost 1, and a bench's `"Log"` wrote
+/// no log, all without a word.
+#[test]
+fn truthful_a_protocol_key_its_kind_lacks_is_refused() {
+    let send = r#""message":{"id":"A","role":"user","content":[],"source":{"kind":"user"}},"target":"next-turn","wakeup":"wake""#;
+    let (code, stdout) = serve(&[
+        &format!(r#"{{"input":"send",{send},"wakup":"none"}}"#),
+        r#"{"restart":{"lose":1},"lose":3}"#,
+        r#"{"restart":{"lose":1,"keep":2}}"#,
+        r#"{"query":"status","log":"x"}"#,
+        r#"{"bench":{"batch":1,"cycles":1,"Log":"x"}}"#,
+        r#"{"input":"dispose","extra":1}"#,
+        r#"{"query":"inbox"}"#,
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    let answers: Vec<&str> = stdout
+        .lines()
+        .filter(|line| *line != r#"{"settled":true}"#)
+        .collect();
+    let expected = [
+        r#"{"error":"line 1: input: unknown key `wakup`"}"#,
+        r#"{"error":"line 2: restart: unknown key `lose`"}"#,
+        r#"{"error":"line 3: restart: unknown key `keep`"}"#,
+        r#"{"error":"line 4: query: unknown key `log`"}"#,
+        r#"{"error":"line 5: bench: unknown key `Log`"}"#,
+        r#"{"error":"line 6: input: unknown key `extra`"}"#,
+        r#"{"inbox":{"next-step":[],"next-turn":[]}}"#,
+    ];
+    assert_eq!(answers, expected, "{stdout}");
+}
+
+const HEADER: &str =
+    r#"{"type":"session","version":0,"id":"s","createdAt":0,"cwd":"","delegationDepth":0}"#;
+
+/// `repair` of a hand-made log whose turn is `u64::MAX` says there is no
+/// next turn. Before: `attempt to add with overflow` at
+/// runtime/src/kept.rs (a panic and a backtrace, exit 101).
+#[test]
+fn never_panic_repair_of_the_largest_turn_number() {
+    let folder = folder();
+    let log = write(
+        &folder,
+        "max.jsonl",
+        format!(
+            "{HEADER}\n{{\"type\":\"turn/start\",\"data\":{{\"turn\":{}}}}}\n",
+            u64::MAX
+        ),
+    );
+    let (code, stdout, stderr) = run(&["repair", &text(&log)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stdout.contains("next turn: none (the log's last turn is 18446744073709551615"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("turn/end 18446744073709551615 interrupted"),
+        "{stdout}"
+    );
+}
+
+/// An id read from a log cannot forge a line of `repair`'s report or of
+/// `validate`'s findings: a newline in it prints as `\n`. Before, an id
+/// `a\nnext turn: 7` printed a `next turn: 7` line of its own in `repair`,
+/// and `a\nf.jsonl:9: ok` a finding line of its own in `validate`.
+#[test]
+fn truthful_an_id_cannot_forge_an_output_line() {
+    let folder = folder();
+    let spliced = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"a\nnext turn: 7","role":"user","content":[],"source":{"kind":"user"}}]}}"#;
+    let log = write(&folder, "e.jsonl", format!("{HEADER}\n{spliced}\n"));
+    let (code, stdout, stderr) = run(&["repair", &text(&log)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("pending next-turn: \"a\\nnext turn: 7\"\n"),
+        "{stdout}"
+    );
+    let next = stdout.lines().filter(|line| line.starts_with("next turn:"));
+    assert_eq!(next.collect::<Vec<_>>(), ["next turn: 1"], "{stdout}");
+
+    let example = std::fs::read_to_string(
+        common::workspace().join("tests/logs/admission-outside-step.jsonl"),
+    )
+    .expect("the example log");
+    let forged = example.replace(r#""id":"a""#, r#""id":"a\nf.jsonl:9: ok""#);
+    let log = write(&folder, "f.jsonl", forged);
+    let (code, stdout, stderr) = run(&["validate", &text(&log)]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.contains("user/message a\\nf.jsonl:9: ok outside"),
+        "{stdout}"
+    );
+}
+
+/// An output in a folder that takes no new file (`/proc`, `/sys`, a
+/// read-only mount) is refused before the work, naming the flag. Before,
+/// `diagram t.txn --out /proc/x.svg` drew the diagram and then failed
+/// (`cannot write: No such file or directory`), and `check --out
+/// /proc/x.txn` model-checked the whole space first.
+#[cfg(target_os = "linux")]
+#[test]
+fn never_destroy_an_output_in_a_folder_that_takes_no_file_is_refused_before_work() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", PASSING);
+    for arguments in [
+        vec!["diagram", &text(&transcript), "--out", "/proc/x.svg"],
+        vec![
+            "check",
+            "--messages",
+            "1",
+            "--restarts",
+            "0",
+            "--out",
+            "/proc/x.txn",
+        ],
+        vec!["sim", "--seeds", "0..2", "--report", "/proc/x.json"],
+    ] {
+        let (code, stdout, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{arguments:?}: work was done: {stdout}");
+        let flag = arguments[arguments.len() - 2];
+        let path = arguments[arguments.len() - 1];
+        let expected = format!("error: {flag} {path}: cannot create a file in its folder");
+        assert!(stderr.starts_with(&expected), "{arguments:?}: {stderr}");
+    }
+    // `check`'s default `--out`, not asked for, only gets a note there: the
+    // correct design writes nothing, and a counterexample that cannot be
+    // written is printed.
+    let output = courier()
+        .args(["check", "--messages", "1", "--restarts", "0"])
+        .current_dir("/proc")
+        .output()
+        .expect("courier runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("note: --out counterexample.txn: cannot create a file in its folder"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("unique states:"));
+}
+
+/// `check --messages` takes what `explore --messages` takes, 1 to 26 (ids
+/// A..Z), and says so. Before, `--messages 0` model-checked an empty space
+/// and failed on goals never reached (exit 1, blaming the design for the
+/// bound), `27` and `255` were refused by hand and `256` by clap (0..=255).
+#[test]
+fn truthful_check_messages_out_of_range_is_refused_naming_the_range() {
+    for messages in ["0", "27", "256"] {
+        let (code, stdout, stderr) = run(&["check", "--messages", messages]);
+        assert_eq!(code, Some(2), "{messages}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{messages}: {stdout}");
+        let expected = format!("'{messages}' for '--messages <MESSAGES>': ");
+        assert!(stderr.contains(&expected), "{messages}: {stderr}");
+        assert!(
+            stderr.contains("is not in 1..=26") || stderr.contains("number too large"),
+            "{messages}: {stderr}"
+        );
+    }
+}
+
+/// A protocol bench's log path is refused as every command's output is,
+/// before the cycles run, with the same words. Before, `"log":"new/"` ran
+/// the cycles and then answered `Not a directory (os error 20)`.
+#[test]
+fn truthful_a_protocol_bench_log_path_is_checked_like_any_output() {
+    let (code, stdout) = serve(&[
+        r#"{"bench":{"batch":1,"cycles":1,"log":"new/"}}"#,
+        r#"{"bench":{"batch":1,"cycles":1,"log":"no-such-folder/x.jsonl"}}"#,
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains("line 1: bench log new/: ends in `/`, so it names a folder"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("line 2: bench log no-such-folder/x.jsonl: its folder does not exist"),
+        "{stdout}"
+    );
+}
+
+/// Another implementation cannot forge a line of `run`'s report either: a
+/// control character in what it answers (an id holding a newline) is
+/// escaped, so the diff shows the one line it sent. Before, its
+/// `~inserted A\nok   forged.txn` printed as an unchanged `~inserted A`
+/// and an added `ok   forged.txn`.
+#[cfg(unix)]
+#[test]
+fn truthful_another_implementation_cannot_forge_a_line() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", "followup A\n----\n~inserted A\n");
+    let answer = r#"{"type":"agent/inbox/inserted","data":{"message":{"id":"A\nok   forged.txn","role":"user","content":[],"source":{"kind":"user"}}}}"#;
+    let command =
+        format!("while read line; do printf '%s\\n' '{answer}' '{{\"settled\":true}}'; done");
+    let (code, stdout, stderr) = run(&["run", "--against", &command, &text(&transcript)]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("    - ~inserted A\n"), "{stdout}");
+    assert!(
+        stdout.contains("    + ~inserted A\\nok   forged.txn\n"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.lines().any(|line| line.starts_with("ok")),
+        "{stdout}"
+    );
+}
+
+/// A terminal escape sequence in a transcript is shown, not acted on:
+/// `run`'s diff and `diagram`'s note print control characters escaped.
+/// Before, `nonsense\x1b]0;pwned\x07` retitled the user's terminal when
+/// `run` printed the expected line, and `followup B\x1b[31m` turned the
+/// rest of the report red.
+#[test]
+fn truthful_a_control_character_in_a_transcript_is_shown_escaped() {
+    let folder = folder();
+    let transcript = write(
+        &folder,
+        "esc.txn",
+        "followup A\n----\nnonsense\x1b]0;pwned\x07\n\nfollowup B\x1b[31m\n----\n",
+    );
+    let (code, stdout, _) = run(&["run", &text(&transcript)]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "{stdout:?}");
+    assert!(
+        stdout.contains("    - nonsense\\u{1b}]0;pwned\\u{7}\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(":5: followup B\\u{1b}[31m\n"), "{stdout}");
+    let (_, _, stderr) = run(&["diagram", &text(&transcript), "--format", "mermaid"]);
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+    assert!(
+        stderr.contains("`followup B\\u{1b}[31m` is not a command"),
+        "{stderr}"
+    );
+}
+
+/// A log whose last turn is `u64::MAX` is refused by a resume (the file
+/// untouched): the resumed agent would have no number for its next turn.
+/// Before, `soak --log it --resume` resumed it and the first send panicked
+/// in the core (`attempt to add with overflow` at core/src/driver.rs),
+/// exit 101 with two backtraces.
+#[test]
+fn never_panic_a_resume_of_the_largest_turn_number_is_refused() {
+    let folder = folder();
+    let bytes = format!(
+        "{HEADER}\n{{\"type\":\"turn/start\",\"data\":{{\"turn\":{}}}}}\n",
+        u64::MAX
+    );
+    let log = write(&folder, "max.jsonl", &bytes);
+    let arguments = [
+        "soak",
+        "--log",
+        &text(&log),
+        "--resume",
+        "--calls",
+        "1",
+        "--senders",
+        "1",
+    ];
+    let (code, _, stderr) = run(&arguments);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr
+            .contains("the last turn is 18446744073709551615: no number is left for the next turn"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&log).expect("the log"), bytes);
+}
+
+/// A stdout that cannot be written is said once, and a closed one ends
+/// `serve-protocol` with exit 0 as docs/PROTOCOL.md says. Before,
+/// `validate f.jsonl > /dev/full` printed its `error: cannot write to
+/// stdout` twice (its own, then the final flush's), and `serve-protocol |
+/// head -1` exited 2 (the final flush overrode the 0 it returned).
+#[test]
+fn truthful_a_stdout_failure_is_said_once_and_keeps_the_documented_code() {
+    let log = common::workspace().join("tests/logs/admission-outside-step.jsonl");
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let output = courier()
+            .arg("validate")
+            .arg(&log)
+            .stdout(full)
+            .output()
+            .expect("courier runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_eq!(
+            stderr.matches("cannot write to stdout").count(),
+            1,
+            "{stderr}"
+        );
+    }
+    use std::io::Write as _;
+    let mut child = courier()
+        .arg("serve-protocol")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("courier runs");
+    let mut stdin = child.stdin.take().expect("a stdin pipe");
+    let mut stdout = child.stdout.take().expect("a stdout pipe");
+    writeln!(stdin, r#"{{"query":"status"}}"#).expect("a line in");
+    let mut first = [0; 8];
+    stdout.read_exact(&mut first).expect("an answer");
+    drop(stdout);
+    // Answers to lines after the client has gone meet a closed pipe.
+    for _ in 0..1000 {
+        if writeln!(stdin, r#"{{"query":"status"}}"#).is_err() {
+            break;
+        }
+    }
+    drop(stdin);
+    let output = child.wait_with_output().expect("courier ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}

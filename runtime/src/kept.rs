@@ -122,9 +122,11 @@ impl KeptLog {
         lines
     }
 
-    /// The turn number the resumed agent opens next.
-    pub fn next_turn(&self) -> u64 {
-        self.replay.clone().resume().last_turn() + 1
+    /// The turn number the resumed agent opens next; `None` when the log's
+    /// last turn is `u64::MAX` (a hand-made or corrupt log), after which
+    /// there is no number left.
+    pub fn next_turn(&self) -> Option<u64> {
+        self.replay.clone().resume().last_turn().checked_add(1)
     }
 }
 
@@ -409,6 +411,6 @@ mod tests {
                 r#"{"type":"turn/end","data":{"turn":1,"reason":{"kind":"interrupted"}}}"#
             )
         );
-        assert_eq!(kept.next_turn(), 2);
+        assert_eq!(kept.next_turn(), Some(2));
     }
 }

@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use courier::files::shown;
+use courier::files::{self, shown};
 use courier_core::transcript::{Command, RUN_INPUTS_MAX, Stalled, parse_command};
 use courier_core::{AwaitPoint, Input, Output, PreStepDecision, Status, StepOutcome, Stimulus};
 use serde_json::Value;
@@ -40,7 +40,7 @@ pub(crate) fn resolve(against: &str) -> Result<String, String> {
     if !driver.is_file() {
         return Err(format!(
             "the dsh adapter is not built: run `npm ci && npm run build` in {}",
-            adapter.display()
+            files::named(&adapter)
         ));
     }
     Ok(format!("node {}", shell_quote(&driver)))
@@ -80,13 +80,15 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
-    /// Spawns `command` with `sh -c`; its stderr passes through.
+    /// Spawns `command` with `sh -c` in a process group of its own (see
+    /// [`group`]); its stderr passes through.
     pub(crate) fn spawn(command: &str) -> Result<Peer, String> {
-        let mut child = Process::new("sh")
+        let mut process = Process::new("sh");
+        process
             .args(["-c", command])
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
+            .stdout(Stdio::piped());
+        let mut child = group::spawn(&mut process)
             .map_err(|error| format!("cannot spawn `{command}`: {error}"))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("no stdout pipe")?;
@@ -147,10 +149,16 @@ impl Peer {
                 Ok(Ok(text)) => text,
                 Ok(Err(error)) => return Err(format!("cannot read its answer: {error}")),
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(format!("no answer to `{line}` within {ANSWER_TIMEOUT:?}"));
+                    return Err(format!(
+                        "no answer to `{}` within {ANSWER_TIMEOUT:?}",
+                        shown(&line)
+                    ));
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err(format!("it exited before settling `{line}`"));
+                    return Err(format!(
+                        "it exited (or closed its stdout) before settling `{}`",
+                        shown(&line)
+                    ));
                 }
             };
             let value: Value = serde_json::from_str(&text)
@@ -232,7 +240,7 @@ impl Peer {
                         .as_str()
                         .ok_or_else(|| format!("`{}` is not an id", shown(id)))?;
                     line.push(' ');
-                    line.push_str(id);
+                    line.push_str(&files::escaped(id));
                 }
                 Ok(line)
             })
@@ -275,17 +283,16 @@ impl Peer {
 
 impl Drop for Peer {
     /// Closing stdin ends a well-behaved implementation; one that lingers
-    /// past a second is killed, so no run leaves processes behind.
+    /// past a second is killed. Either way its whole process group goes
+    /// then (the `sh`, node under it, anything they started), so no run
+    /// leaves processes behind.
     fn drop(&mut self) {
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
+        while Instant::now() < deadline && !group::exited(&mut self.child) {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = self.child.kill();
+        group::kill(&mut self.child);
         let _ = self.child.wait();
     }
 }
@@ -305,14 +312,20 @@ pub(crate) enum Answered {
 
 impl Answer {
     /// As the transcript prints it: an output's line, or `error: <text>` for
-    /// a refusal or an unsupported stimulus.
+    /// a refusal or an unsupported stimulus. A control character the other
+    /// implementation sent (an id holding a newline) is escaped: printed
+    /// raw it would forge lines of the diff, and `--rewrite` would break
+    /// the transcript's layout.
     pub(crate) fn lines(&self) -> Vec<String> {
         self.0
             .iter()
-            .map(|answered| match answered {
-                Answered::Output(output) => output.to_string(),
-                Answered::Refused(refused) => format!("error: {refused}"),
-                Answered::Unsupported(what) => format!("error: unsupported: {what}"),
+            .map(|answered| {
+                let line = match answered {
+                    Answered::Output(output) => output.to_string(),
+                    Answered::Refused(refused) => format!("error: {refused}"),
+                    Answered::Unsupported(what) => format!("error: unsupported: {what}"),
+                };
+                files::escaped(&line).into_owned()
             })
             .collect()
     }
@@ -348,5 +361,97 @@ pub(crate) enum Broke {
 impl From<String> for Broke {
     fn from(reason: String) -> Self {
         Broke::Protocol(reason)
+    }
+}
+
+/// Another implementation runs in a process group of its own, led by the
+/// `sh` that starts it, so the whole group can be killed: killing `sh`
+/// alone would leave node (or whatever the command started) running. A
+/// group of its own is also out of the terminal's reach, so Ctrl-C is
+/// handled here: it kills every live group, then exits 130 as the signal
+/// would have.
+#[cfg(unix)]
+mod group {
+    use std::io;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command};
+    use std::sync::{Mutex, Once};
+
+    /// The groups alive now, for Ctrl-C.
+    static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+    /// Spawns `process` as the leader of a new process group.
+    pub(super) fn spawn(process: &mut Command) -> io::Result<Child> {
+        static HANDLER: Once = Once::new();
+        HANDLER.call_once(|| {
+            // Another handler (none today) would keep its place; the
+            // groups then die with their stdin closed, as before.
+            let _ = ctrlc::set_handler(|| {
+                for group in lock().iter() {
+                    signal(*group);
+                }
+                std::process::exit(130);
+            });
+        });
+        let child = process.process_group(0).spawn()?;
+        lock().push(leader(&child));
+        Ok(child)
+    }
+
+    /// Whether the group's leader has exited, without reaping it: while it
+    /// is a zombie its pid, the group's id, cannot be reused, so
+    /// [`kill`] cannot reach a stranger.
+    pub(super) fn exited(child: &mut Child) -> bool {
+        // SAFETY: `waitid` only writes the zeroed `siginfo_t` it is given;
+        // `WNOWAIT` leaves the child to `Child::wait`.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let options = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        let waited = unsafe { libc::waitid(libc::P_PID, child.id(), &mut info, options) };
+        // SAFETY: `si_pid` is set by `waitid` (0 when nothing exited yet).
+        waited != 0 || unsafe { info.si_pid() } != 0
+    }
+
+    /// Kills every process of the child's group (the child not yet reaped).
+    pub(super) fn kill(child: &mut Child) {
+        let group = leader(child);
+        lock().retain(|live| *live != group);
+        signal(group);
+    }
+
+    fn signal(group: i32) {
+        // SAFETY: a plain system call; a group already gone is `ESRCH`,
+        // which is fine.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+    }
+
+    fn leader(child: &Child) -> i32 {
+        i32::try_from(child.id()).unwrap_or(i32::MAX)
+    }
+
+    /// The live groups, usable after a panic elsewhere held the lock.
+    fn lock() -> std::sync::MutexGuard<'static, Vec<i32>> {
+        LIVE.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Elsewhere a child is one process: killing it is all there is.
+#[cfg(not(unix))]
+mod group {
+    use std::io;
+    use std::process::{Child, Command};
+
+    pub(super) fn spawn(process: &mut Command) -> io::Result<Child> {
+        process.spawn()
+    }
+
+    pub(super) fn exited(child: &mut Child) -> bool {
+        matches!(child.try_wait(), Ok(Some(_)))
+    }
+
+    pub(super) fn kill(child: &mut Child) {
+        let _ = child.kill();
     }
 }

@@ -7,7 +7,7 @@
 //! The summary gives the search's counts, its wall time and the process's
 //! peak memory, so a run at a large bound reports what it cost.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -25,8 +25,13 @@ Exit 0: every property holds and every goal is reached; 1: a violation or an \
 unreached goal; 2: a usage error."
 )]
 pub(crate) struct Args {
-    /// Distinct messages inserted over a run (sends, prepends, replacements).
-    #[arg(long, default_value_t = Bounds::default().messages)]
+    /// Distinct messages inserted over a run (sends, prepends, replacements;
+    /// ids A, B, ...: 1 to 26; with none, no goal can be reached).
+    #[arg(
+        long,
+        default_value_t = Bounds::default().messages,
+        value_parser = clap::value_parser!(u8).range(1..=26)
+    )]
     messages: u8,
     /// Cancels and disposes over a run.
     #[arg(long, default_value_t = Bounds::default().cancels)]
@@ -53,16 +58,21 @@ pub(crate) struct Args {
     /// Also draw the counterexample as an SVG sequence diagram beside it.
     #[arg(long)]
     diagram: bool,
-    /// Where the shortest counterexample goes.
-    #[arg(long, value_name = "FILE", default_value = "counterexample.txn")]
-    out: PathBuf,
+    /// Where the shortest counterexample goes [default: counterexample.txn].
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+impl Args {
+    /// `--out`, or the default in the current folder.
+    fn out(&self) -> &Path {
+        self.out
+            .as_deref()
+            .unwrap_or(Path::new("counterexample.txn"))
+    }
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    if args.messages > 26 {
-        eprintln!("error: --messages is at most 26 (ids A..Z)");
-        return ExitCode::from(2);
-    }
     let Some(agent) = super::agent(args.mutant) else {
         return ExitCode::from(2);
     };
@@ -73,10 +83,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         steps: args.steps,
         restarts: args.restarts,
     };
-    let svg = courier::diagram::svg_beside(&args.out);
+    let svg = courier::diagram::svg_beside(args.out());
     let mut outputs = vec![Output {
         flag: "--out",
-        path: &args.out,
+        path: args.out(),
     }];
     if args.diagram {
         outputs.push(Output {
@@ -84,9 +94,16 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             path: &svg,
         });
     }
-    if let Err(error) = files::check_paths(&[], &outputs) {
-        eprintln!("error: {error}");
-        return ExitCode::from(2);
+    match files::check_paths(&[], &outputs) {
+        Ok(()) => {}
+        Err(error) if args.out.is_some() => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+        // The default, not asked for (a read-only folder): the correct
+        // design writes nothing, and a counterexample that cannot be
+        // written is printed instead.
+        Err(error) => eprintln!("note: {error}; a counterexample would be printed, not written"),
     }
     let threads = args.threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -133,16 +150,19 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
             println!("violation: {}", violation.property);
             println!("  {}", violation.detail);
             let text = transcript(args, space, &counterexample);
-            match files::replace(&args.out, &text) {
+            match files::replace(args.out(), &text) {
                 Ok(()) => {
                     let length = counterexample.trace.len();
                     let noun = if length == 1 { "command" } else { "commands" };
-                    let out = args.out.display();
+                    let out = files::named(args.out());
                     println!("shortest counterexample ({length} {noun}) written to {out}");
                 }
                 Err(error) => {
                     // The search is not lost: the counterexample goes to stdout.
-                    eprintln!("error: --out {}: cannot write: {error}", args.out.display());
+                    eprintln!(
+                        "error: --out {}: cannot write: {error}",
+                        files::named(args.out())
+                    );
                     println!("shortest counterexample:\n{text}");
                     return ExitCode::from(2);
                 }
@@ -156,7 +176,7 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
 /// The counterexample as a transcript of the explored variant, with a line
 /// saying how to replay it.
 fn transcript(args: &Args, space: &Space, counterexample: &Counterexample) -> String {
-    let out = args.out.display();
+    let out = files::named(args.out());
     let replay = match &args.mutant {
         Some(name) => format!("# replay: courier run --mutant {name} {out}\n"),
         None => format!("# replay: courier run {out}\n"),
@@ -168,19 +188,25 @@ fn transcript(args: &Args, space: &Space, counterexample: &Counterexample) -> St
 /// drawn from the transcript just written (its restarts included, which a
 /// list of inputs cannot carry).
 fn print_diagram(args: &Args) {
-    let svg = courier::diagram::svg_beside(&args.out);
+    let svg = courier::diagram::svg_beside(args.out());
     if !args.diagram {
-        println!("diagram: {} (not written; add --diagram)", svg.display());
+        println!(
+            "diagram: {} (not written; add --diagram)",
+            files::named(&svg)
+        );
         return;
     }
     let drawn =
-        courier::diagram::load(&args.out, args.mutant.map(MutantArg::name)).and_then(|diagram| {
+        courier::diagram::load(args.out(), args.mutant.map(MutantArg::name)).and_then(|diagram| {
             let text = diagram.render(courier::diagram::Format::Svg);
             files::replace(&svg, text).map_err(|error| error.to_string())
         });
     match drawn {
-        Ok(()) => println!("diagram: {}", svg.display()),
-        Err(error) => eprintln!("error: --diagram {}: cannot write: {error}", svg.display()),
+        Ok(()) => println!("diagram: {}", files::named(&svg)),
+        Err(error) => eprintln!(
+            "error: --diagram {}: cannot write: {error}",
+            files::named(&svg)
+        ),
     }
 }
 

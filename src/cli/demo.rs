@@ -66,7 +66,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         Ok(staged) => staged,
         Err(error) => {
             let path = args.log.as_deref().unwrap_or(Path::new(""));
-            eprintln!("error: --log {}: cannot create: {error}", path.display());
+            eprintln!(
+                "error: --log {}: cannot create: {error}",
+                files::named(path)
+            );
             return ExitCode::from(2);
         }
     };
@@ -101,11 +104,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             .map_err(|e| e.to_string())
     });
     match (written, &args.log) {
-        (Ok(()), Some(path)) => println!("log written to {}", path.display()),
+        (Ok(()), Some(path)) => println!("log written to {}", files::named(path)),
         (Ok(()), None) => {}
         (Err(error), log) => {
             let path = log.as_deref().unwrap_or(Path::new("(in memory)"));
-            eprintln!("error: --log {}: cannot write: {error}", path.display());
+            eprintln!("error: --log {}: cannot write: {error}", files::named(path));
             return ExitCode::from(2);
         }
     }
@@ -126,7 +129,10 @@ fn crash_main(log: Option<&Path>) -> ExitCode {
         Ok(staged) => staged,
         Err(error) => {
             let path = log.unwrap_or(Path::new(""));
-            eprintln!("error: --log {}: cannot create: {error}", path.display());
+            eprintln!(
+                "error: --log {}: cannot create: {error}",
+                files::named(path)
+            );
             return ExitCode::from(2);
         }
     };
@@ -156,14 +162,14 @@ fn crash_main(log: Option<&Path>) -> ExitCode {
     match told {
         Ok(()) => {
             if let Some(path) = log {
-                println!("log written to {}", path.display());
+                println!("log written to {}", files::named(path));
             }
             ExitCode::SUCCESS
         }
         Err(error) => {
             match log {
-                Some(path) => eprintln!("error: --log {}: {error}", path.display()),
-                None => eprintln!("error: {}: {error}", temporary.path().display()),
+                Some(path) => eprintln!("error: --log {}: {error}", files::named(path)),
+                None => eprintln!("error: {}: {error}", files::named(temporary.path())),
             }
             ExitCode::from(2)
         }
@@ -206,7 +212,10 @@ fn crash_and_resume(path: &Path) -> Result<(), String> {
         let ids: Vec<&str> = inbox.list(target).iter().map(|m| m.id().as_str()).collect();
         println!("  resumed {target}: [{}]", ids.join(" "));
     }
-    println!("  resumed idle; the next turn is {}", kept.next_turn());
+    let next = kept
+        .next_turn()
+        .ok_or("the log's last turn is the largest number there is")?;
+    println!("  resumed idle; the next turn is {next}");
     let runtime = current_thread();
     runtime.block_on(async {
         let driver = tokio::spawn(driver.run());

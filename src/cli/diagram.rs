@@ -51,7 +51,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let diagram = match load(&args.file, args.mutant.map(MutantArg::name)) {
         Ok(diagram) => diagram,
         Err(error) => {
-            eprintln!("error: {}: {error}", args.file.display());
+            eprintln!("error: {}: {error}", files::named(&args.file));
             return ExitCode::from(2);
         }
     };
@@ -66,11 +66,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     };
     match files::replace(out, text) {
         Ok(()) => {
-            println!("diagram: {}", out.display());
+            println!("diagram: {}", files::named(out));
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("error: --out {}: cannot write: {error}", out.display());
+            eprintln!("error: --out {}: cannot write: {error}", files::named(out));
             ExitCode::from(2)
         }
     }

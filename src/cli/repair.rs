@@ -35,7 +35,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
-    let name = args.log.display();
+    let name = files::named(&args.log);
     if let Some(refused) = args
         .out
         .as_deref()
@@ -65,11 +65,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     };
     match write_repaired(source.path(), &kept, out) {
         Ok(()) => {
-            println!("wrote {}", out.display());
+            println!("wrote {}", files::named(out));
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("error: --out {}: cannot write: {error}", out.display());
+            eprintln!("error: --out {}: cannot write: {error}", files::named(out));
             ExitCode::from(2)
         }
     }
@@ -96,12 +96,22 @@ fn report(kept: &KeptLog) -> String {
             .inbox()
             .list(target)
             .iter()
-            .map(|message| message.id().to_string())
+            .map(|message| files::named(message.id().as_str()).to_string())
             .collect();
         text.push_str(&format!("pending {target}: {}\n", listed(&ids)));
     }
-    text.push_str(&format!("next turn: {}\n", kept.next_turn()));
-    let lost: Vec<String> = kept.lost.iter().map(ToString::to_string).collect();
+    match kept.next_turn() {
+        Some(turn) => text.push_str(&format!("next turn: {turn}\n")),
+        None => text.push_str(&format!(
+            "next turn: none (the log's last turn is {}, the largest number there is)\n",
+            u64::MAX
+        )),
+    }
+    let lost: Vec<String> = kept
+        .lost
+        .iter()
+        .map(|id| files::named(id.as_str()).to_string())
+        .collect();
     text.push_str(&format!("claimed and lost: {}\n", listed(&lost)));
     text
 }
@@ -124,8 +134,12 @@ fn refused_out(log: &Path, out: &Path) -> Option<String> {
     if let Err(error) = files::check_paths(&[log], &[output]) {
         return Some(error);
     }
-    out.exists()
-        .then(|| format!("--out {} exists: refused (write a new file)", out.display()))
+    out.exists().then(|| {
+        format!(
+            "--out {} exists: refused (write a new file)",
+            files::named(out)
+        )
+    })
 }
 
 /// Writes the kept bytes of `log` and what a resume appends to `out`,

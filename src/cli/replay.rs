@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use courier::files;
 use courier_core::Agent;
 use courier_sim::{Record, Report, Restarts, evaluate, simulate};
 
@@ -70,7 +71,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
 /// Reads a report and builds its variant's agent; any problem is printed
 /// and becomes exit 2.
 pub(crate) fn load(path: &Path) -> Result<(Report, Agent), ExitCode> {
-    let shown = path.display();
+    let shown = files::named(path);
     let fail = |message: String| {
         eprintln!("error: {shown}: {message}");
         ExitCode::from(2)

@@ -175,7 +175,7 @@ impl Session {
 /// keeps only an [`Outline`]; the second runs each block, compares it,
 /// reports (or rewrites) it and drops it.
 fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
-    let name = file.display().to_string();
+    let name = files::named(file).to_string();
     // A rewrite replaces the file only if it is still as it was read (an
     // edit saved meanwhile stays), and never writes into a pipe or device.
     let stamp = files::Stamp::of(file);
@@ -574,7 +574,8 @@ fn print_mismatch(
     Mismatch { block, actual }: Mismatch<'_>,
     say: &mut dyn FnMut(std::fmt::Arguments<'_>),
 ) {
-    say(format_args!("  {name}:{}: {}", block.line, block.command));
+    let command = files::escaped(&block.command);
+    say(format_args!("  {name}:{}: {command}", block.line));
     let Some(expected) = &block.expected else {
         say(format_args!(
             "    (no `----` line: the block has no expected output; --rewrite adds it)"
@@ -616,7 +617,9 @@ fn visible_trailing_whitespace(line: &str) -> String {
             other => other,
         })
         .collect();
-    format!("{text}{trailing}")
+    // A control character (an escape sequence in the file) shows as
+    // written in Rust (`\u{1b}`), not acted on by the terminal.
+    format!("{}{trailing}", files::escaped(text))
 }
 
 fn lines_text(lines: &[String]) -> String {

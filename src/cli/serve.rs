@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use courier::claim;
+use courier::files;
 use courier::variant::MutantArg;
 use courier_core::log::{SessionHeader, durable_line};
 use courier_core::transcript::Runner;
@@ -65,11 +66,14 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         };
         match write_answer(&mut output, &lines) {
             Ok(()) => {}
-            // A closed stdout means the client is gone: nothing left to say.
-            Err(error) if error.kind() == ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
             Err(error) => {
-                eprintln!("error: cannot write stdout: {error}");
-                return ExitCode::from(2);
+                files::stdout_failed(&error);
+                // A closed stdout means the client is gone: nothing left
+                // to say, and nothing went wrong.
+                return match error.kind() {
+                    ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                    _ => ExitCode::from(2),
+                };
             }
         }
     }
@@ -126,6 +130,29 @@ fn answer(
             }
         ));
     }
+    // A key the line's kind does not have (a misspelt `keep_inbox`, a
+    // `"log"` beside a query) would be ignored, so the line would not be
+    // done as written: refuse it, naming the key.
+    let extra = match kinds[0] {
+        "input" => {
+            let known = serde_json::from_value::<Input>(value.clone())
+                .ok()
+                .and_then(|input| serde_json::to_value(input).ok());
+            let known = known.as_ref().and_then(Value::as_object);
+            known.and_then(|known| first_unknown(&value, |key| known.contains_key(key)))
+        }
+        "restart" => first_unknown(&value, |key| key == "restart")
+            .or_else(|| first_unknown(&value["restart"], |key| key == "lose")),
+        "bench" => first_unknown(&value, |key| key == "bench").or_else(|| {
+            first_unknown(&value["bench"], |key| {
+                ["batch", "cycles", "log"].contains(&key)
+            })
+        }),
+        _ => first_unknown(&value, |key| key == "query"),
+    };
+    if let Some(key) = extra {
+        return error(format!("{}: unknown key `{key}`", kinds[0]));
+    }
     if let Some(query) = value.get("query") {
         return match query.as_str() {
             Some("inbox") => Some(vec![inbox(runner.agent()).to_string()]),
@@ -155,6 +182,15 @@ fn answer(
             "restart: not `{\"restart\":{\"lose\":N}}` with N a non-negative integer".to_owned(),
         ),
     }
+}
+
+/// The first key of `object` (when it is one) that `known` does not take.
+fn first_unknown(object: &Value, known: impl Fn(&str) -> bool) -> Option<String> {
+    object
+        .as_object()?
+        .keys()
+        .find(|key| !known(key))
+        .map(files::shown)
 }
 
 /// What a JSON value is, for an error.
@@ -272,6 +308,14 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
         Some(Value::String(path)) if !path.is_empty() => Some(Path::new(path)),
         Some(_) => return Err("bench log must be a file path".to_owned()),
     };
+    // Refused as every command's output is, before the cycles run.
+    if let Some(path) = log {
+        let output = files::Output {
+            flag: "bench log",
+            path,
+        };
+        files::check_paths(&[], &[output])?;
+    }
     match log {
         None => checked_cycles(pristine, batch, cycles, |_| Ok(()))?,
         Some(path) => {
@@ -285,7 +329,7 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
                         .iter()
                         .filter_map(durable_line)
                         .try_for_each(|line| writeln!(file, "{line}"))
-                        .map_err(|error| format!("bench log {}: {error}", path.display()))
+                        .map_err(|error| format!("bench log {}: {error}", files::named(path)))
                 });
                 match &checked {
                     Ok(()) => Ok(()),
@@ -293,7 +337,7 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
                 }
             });
             checked?;
-            written.map_err(|error| format!("bench log {}: {error}", path.display()))?;
+            written.map_err(|error| format!("bench log {}: {error}", files::named(path)))?;
         }
     }
     let refused = |refusal| format!("bench: the claim cycle was refused: {refusal}");

@@ -40,7 +40,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let shrunk = match shrink(&prototype, &report.trace, report.property) {
         Ok(shrunk) => shrunk,
         Err(error) => {
-            eprintln!("error: {}: {error}", args.report.display());
+            eprintln!("error: {}: {error}", files::named(&args.report));
             return ExitCode::from(2);
         }
     };
@@ -48,7 +48,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     text.push_str(&transcript(&prototype, &shrunk.trace));
     if let Err(error) = files::replace(&args.out, &text) {
         // The search is not lost: the transcript goes to stdout.
-        eprintln!("error: --out {}: cannot write: {error}", args.out.display());
+        eprintln!(
+            "error: --out {}: cannot write: {error}",
+            files::named(&args.out)
+        );
         print!("{text}");
         return ExitCode::from(2);
     }
@@ -63,7 +66,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         shrunk.violation.property, report.seed
     );
     println!("detail: {}", shrunk.violation.detail);
-    println!("wrote {}", args.out.display());
+    println!("wrote {}", files::named(&args.out));
     ExitCode::SUCCESS
 }
 

@@ -263,15 +263,21 @@ fn progress_bar(seeds: u64) -> ProgressBar {
 fn print_diagram(args: &Args, path: &Path, report: &Report) {
     let svg = courier::diagram::svg_beside(path);
     if !args.diagram {
-        println!("diagram: {} (not written; add --diagram)", svg.display());
+        println!(
+            "diagram: {} (not written; add --diagram)",
+            files::named(&svg)
+        );
         return;
     }
     let drawn = courier::diagram::from_report(path, report, None).and_then(|diagram| {
         files::replace(&svg, diagram.render(Format::Svg)).map_err(|error| error.to_string())
     });
     match drawn {
-        Ok(()) => println!("diagram: {}", svg.display()),
-        Err(error) => eprintln!("error: --diagram {}: cannot write: {error}", svg.display()),
+        Ok(()) => println!("diagram: {}", files::named(&svg)),
+        Err(error) => eprintln!(
+            "error: --diagram {}: cannot write: {error}",
+            files::named(&svg)
+        ),
     }
 }
 
@@ -306,13 +312,13 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     if let Err(error) = files::replace(&path, report.to_json()) {
         eprintln!(
             "error: {}: cannot write the report: {error}",
-            path.display()
+            files::named(&path)
         );
         // The run is deterministic: the seed alone brings the report back.
         println!("rerun: {}", rerun_command(args, run.seed));
         return ExitCode::from(2);
     }
-    let shown = path.display();
+    let shown = files::named(&path);
     println!(
         "report: {shown} ({} inputs, {} restarts)",
         run.inputs, run.restarts

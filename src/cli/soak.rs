@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use std::thread;
 use std::time::Duration;
 
+use courier::files;
 use courier_core::{CancelCause, Message, PreStepDecision, Source, StepOutcome, Target};
 use courier_runtime::{
     DriverTask, Durability, Handle, JsonlFile, PreStepHook, StepHook, pre_step_hook_fn,
@@ -71,7 +72,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     if !args.resume && args.log.exists() {
         eprintln!(
             "error: --log {}: exists: refused (soak creates a fresh log; --resume appends)",
-            args.log.display()
+            files::named(&args.log)
         );
         return ExitCode::from(2);
     }
@@ -89,7 +90,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let (agent, driver) = match started {
         Ok(started) => started,
         Err(error) => {
-            eprintln!("error: {}: {error}", args.log.display());
+            eprintln!("error: {}: {error}", files::named(&args.log));
             return ExitCode::from(2);
         }
     };
@@ -111,7 +112,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     match disposed {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: writing {}: {error}", args.log.display());
+            eprintln!("error: writing {}: {error}", files::named(&args.log));
             ExitCode::from(2)
         }
     }

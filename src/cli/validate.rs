@@ -20,6 +20,7 @@ use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use courier::files;
 use courier_check::validate::{Finding, Summary, Unreadable, validate};
 use courier_core::log::Conversions;
 use serde_json::json;
@@ -73,9 +74,9 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         .try_for_each(|file| report_file(args.format, file, &mut out, &mut counts));
     match written.and_then(|()| out.flush()) {
         Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => return counts.exit_code(),
+        // Quietly for a closed pipe, once for anything else.
         Err(error) => {
-            eprintln!("error: cannot write to stdout: {error}");
+            files::stdout_failed(&error);
             return ExitCode::from(2);
         }
     }
@@ -97,9 +98,12 @@ fn report_file(
     out: &mut impl Write,
     counts: &mut Counts,
 ) -> io::Result<()> {
-    let name = file.display().to_string();
+    let name = files::named(file).to_string();
     if format == Format::Json {
-        write!(out, "{{\"file\":{},\"violations\":[", json!(name))?;
+        // JSON escapes a UTF-8 name itself; one that is not UTF-8 is given
+        // escaped, as the text format prints it.
+        let file = file.to_str().unwrap_or(&name);
+        write!(out, "{{\"file\":{},\"violations\":[", json!(file))?;
     }
     let mut written = Ok(());
     let mut first = true;
@@ -125,9 +129,10 @@ fn report_file(
         }
         (Format::Text, Err(error)) => {
             out.flush()?;
+            let reason = files::escaped(&error.reason);
             match error.line {
-                0 => eprintln!("error: {name}: {}", error.reason),
-                line => eprintln!("error: {name}:{line}: {}", error.reason),
+                0 => eprintln!("error: {name}: {reason}"),
+                line => eprintln!("error: {name}:{line}: {reason}"),
             }
             Ok(())
         }
@@ -143,7 +148,8 @@ fn write_finding(
     out: &mut impl Write,
 ) -> io::Result<()> {
     match format {
-        Format::Text => writeln!(out, "{name}:{finding}"),
+        // The detail quotes ids from the log, which may hold a newline.
+        Format::Text => writeln!(out, "{name}:{}", files::escaped(&finding.to_string())),
         Format::Json => {
             let separator = if first { "" } else { "," };
             let finding = json!({

@@ -173,10 +173,9 @@ fn named_variant(text: &str) -> Option<(usize, String)> {
 
 /// The file name and the variant it ran on.
 pub fn title(file: &Path, mutant: Option<&str>) -> String {
-    let name = file.file_name().map_or_else(
-        || file.display().to_string(),
-        |name| name.to_string_lossy().into_owned(),
-    );
+    // Escaped like every printed path: a newline in a name would end a
+    // mermaid line early.
+    let name = crate::files::named(file.file_name().map_or(file, Path::new));
     match mutant {
         Some(mutant) => format!("{name} (planted bug {mutant})"),
         None => format!("{name} (correct design)"),

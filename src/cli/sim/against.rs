@@ -17,6 +17,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use courier::files;
 use courier_check::validate::{Finding, Unreadable, validate};
 use courier_check::{Checker, Kept, Violation};
 use courier_core::transcript::{Command, Runner, record, stimulus_line};
@@ -311,7 +312,7 @@ pub(crate) fn main(
         shrink_divergence(&mut compared, prototype, command);
     }
     match write_divergence(prototype, &compared, written.out) {
-        Ok(path) => println!("first unexplained: {}", path.display()),
+        Ok(path) => println!("first unexplained: {}", files::named(&path)),
         Err(error) => eprintln!("error: {error}"),
     }
     ExitCode::from(1)
@@ -474,12 +475,12 @@ fn write_divergence(prototype: &Agent, compared: &Compared, out: &Path) -> Resul
     if std::fs::read_to_string(&path).is_ok_and(|old| !old.starts_with("# divergence: ")) {
         return Err(format!(
             "{}: exists and is not a divergence transcript; not replaced",
-            path.display()
+            files::named(&path)
         ));
     }
     // A named directory that does not exist yet is the user's to create.
     std::fs::create_dir_all(out)
         .and_then(|()| courier::files::replace(&path, text))
-        .map_err(|error| format!("{}: cannot write: {error}", path.display()))?;
+        .map_err(|error| format!("{}: cannot write: {error}", files::named(&path)))?;
     Ok(path)
 }
