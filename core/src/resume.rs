@@ -108,6 +108,10 @@ impl Replay {
         match event {
             Output::Spliced(splice) => self.splice(splice).map_err(corrupt),
             Output::TurnStart { turn } => match self.open {
+                // The resumed agent's next turn would have no number.
+                None if *turn == u64::MAX => Err(corrupt(format!(
+                    "`{event}` leaves no number for the next turn"
+                ))),
                 None if *turn > self.last_turn => {
                     self.open = Some(Open {
                         turn: *turn,
@@ -348,6 +352,11 @@ mod tests {
                 ],
                 2,
                 "already opened",
+            ),
+            (
+                vec![Output::TurnStart { turn: u64::MAX }],
+                0,
+                "no number for the next turn",
             ),
         ];
         for (kept, index, reason) in cases {

@@ -122,11 +122,10 @@ impl KeptLog {
         lines
     }
 
-    /// The turn number the resumed agent opens next; `None` when the log's
-    /// last turn is `u64::MAX` (a hand-made or corrupt log), after which
-    /// there is no number left.
-    pub fn next_turn(&self) -> Option<u64> {
-        self.replay.clone().resume().last_turn().checked_add(1)
+    /// The turn number the resumed agent opens next (there is one: `Replay`
+    /// refuses a `turn/start` of `u64::MAX`).
+    pub fn next_turn(&self) -> u64 {
+        self.replay.clone().resume().last_turn() + 1
     }
 }
 
@@ -411,6 +410,6 @@ mod tests {
                 r#"{"type":"turn/end","data":{"turn":1,"reason":{"kind":"interrupted"}}}"#
             )
         );
-        assert_eq!(kept.next_turn(), Some(2));
+        assert_eq!(kept.next_turn(), 2);
     }
 }

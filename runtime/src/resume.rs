@@ -52,16 +52,6 @@ pub(crate) fn repair_in_place(path: &Path) -> Result<KeptLog, ResumeError> {
             reason: "no `session` header kept: nothing to resume".into(),
         }));
     }
-    if kept.next_turn().is_none() {
-        // A resumed agent would open turn u64::MAX + 1 at its next wake.
-        return Err(ResumeError::Unresumable(Unresumable {
-            line: 0,
-            reason: format!(
-                "the last turn is {}: no number is left for the next turn",
-                u64::MAX
-            ),
-        }));
-    }
     let lines = kept.appended_lines();
     if kept.torn.is_none() && lines.is_empty() {
         return Ok(kept);

@@ -100,13 +100,7 @@ fn report(kept: &KeptLog) -> String {
             .collect();
         text.push_str(&format!("pending {target}: {}\n", listed(&ids)));
     }
-    match kept.next_turn() {
-        Some(turn) => text.push_str(&format!("next turn: {turn}\n")),
-        None => text.push_str(&format!(
-            "next turn: none (the log's last turn is {}, the largest number there is)\n",
-            u64::MAX
-        )),
-    }
+    text.push_str(&format!("next turn: {}\n", kept.next_turn()));
     let lost: Vec<String> = kept
         .lost
         .iter()
