@@ -20,6 +20,7 @@ use courier_core::transcript::{Runner, record};
 use courier_core::{Agent, Stimulus};
 
 use crate::run::judge;
+use crate::session::{Record, Session};
 
 /// A hard cap on evaluations, so shrinking always ends.
 const EVALUATIONS_MAX: usize = 200_000;
@@ -116,10 +117,12 @@ pub fn shrink(
         let violation = violation.filter(|v| v.property == property)?;
         Some((fed, violation))
     };
-    let shrunk = shrink_within(
+    let budget = Budget::for_trace(trace.len(), EVALUATIONS_MAX);
+    let shrunk = search(
         trace,
         breaks,
-        Budget::for_trace(trace.len(), EVALUATIONS_MAX),
+        budget,
+        Some(&mut |kept: &[Stimulus]| log_lengths(prototype, kept)),
     );
     shrunk.ok_or_else(|| NotReproduced {
         expected: property,
@@ -150,6 +153,21 @@ pub fn shrink_within<F>(
     fails: impl FnMut(&[Stimulus]) -> Option<(Vec<Stimulus>, F)>,
     budget: Budget,
 ) -> Option<Shrunk<F>> {
+    search(trace, fails, budget, None)
+}
+
+/// The durable log's length before each stimulus of a trace, and after
+/// its last (see [`log_lengths`]).
+type LogLengths<'a> = &'a mut dyn FnMut(&[Stimulus]) -> Vec<usize>;
+
+/// [`shrink_within`], keeping each restart's cut where it was when the
+/// stimuli before it go, given `log` (see [`Shrinking::keep_cut`]).
+fn search<F>(
+    trace: &[Stimulus],
+    fails: impl FnMut(&[Stimulus]) -> Option<(Vec<Stimulus>, F)>,
+    budget: Budget,
+    log: Option<LogLengths<'_>>,
+) -> Option<Shrunk<F>> {
     let mut shrinking = Shrinking {
         fails,
         best: None,
@@ -158,6 +176,8 @@ pub fn shrink_within<F>(
         replayed: 0,
         budget,
         spent: false,
+        log,
+        lengths: None,
     };
     shrinking.judge_whole(trace);
     shrinking.best.as_ref()?;
@@ -176,9 +196,24 @@ pub fn shrink_within<F>(
     })
 }
 
+/// The durable log's length before each stimulus of `trace` run on
+/// `prototype`, and after its last: where each restart cuts.
+fn log_lengths(prototype: &Agent, trace: &[Stimulus]) -> Vec<usize> {
+    let mut session = Session::new(prototype, Record::default());
+    let mut lengths = Vec::with_capacity(trace.len() + 1);
+    for stimulus in trace {
+        lengths.push(session.log().len());
+        // A kept trace breaks its property only at its end (or in its
+        // liveness completions); the lengths are what counts here.
+        drop(session.apply(stimulus.clone()));
+    }
+    lengths.push(session.log().len());
+    lengths
+}
+
 /// The smallest failing trace so far, the candidate being judged, and the
 /// budget spent.
-struct Shrinking<J, F> {
+struct Shrinking<'a, J, F> {
     fails: J,
     best: Option<(Vec<Stimulus>, F)>,
     /// One buffer every candidate is built in, so a long trace's candidates
@@ -189,9 +224,13 @@ struct Shrinking<J, F> {
     budget: Budget,
     /// A candidate was refused for the budget: every pass stops.
     spent: bool,
+    /// Measures a trace's durable log, when the judge runs the core.
+    log: Option<LogLengths<'a>>,
+    /// The best trace's log lengths, once measured (`None` when stale).
+    lengths: Option<Vec<usize>>,
 }
 
-impl<J: FnMut(&[Stimulus]) -> Option<(Vec<Stimulus>, F)>, F> Shrinking<J, F> {
+impl<J: FnMut(&[Stimulus]) -> Option<(Vec<Stimulus>, F)>, F> Shrinking<'_, J, F> {
     /// The best failing trace so far.
     fn trace(&self) -> &[Stimulus] {
         self.best.as_ref().map_or(&[], |(trace, _)| trace)
@@ -210,6 +249,53 @@ impl<J: FnMut(&[Stimulus]) -> Option<(Vec<Stimulus>, F)>, F> Shrinking<J, F> {
         self.candidate.clear();
         self.candidate.extend_from_slice(&best[..removed.start]);
         self.candidate.extend_from_slice(&best[removed.end..]);
+        self.keep_cut(removed);
+    }
+
+    /// A restart loses the last `lose` events of the log, so removing
+    /// stimuli whose events it lost moves its cut back over events it kept:
+    /// every stimulus before it looks needed, and ddmin goes quadratic (or
+    /// worse: [`Shrinking::lose_less`] then moves the cut one event per
+    /// round). So the first restart after `removed` loses that many fewer
+    /// events, cutting where it did (when no restart is removed and the log
+    /// can be measured within the budget).
+    fn keep_cut(&mut self, removed: std::ops::Range<usize>) {
+        let is_restart = |stimulus: &Stimulus| matches!(stimulus, Stimulus::Restart { .. });
+        let Some((best, _)) = &self.best else {
+            return;
+        };
+        if removed.is_empty() || best[removed.clone()].iter().any(is_restart) {
+            return;
+        }
+        let Some(after) = best[removed.end..].iter().position(is_restart) else {
+            return;
+        };
+        let restart = removed.end + after;
+        let Stimulus::Restart { lose } = best[restart] else {
+            return;
+        };
+        if self.lengths.is_none() {
+            let replayed = self.replayed.saturating_add(best.len());
+            let Some(log) = self
+                .log
+                .as_mut()
+                .filter(|_| replayed <= self.budget.replayed)
+            else {
+                return;
+            };
+            self.replayed = replayed;
+            self.lengths = Some(log(best));
+        }
+        let Some(lengths) = &self.lengths else {
+            return;
+        };
+        let logged = lengths[restart];
+        let lose = lose.min(logged);
+        let cut = logged - lose;
+        let lost = lengths[removed.end].saturating_sub(lengths[removed.start].max(cut));
+        if lost > 0 {
+            self.candidate[restart - removed.len()] = Stimulus::Restart { lose: lose - lost };
+        }
     }
 
     /// Keeps the candidate (as it fed) if the budget allows judging it, it
@@ -225,6 +311,7 @@ impl<J: FnMut(&[Stimulus]) -> Option<(Vec<Stimulus>, F)>, F> Shrinking<J, F> {
         match (self.fails)(&self.candidate) {
             Some((fed, failure)) if better(&fed, self.trace()) => {
                 self.best = Some((fed, failure));
+                self.lengths = None;
                 true
             }
             Some(_) | None => false,
@@ -492,5 +579,44 @@ mod tests {
                 shrunk.trace.len()
             );
         }
+    }
+
+    /// A restart that must cut the log at one event (here, lose the end of
+    /// the turn before 500 inject/remove pairs: resume-renumbers then opens
+    /// turn 1 twice) made every pair look needed: before each restart kept
+    /// its cut, the 505 stimuli stopped at the replay budget, shrunk to 486,
+    /// after 10 million stimuli replayed. Now it shrinks to the three that
+    /// matter.
+    #[cfg(feature = "mutants")]
+    #[test]
+    fn a_restart_keeps_its_cut_while_the_stimuli_before_it_go() {
+        use courier_core::transcript::{Command, parse_command};
+        let input = |line: &str| match parse_command(line) {
+            Ok(Command::Input(input)) => Stimulus::Input(input),
+            other => panic!("{line}: {other:?}"),
+        };
+        let pairs = 250;
+        let mut trace = vec![
+            input("followup A"),
+            input("pre-step pass"),
+            input("step completed"),
+        ];
+        for k in 0..pairs {
+            trace.push(input(&format!("inject y{k}")));
+            trace.push(input(&format!("remove y{k}")));
+        }
+        trace.push(Stimulus::Restart {
+            lose: 2 * pairs + 1,
+        });
+        trace.push(input("followup B"));
+        let prototype = Agent::with_mutant(Some(courier_core::Mutant::ResumeRenumbers));
+        let shrunk = shrink(&prototype, &trace, Property::Balanced).expect("it breaks balanced");
+        assert_eq!(shrunk.extent, Extent::Minimal);
+        assert_eq!(shrunk.trace.len(), 3, "{:?}", shrunk.trace);
+        assert!(
+            shrunk.replayed < 20 * trace.len(),
+            "{} replayed",
+            shrunk.replayed
+        );
     }
 }
