@@ -4,7 +4,11 @@
 //! default, violates the same property; [`shrink_by`] takes any judge, e.g.
 //! a differential's "still diverges the same way").
 //! A restart is one more element, and once no element can go each restart
-//! tries to lose fewer events (a smaller cut is a simpler crash).
+//! tries to lose fewer events (a smaller cut is a simpler crash). A restart
+//! loses the log's last events, so it first tries losing nothing at all,
+//! and a chunk removed before it moves its cut back by the events the chunk
+//! wrote after the cut (else every stimulus before a restart that must cut
+//! at one event looks needed).
 //! An input may become refused once what it named is gone; it is still fed
 //! and checked, and a later pass can remove it too.
 //!
@@ -72,10 +76,11 @@ pub enum Extent {
     BudgetSpent,
 }
 
-/// A minimal failing trace.
+/// A shrunk failing trace: minimal, unless its budget ran out first.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Shrunk<F = Violation> {
-    /// The inputs and restarts, each needed for the failure.
+    /// The inputs and restarts (each needed for the failure, when
+    /// [`Extent::Minimal`]).
     pub trace: Vec<Stimulus>,
     /// How they still fail (by default, the violation they produce).
     pub violation: F,
