@@ -11,6 +11,7 @@ use courier_core::{Agent, CorruptLog, Inbox, Input, Output, Replay, Status, Stim
 
 use crate::checker::{Checker, Kept};
 use crate::property::{Property, Violation};
+use crate::sweep::Sweeps;
 
 /// The shared checker and the first property it saw break. After that the
 /// ghost no longer mirrors the core, so later transitions go unchecked.
@@ -150,6 +151,8 @@ pub struct Harness {
     /// by `lose` (the model checker keeps none: its states must not grow
     /// with their history).
     log: Option<Vec<Output>>,
+    /// When the core's invariants are swept next (amortized: linear runs).
+    sweeps: Sweeps,
 }
 
 impl Harness {
@@ -171,6 +174,7 @@ impl Harness {
             agent,
             monitor: Monitor::new(),
             log: None,
+            sweeps: Sweeps::default(),
         }
     }
 
@@ -179,11 +183,13 @@ impl Harness {
         &self.agent
     }
 
-    /// [`Agent::check_invariants`] on the agent as it stands: for a release
-    /// engine that sweeps after every input (a debug build's
-    /// [`Harness::feed`] already does).
+    /// [`Agent::check_invariants`] after an input, for a release engine
+    /// that sweeps after every input (a debug build's [`Harness::feed`]
+    /// already does): every input while the inbox is small, amortized over
+    /// a large one (a sweep visits it all); a sweep that finds them broken
+    /// panics naming the input that broke them (see `sweep.rs`).
     pub fn check_invariants(&mut self) {
-        self.agent.check_invariants();
+        self.sweeps.after_input(&mut self.agent);
     }
 
     /// The checker's ghost state.
@@ -204,11 +210,11 @@ impl Harness {
     /// Feeds one input and checks the transition.
     pub fn feed(&mut self, input: Input) -> Step {
         let transition = self.agent.transition(input);
-        // The core's own debug check sweeps a large inbox only now and then;
-        // the engines sweep it after every input (the simulator in release
-        // builds too).
+        self.sweeps.fed(&transition.input);
+        // The engines sweep the core's invariants after every input, in
+        // release builds too (the simulator): a large inbox amortized.
         if cfg!(debug_assertions) {
-            self.agent.check_invariants();
+            self.sweeps.after_input(&mut self.agent);
         }
         if let Some(log) = &mut self.log {
             log.extend(
@@ -310,6 +316,7 @@ impl Harness {
         let closers: Vec<Output> = std::iter::from_fn(|| agent.poll_output()).collect();
         let violation = self.monitor.restart(kept, &closers, &agent);
         self.agent = agent;
+        self.sweeps.replaced();
         Restarted {
             lose,
             lost,

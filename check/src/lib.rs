@@ -12,6 +12,7 @@ mod harness;
 pub mod history;
 mod mutant;
 mod property;
+mod sweep;
 pub mod validate;
 
 pub use checker::{Checker, Kept, WHOLE_LIST_MAX, mix};

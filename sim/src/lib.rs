@@ -31,6 +31,8 @@ pub use prng::Prng;
 pub use report::{REPORT_FORMAT, REPORT_FORMAT_OLDEST, Report, ReportError};
 pub use run::{Evaluation, Restarts, SeedRun, draw, evaluate, simulate, simulate_within};
 pub use session::{LIVENESS_INPUTS_MAX, Record, STALL_INPUTS_MAX, Session};
-pub use shrink::{NotReproduced, Shrunk, shrink, shrink_by, transcript};
+pub use shrink::{
+    Budget, Extent, NotReproduced, Shrunk, shrink, shrink_by, shrink_within, transcript,
+};
 pub use swarm::{InputWeights, PreStepWeights, StepWeights, Swarm};
 pub use sweep::{Failure, Plan, Swept, sweep};

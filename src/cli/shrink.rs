@@ -5,13 +5,15 @@
 //! `courier run [--mutant NAME] FILE.txn` replays it. Exit 0 when written,
 //! 2 when the report cannot be read or does not reproduce, or `--out` is the
 //! report or a folder or cannot be written (checked before the work; the
-//! file is replaced whole or left as it was).
+//! file is replaced whole or left as it was). A search that ran out of its
+//! budget (quadratic when the minimal trace is long) writes the best trace
+//! so far, still failing, and says so in a `note:` line and a comment.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use courier::files::{self, Output};
-use courier_sim::{shrink, transcript};
+use courier_sim::{Extent, shrink, transcript};
 
 /// Arguments of `courier shrink`.
 #[derive(clap::Args)]
@@ -45,6 +47,18 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         }
     };
     let mut text = header(&report, &shrunk.violation.detail);
+    // A search cut short still wrote a failing trace: say it may not be minimal.
+    let spent = match shrunk.extent {
+        Extent::Minimal => None,
+        Extent::BudgetSpent => Some(format!(
+            "shrunk as far as the budget allowed ({} evaluations, {} stimuli replayed): \
+             the trace still fails, a shorter one may exist",
+            shrunk.evaluations, shrunk.replayed
+        )),
+    };
+    if let Some(note) = &spent {
+        text.push_str(&format!("# {note}\n\n"));
+    }
     text.push_str(&transcript(&prototype, &shrunk.trace));
     if let Err(error) = files::replace(&args.out, &text) {
         // The search is not lost: the transcript goes to stdout.
@@ -61,6 +75,9 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         shrunk.trace.len(),
         shrunk.evaluations
     );
+    if let Some(note) = &spent {
+        println!("note: {note}");
+    }
     println!(
         "violation: {} seed={}",
         shrunk.violation.property, report.seed
