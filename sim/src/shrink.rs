@@ -93,6 +93,21 @@ pub struct Shrunk<F = Violation> {
     pub extent: Extent,
 }
 
+impl<F> Shrunk<F> {
+    /// What to tell a user when the budget cut the search short (the trace
+    /// still fails, but may not be minimal); `None` when it is minimal.
+    pub fn note(&self) -> Option<String> {
+        match self.extent {
+            Extent::Minimal => None,
+            Extent::BudgetSpent => Some(format!(
+                "shrunk as far as the budget allowed ({} evaluations, {} stimuli replayed): \
+                 the trace still fails, a shorter one may exist",
+                self.evaluations, self.replayed
+            )),
+        }
+    }
+}
+
 /// The trace to shrink does not fail the way the report says.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("the trace does not violate {expected} ({found})")]

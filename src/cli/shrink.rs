@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use courier::files::{self, Output};
-use courier_sim::{Extent, shrink, transcript};
+use courier_sim::{shrink, transcript};
 
 /// Arguments of `courier shrink`.
 #[derive(clap::Args)]
@@ -48,14 +48,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     };
     let mut text = header(&report, &shrunk.violation.detail);
     // A search cut short still wrote a failing trace: say it may not be minimal.
-    let spent = match shrunk.extent {
-        Extent::Minimal => None,
-        Extent::BudgetSpent => Some(format!(
-            "shrunk as far as the budget allowed ({} evaluations, {} stimuli replayed): \
-             the trace still fails, a shorter one may exist",
-            shrunk.evaluations, shrunk.replayed
-        )),
-    };
+    let spent = shrunk.note();
     if let Some(note) = &spent {
         text.push_str(&format!("# {note}\n\n"));
     }

@@ -350,6 +350,9 @@ fn shrink_divergence(compared: &mut Compared, prototype: &Agent, command: &str) 
         shrunk.trace.len(),
         shrunk.evaluations
     );
+    if let Some(note) = shrunk.note() {
+        println!("note: seed {}: {note}", compared.seed);
+    }
     compared.verdict = Ok(Verdict::Diverged {
         index: shrunk.trace.len() - 1,
         judged: target,
