@@ -241,7 +241,26 @@ impl Reader {
     }
 
     /// Reads one (non-blank) line.
+    ///
+    /// A string escaping half of a UTF-16 surrogate pair (`"\ud83d"`) is
+    /// JSON that dsh writes (`JSON.stringify` of a string cut inside an
+    /// emoji) and reads (`JSON.parse`), but serde_json refuses; such a line
+    /// is read again with each lone half as U+FFFD, as a JavaScript string
+    /// printed to UTF-8 shows it. Only the failing path looks for them.
     pub fn line(&mut self, text: &str) -> Result<LogLine, LineError> {
+        let (next_seq, conversions) = (self.next_seq, self.conversions);
+        let error = match self.record(text) {
+            Err(error @ LineError::NotJson(_)) => error,
+            read => return read,
+        };
+        let Some(mended) = lone_surrogates_replaced(text) else {
+            return Err(error);
+        };
+        (self.next_seq, self.conversions) = (next_seq, conversions);
+        self.record(&mended)
+    }
+
+    fn record(&mut self, text: &str) -> Result<LogLine, LineError> {
         let envelope = match Envelope::read(text, true) {
             Ok(envelope) => envelope,
             Err(_) => Envelope::read(text, false)?,
@@ -553,6 +572,47 @@ impl<'a> KeySet<'a> {
     }
 }
 
+/// `text` with every `\uXXXX` escape of a lone UTF-16 surrogate (a high
+/// half not followed by an escaped low half, or a low half alone) replaced
+/// by `\ufffd`; `None` when it has none. Backslashes only occur inside
+/// JSON strings, so escapes are found without tracking strings.
+fn lone_surrogates_replaced(text: &str) -> Option<String> {
+    let unit = |at: usize| -> Option<u16> {
+        let hex = text.get(at..at + 6)?.strip_prefix("\\u")?;
+        u16::from_str_radix(hex, 16).ok()
+    };
+    let bytes = text.as_bytes();
+    let mut mended = String::new();
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'\\' {
+            at += 1;
+            continue;
+        }
+        let Some(first) = unit(at) else {
+            at += 2; // `\\`, `\"` or another two-character escape
+            continue;
+        };
+        let pair = (0xD800..0xDC00).contains(&first)
+            && unit(at + 6).is_some_and(|second| (0xDC00..0xE000).contains(&second));
+        if pair {
+            at += 12;
+        } else if (0xD800..0xE000).contains(&first) {
+            mended.push_str(&text[copied..at]);
+            mended.push_str("\\ufffd");
+            at += 6;
+            copied = at;
+        } else {
+            at += 6;
+        }
+    }
+    (copied > 0).then(|| {
+        mended.push_str(&text[copied..]);
+        mended
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -632,6 +692,39 @@ mod tests {
         let many: String = (0..5000).map(|k| format!(r#""k{k}":0,"#)).collect();
         let line = format!(r#"{{{many}"type":"x"}}"#);
         assert_eq!(parse_line(&line).unwrap(), LogLine::Other("x".into()));
+    }
+
+    #[test]
+    fn a_lone_surrogate_escape_reads_as_the_replacement_character() {
+        let line = |text: &str| {
+            format!(
+                r#"{{"type":"user/message","data":{{"id":"m","role":"user","content":"{text}","source":{{"kind":"user"}}}}}}"#
+            )
+        };
+        let content = |text: &str| match parse_line(&line(text)) {
+            Ok(LogLine::Delivery(Output::UserMessage(message))) => {
+                let json: Value = serde_json::from_str(message.json()).unwrap();
+                json["content"].as_str().unwrap().to_owned()
+            }
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(content(r"a\ud83d"), "a\u{fffd}");
+        assert_eq!(
+            content(r"\ude00b\ud83d\ud83d\ude00"),
+            "\u{fffd}b\u{fffd}\u{1f600}"
+        );
+        // Escapes around them are left as they are.
+        assert_eq!(content(r#"\\ud83d \" \u0041"#), r#"\ud83d " A"#);
+        // A line that is not JSON stays so, lone surrogate or not.
+        let torn = line(r"\ud83d");
+        assert!(matches!(
+            parse_line(&torn[..40]),
+            Err(LineError::NotJson(_))
+        ));
+        // A retried line counts its event once.
+        let (reader, read) = read_all(&[HEADER, &line(r"\ud83d"), &line("x")]);
+        assert!(read.iter().all(Result::is_ok), "{read:?}");
+        assert_eq!(reader.next_seq, 2);
     }
 
     /// Reads a log with one reader, as every caller does.
