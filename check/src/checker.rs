@@ -4,7 +4,7 @@
 //! inputs and outputs only, so the model checker, the simulator and any other
 //! engine share this one checker.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 
 use courier_core::{
@@ -28,8 +28,9 @@ struct Boundary {
     /// Claim splices still expected: list and removed count (at most two:
     /// `next-step`, then the `next-turn` head), on the stack.
     splices: SmallVec<[(Target, usize); 2]>,
-    /// `claimed` notifications still expected, in batch order.
-    claimed: VecDeque<MessageId>,
+    /// `claimed` notifications still expected, last first (the next one is
+    /// popped from the back); on the stack for a boundary's usual few.
+    claimed: SmallVec<[MessageId; 4]>,
     /// Opened by `step/end`: a `turn/end` may follow instead of a claim.
     after_step: bool,
     /// Some part of the claim has been seen.
@@ -391,7 +392,8 @@ impl Checker {
         if head.is_some() {
             splices.push((Target::NextTurn, 1));
         }
-        let claimed = steering.iter().chain(head).cloned().collect();
+        let mut claimed: SmallVec<[MessageId; 4]> = steering.iter().chain(head).cloned().collect();
+        claimed.reverse();
         Boundary {
             turn,
             splices,
@@ -433,7 +435,7 @@ impl Checker {
                 message,
                 turn: claimed_turn,
             } if boundary.splices.is_empty() => {
-                let expected = boundary.claimed.pop_front();
+                let expected = boundary.claimed.pop();
                 ensure(
                     expected.as_ref() == Some(message.id()) && *claimed_turn == turn,
                     Property::ClaimShape,
@@ -737,14 +739,18 @@ impl Checker {
 }
 
 /// Whether the ghost list holds the ids of the core's, in order. Lengths
-/// first, and empty lists (most, after every input) end there.
+/// first, and empty lists (most, after every input) end there. Two lists
+/// that each lie in one slice (the usual short deque) are zipped as slices,
+/// a tight loop; others by their iterators. Ids compare by address first
+/// (the ghost's are clones of the messages' own).
 fn same_ids(ghost: &Pending<MessageId>, real: &Pending<Message>) -> bool {
+    let same = |(id, message): (&MessageId, &Message)| id == message.id();
     ghost.len() == real.len()
         && (ghost.is_empty()
-            || ghost
-                .iter()
-                .zip(real)
-                .all(|(id, message)| id == message.id()))
+            || match (ghost.as_slices(), real.as_slices()) {
+                (Some((ids, [])), Some((messages, []))) => ids.iter().zip(messages).all(same),
+                _ => ghost.iter().zip(real).all(same),
+            })
 }
 
 /// splitmix64's finalizer: spreads a rank over 64 bits so sums of distinct
@@ -771,7 +777,7 @@ fn due_id(expected: &Option<MessageId>) -> String {
 
 fn boundary_due(boundary: &Boundary) -> String {
     let splices: Vec<String> = boundary.splices.iter().map(|s| due(Some(*s))).collect();
-    let claimed: Vec<&str> = boundary.claimed.iter().map(MessageId::as_str).collect();
+    let claimed: Vec<&str> = boundary.claimed.iter().rev().map(MessageId::as_str).collect();
     format!(
         "splices [{}] and claims [{}]",
         splices.join(", "),
