@@ -102,6 +102,7 @@ impl<'a> Ranks<'a> {
     }
 
     /// The rank of `id`; ids outside the lists rank after all listed ones.
+    #[inline]
     pub fn rank(&self, id: &MessageId) -> usize {
         self.position(id.as_str().as_bytes())
             .unwrap_or(self.ids.len())
