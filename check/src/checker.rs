@@ -4,7 +4,7 @@
 //! inputs and outputs only, so the model checker, the simulator and any other
 //! engine share this one checker.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use courier_core::{
@@ -28,9 +28,8 @@ struct Boundary {
     /// Claim splices still expected: list and removed count (at most two:
     /// `next-step`, then the `next-turn` head), on the stack.
     splices: SmallVec<[(Target, usize); 2]>,
-    /// `claimed` notifications still expected, last first (the next one is
-    /// popped from the back); on the stack for a boundary's usual few.
-    claimed: SmallVec<[MessageId; 4]>,
+    /// `claimed` notifications still expected, in batch order.
+    claimed: VecDeque<MessageId>,
     /// Opened by `step/end`: a `turn/end` may follow instead of a claim.
     after_step: bool,
     /// Some part of the claim has been seen.
@@ -392,8 +391,7 @@ impl Checker {
         if head.is_some() {
             splices.push((Target::NextTurn, 1));
         }
-        let mut claimed: SmallVec<[MessageId; 4]> = steering.iter().chain(head).cloned().collect();
-        claimed.reverse();
+        let claimed = steering.iter().chain(head).cloned().collect();
         Boundary {
             turn,
             splices,
@@ -435,7 +433,7 @@ impl Checker {
                 message,
                 turn: claimed_turn,
             } if boundary.splices.is_empty() => {
-                let expected = boundary.claimed.pop();
+                let expected = boundary.claimed.pop_front();
                 ensure(
                     expected.as_ref() == Some(message.id()) && *claimed_turn == turn,
                     Property::ClaimShape,
@@ -779,7 +777,7 @@ fn due_id(expected: &Option<MessageId>) -> String {
 
 fn boundary_due(boundary: &Boundary) -> String {
     let splices: Vec<String> = boundary.splices.iter().map(|s| due(Some(*s))).collect();
-    let claimed: Vec<&str> = boundary.claimed.iter().rev().map(MessageId::as_str).collect();
+    let claimed: Vec<&str> = boundary.claimed.iter().map(MessageId::as_str).collect();
     format!(
         "splices [{}] and claims [{}]",
         splices.join(", "),
