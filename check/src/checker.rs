@@ -784,3 +784,50 @@ fn boundary_due(boundary: &Boundary) -> String {
         claimed.join(" ")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use courier_core::Source;
+
+    use super::*;
+
+    fn messages(ids: &[&str]) -> Vec<Message> {
+        ids.iter()
+            .map(|id| Message::text(*id, Source::user()))
+            .collect()
+    }
+
+    /// `items` pushed at the back, or (`wrapped`) all but the first pushed
+    /// and the first put in front, which wraps a deque: both comparison
+    /// paths must give one answer.
+    fn list<T: Clone>(items: &[T], wrapped: bool) -> Pending<T> {
+        let mut list = Pending::default();
+        let (first, rest) = items.split_first().expect("a non-empty list");
+        for item in if wrapped { rest } else { items } {
+            list.push_back(item.clone());
+        }
+        if wrapped {
+            list.insert(0, [first.clone()]);
+        }
+        list
+    }
+
+    #[test]
+    fn same_ids_holds_for_the_same_order_in_any_layout() {
+        let real = messages(&["A", "B", "C"]);
+        let ids: Vec<MessageId> = real.iter().map(|m| m.id().clone()).collect();
+        // A ghost id is a clone of the message's, or spelled anew.
+        let spelled: Vec<MessageId> = ["A", "B", "C"].map(MessageId::from).to_vec();
+        let swapped: Vec<MessageId> = ["A", "C", "B"].map(MessageId::from).to_vec();
+        for (ghost_wrapped, real_wrapped) in
+            [(false, false), (false, true), (true, false), (true, true)]
+        {
+            let core = list(&real, real_wrapped);
+            assert!(same_ids(&list(&ids, ghost_wrapped), &core));
+            assert!(same_ids(&list(&spelled, ghost_wrapped), &core));
+            assert!(!same_ids(&list(&swapped, ghost_wrapped), &core));
+            assert!(!same_ids(&list(&ids[..2], ghost_wrapped), &core));
+        }
+        assert!(same_ids(&Pending::default(), &Pending::default()));
+    }
+}

@@ -94,7 +94,8 @@ impl<'a> Ranks<'a> {
             let id = id.as_str();
             // One pass, by address or bytes: a new id is compared with
             // every ranked one once (`position` would scan twice).
-            let ranked = |other: &&str| same_at(other, id.as_bytes()) || same_bytes(other, id.as_bytes());
+            let ranked =
+                |other: &&str| same_at(other, id.as_bytes()) || same_bytes(other, id.as_bytes());
             if !self.ids.iter().any(ranked) {
                 self.ids.push(id);
             }

@@ -598,6 +598,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ids_are_equal_by_bytes_whatever_their_allocation() {
+        use std::hash::BuildHasher;
+        let hash = |id: &MessageId| rustc_hash::FxBuildHasher.hash_one(id);
+        let (one, other) = (MessageId::new("A"), MessageId::new(String::from("A")));
+        assert!(!Arc::ptr_eq(&one.0, &other.0));
+        assert_eq!(one, other);
+        assert_eq!(hash(&one), hash(&other));
+        assert_eq!(one, one.clone());
+        assert_ne!(one, MessageId::new("B"));
+        assert_ne!(MessageId::new("AB"), MessageId::new("AC"));
+    }
+
+    #[test]
     fn the_digest_renames_only_the_messages_own_id() {
         let text = |id: &str, source: Source| Message::text(id, source).digest();
         assert_eq!(text("A", Source::user()), text("B", Source::user()));

@@ -813,6 +813,22 @@ mod tests {
                 let end = (at + below(8)).min(model.len());
                 let ranged: Vec<&str> = list.range(at..end).map(MessageId::as_str).collect();
                 assert_eq!(ranged, model[at.min(end)..end], "round {round}");
+                // A fold (one shape dispatch) and a deque's slices see the
+                // same items in the same order.
+                let folded = list.iter().fold(Vec::new(), |mut all, id| {
+                    all.push(id.as_str());
+                    all
+                });
+                assert_eq!(folded, model, "round {round}");
+                match list.as_slices() {
+                    Some((front, back)) => {
+                        assert!(matches!(list.0, Shape::Short(_)));
+                        let joined: Vec<&str> =
+                            front.iter().chain(back).map(MessageId::as_str).collect();
+                        assert_eq!(joined, model, "round {round}");
+                    }
+                    None => assert!(matches!(list.0, Shape::Long(_))),
+                }
             }
         }
         assert!(matches!(list.0, Shape::Long(_)), "the list became a treap");

@@ -92,7 +92,12 @@ impl Prng {
     pub(crate) fn pick_cumulative(&mut self, totals: &[u64]) -> Option<usize> {
         let total = totals.last().copied().filter(|total| *total > 0)?;
         let ticket = self.below(total);
-        Some(totals.iter().map(|running| usize::from(*running <= ticket)).sum())
+        Some(
+            totals
+                .iter()
+                .map(|running| usize::from(*running <= ticket))
+                .sum(),
+        )
     }
 
     /// An index in `0..length`; `None` for an empty slice.
