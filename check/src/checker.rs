@@ -788,6 +788,7 @@ fn boundary_due(boundary: &Boundary) -> String {
 #[cfg(test)]
 mod tests {
     use courier_core::Source;
+    use courier_core::pending::Keyed;
 
     use super::*;
 
@@ -800,7 +801,7 @@ mod tests {
     /// `items` pushed at the back, or (`wrapped`) all but the first pushed
     /// and the first put in front, which wraps a deque: both comparison
     /// paths must give one answer.
-    fn list<T: Clone>(items: &[T], wrapped: bool) -> Pending<T> {
+    fn list<T: Clone + Keyed>(items: &[T], wrapped: bool) -> Pending<T> {
         let mut list = Pending::default();
         let (first, rest) = items.split_first().expect("a non-empty list");
         for item in if wrapped { rest } else { items } {
