@@ -109,14 +109,9 @@ impl<'a> Ranks<'a> {
             .unwrap_or(self.ids.len())
     }
 
-    /// Ids are shared `Arc<str>`s, so the hashed id is usually the very
-    /// string ranked: a scan by address finds it without reading a byte.
-    /// Other strings (a new id, a hook's reason) are compared by length and
-    /// first byte before the rest (a `memcmp` call), which tells the
-    /// simulator's one-letter ids apart. Ranked ids are distinct, so both
-    /// scans find the same rank.
-    /// The rank after the last one found is tried first, inline; the
-    /// scans are not.
+    /// The rank of the string `bytes`, if it is a ranked id. The rank after
+    /// the last one found is tried first, by address and inline; the scans
+    /// are not.
     #[inline]
     fn position(&self, bytes: &[u8]) -> Option<usize> {
         let next = self.next.get();
@@ -127,6 +122,12 @@ impl<'a> Ranks<'a> {
         self.scan(bytes)
     }
 
+    /// Ids are shared `Arc<str>`s, so the hashed id is usually the very
+    /// string ranked: a scan by address finds it without reading a byte.
+    /// Other strings (a new id, a hook's reason) are compared by length and
+    /// first byte before the rest (a `memcmp` call), which tells the
+    /// simulator's one-letter ids apart. Ranked ids are distinct, so both
+    /// scans find the same rank.
     #[inline(never)]
     fn scan(&self, bytes: &[u8]) -> Option<usize> {
         let at = |id: &&str| same_at(id, bytes);
