@@ -15,6 +15,7 @@
 //! message's own id in its content and source as a marker, so it is renamed
 //! too (and its JSON content is hashed once per message, not per state).
 
+use std::cell::Cell;
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use courier_core::hashing::StringHasher;
@@ -48,17 +49,15 @@ pub fn hash_with<H: Hasher>(
     hasher: &mut H,
     extra: impl FnOnce(&Ranks<'_>, &mut H),
 ) {
-    let ranks = Ranks::of(agent, checker);
+    let mut ranks = Ranks::default();
+    ranks.rank_all(agent, checker);
     // A byte string equal to a ranked id is written as its rank (tagged, so
-    // it cannot pass for raw bytes).
+    // it cannot pass for raw bytes), in one write.
     let mut renaming =
         StringHasher::new(&mut *hasher, |inner: &mut &mut H, bytes: &[u8]| match ranks
             .position(bytes)
         {
-            Some(rank) => {
-                inner.write_u8(RANK_TAG);
-                inner.write_usize(rank);
-            }
+            Some(rank) => inner.write_u64(RANKED | rank as u64),
             None => inner.write(bytes),
         });
     agent.hash(&mut renaming);
@@ -73,6 +72,9 @@ pub fn hash_with<H: Hasher>(
 #[derive(Debug, Default)]
 pub struct Ranks<'a> {
     ids: SmallVec<[&'a str; RANKS_INLINE]>,
+    /// The rank after the last one found: the agent hashes each list in
+    /// order, so the next id looked up is usually the next ranked one.
+    next: Cell<usize>,
 }
 
 /// More ids than the model checker's bounds hold (26 at most, usually a
@@ -80,27 +82,44 @@ pub struct Ranks<'a> {
 const RANKS_INLINE: usize = 16;
 
 impl<'a> Ranks<'a> {
-    /// The canonical order of the ids `(agent, checker)` hold.
+    /// Ranks the ids `(agent, checker)` hold in canonical order (filled in
+    /// place: a returned `Ranks` was copied out, 264 bytes per state).
     #[inline]
-    pub fn of(agent: &'a Agent, checker: &'a Checker) -> Self {
+    fn rank_all(&mut self, agent: &'a Agent, checker: &'a Checker) {
         let inbox = agent.inbox();
         let batch = agent.claimed().unwrap_or(&[]);
         let listed = inbox.list(Target::NextStep).iter();
         let listed = listed.chain(inbox.list(Target::NextTurn)).chain(batch);
-        let mut ranks = Self::default();
         for id in listed.map(Message::id).chain(checker.history().admitted()) {
             let id = id.as_str();
-            if ranks.position(id.as_bytes()).is_none() {
-                ranks.ids.push(id);
+            // One pass, by address or bytes: a new id is compared with
+            // every ranked one once (`position` would scan twice).
+            let ranked =
+                |other: &&str| same_at(other, id.as_bytes()) || same_bytes(other, id.as_bytes());
+            if !self.ids.iter().any(ranked) {
+                self.ids.push(id);
             }
         }
-        ranks
     }
 
     /// The rank of `id`; ids outside the lists rank after all listed ones.
+    #[inline]
     pub fn rank(&self, id: &MessageId) -> usize {
         self.position(id.as_str().as_bytes())
             .unwrap_or(self.ids.len())
+    }
+
+    /// The rank of the string `bytes`, if it is a ranked id. The rank after
+    /// the last one found is tried first, by address and inline; the scans
+    /// are not.
+    #[inline]
+    fn position(&self, bytes: &[u8]) -> Option<usize> {
+        let next = self.next.get();
+        if self.ids.get(next).is_some_and(|id| same_at(id, bytes)) {
+            self.next.set(next + 1);
+            return Some(next);
+        }
+        self.scan(bytes)
     }
 
     /// Ids are shared `Arc<str>`s, so the hashed id is usually the very
@@ -109,18 +128,35 @@ impl<'a> Ranks<'a> {
     /// first byte before the rest (a `memcmp` call), which tells the
     /// simulator's one-letter ids apart. Ranked ids are distinct, so both
     /// scans find the same rank.
-    fn position(&self, bytes: &[u8]) -> Option<usize> {
-        let at = |id: &&str| id.as_ptr() == bytes.as_ptr() && id.len() == bytes.len();
-        self.ids.iter().position(at).or_else(|| {
-            let same = |id: &&str| {
-                let id = id.as_bytes();
-                id.len() == bytes.len() && id.first() == bytes.first() && id == bytes
-            };
-            self.ids.iter().position(same)
-        })
+    #[inline(never)]
+    fn scan(&self, bytes: &[u8]) -> Option<usize> {
+        let at = |id: &&str| same_at(id, bytes);
+        let same = |id: &&str| same_bytes(id, bytes);
+        let rank = self
+            .ids
+            .iter()
+            .position(at)
+            .or_else(|| self.ids.iter().position(same));
+        if let Some(rank) = rank {
+            self.next.set(rank + 1);
+        }
+        rank
     }
 }
 
-/// Marks a renamed id in the hashed stream (ids are UTF-8, which never
-/// holds this byte).
-const RANK_TAG: u8 = 0xfe;
+/// Whether `id` is the very string `bytes` (same address and length).
+#[inline]
+fn same_at(id: &str, bytes: &[u8]) -> bool {
+    id.as_ptr() == bytes.as_ptr() && id.len() == bytes.len()
+}
+
+/// Whether `id` spells `bytes`: length and first byte before the rest.
+#[inline]
+fn same_bytes(id: &str, bytes: &[u8]) -> bool {
+    let id = id.as_bytes();
+    id.len() == bytes.len() && id.first() == bytes.first() && id == bytes
+}
+
+/// Marks a renamed id in the hashed stream: its top byte, which no rank
+/// reaches, is one UTF-8 never holds.
+const RANKED: u64 = 0xfe << 56;

@@ -54,10 +54,12 @@ struct OpenTurn {
     step_open: bool,
     /// A `next-turn` message was claimed in this turn.
     prompt_claimed: bool,
-    /// Lists claimed since the current boundary opened, in order.
-    boundary_claims: Vec<Target>,
+    /// Lists claimed since the current boundary opened, in order (at most
+    /// two in a core's log: on the stack, as `admitted`'s usual few, so a
+    /// turn allocates nothing for them).
+    boundary_claims: SmallVec<[Target; 2]>,
     /// Ids admitted in the open step.
-    admitted: Vec<MessageId>,
+    admitted: SmallVec<[MessageId; 2]>,
     /// `admitted`, indexed.
     admitted_index: Index,
     /// What the open boundary still owes ([`Mode::Log`] only; the
@@ -533,8 +535,8 @@ impl History {
             last_step: 0,
             step_open: false,
             prompt_claimed: false,
-            boundary_claims: Vec::new(),
-            admitted: Vec::new(),
+            boundary_claims: SmallVec::new(),
+            admitted: SmallVec::new(),
             admitted_index: Index::default(),
             boundary: self.opened(Window::First),
         });

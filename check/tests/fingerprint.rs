@@ -73,3 +73,17 @@ fn admitted_ids_count_by_position_not_name() {
     assert_eq!(entered(&["A", "ctx"]), entered(&["A", "other"]));
     assert_ne!(entered(&["A", "ctx"]), entered(&["A"]));
 }
+
+#[test]
+fn an_id_spelled_by_two_allocations_ranks_once() {
+    // The first boundary claims the first message; a second message of the
+    // same name (another allocation) is then queued while the batch holds it.
+    let queued_after_claim = |first: &str, second: &str| {
+        after(vec![
+            Input::followup(message(first)),
+            Input::followup(message(second)),
+        ])
+    };
+    assert_eq!(queued_after_claim("A", "A"), queued_after_claim("B", "B"));
+    assert_ne!(queued_after_claim("A", "A"), queued_after_claim("A", "B"));
+}

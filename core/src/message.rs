@@ -18,9 +18,29 @@ use strum::{Display, EnumString, IntoStaticStr};
 use crate::hashing::StringHasher;
 
 /// The opaque identity of one message. Delivery never mints ids.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct MessageId(Arc<str>);
+
+/// Equal by address first, then by bytes: an id is mostly compared with a
+/// clone of itself (a checker's ghost list against the inbox, an index
+/// entry), which then reads no bytes. `Arc<str>`'s own `==` compares bytes.
+impl PartialEq for MessageId {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for MessageId {}
+
+/// As the string: equal ids hash alike whatever their address.
+impl Hash for MessageId {
+    #[inline]
+    fn hash<H: Hasher>(&self, hasher: &mut H) {
+        self.0.hash(hasher);
+    }
+}
 
 impl MessageId {
     /// Wraps any string: ids are opaque to delivery.
@@ -576,6 +596,19 @@ pub enum TurnEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_are_equal_by_bytes_whatever_their_allocation() {
+        use std::hash::BuildHasher;
+        let hash = |id: &MessageId| rustc_hash::FxBuildHasher.hash_one(id);
+        let (one, other) = (MessageId::new("A"), MessageId::new(String::from("A")));
+        assert!(!Arc::ptr_eq(&one.0, &other.0));
+        assert_eq!(one, other);
+        assert_eq!(hash(&one), hash(&other));
+        assert_eq!(one, one.clone());
+        assert_ne!(one, MessageId::new("B"));
+        assert_ne!(MessageId::new("AB"), MessageId::new("AC"));
+    }
 
     #[test]
     fn the_digest_renames_only_the_messages_own_id() {

@@ -85,12 +85,19 @@ impl Prng {
 
     /// [`Prng::pick`] over weights given as their running totals (the
     /// generator draws its input kind this way on every input: no sum, and
-    /// a binary search instead of the scan). The same draw for the same
-    /// weights.
+    /// no subtraction per weight). The same draw for the same weights: the
+    /// index is how many totals the ticket reached, which for totals that
+    /// never decrease is where a binary search would stop, counted without
+    /// a branch per total (a table of kinds is short).
     pub(crate) fn pick_cumulative(&mut self, totals: &[u64]) -> Option<usize> {
         let total = totals.last().copied().filter(|total| *total > 0)?;
         let ticket = self.below(total);
-        Some(totals.partition_point(|running| *running <= ticket))
+        Some(
+            totals
+                .iter()
+                .map(|running| usize::from(*running <= ticket))
+                .sum(),
+        )
     }
 
     /// An index in `0..length`; `None` for an empty slice.
