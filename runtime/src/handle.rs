@@ -24,7 +24,7 @@ use crate::journal::Durability;
 use crate::observer::Observer;
 use crate::resume::{ResumeError, repair_in_place};
 use crate::shared::Shared;
-use crate::sink::{JsonlFile, Sink};
+use crate::sink::Sink;
 use crate::sync::Arc;
 
 /// A handle to one agent the runtime runs (`Clone + Send + Sync`); the agent
@@ -90,6 +90,10 @@ impl Handle {
     /// appending to the same file. A balanced log gets nothing appended, not
     /// even the marker, so resuming twice appends nothing the second time. A
     /// corrupt log is refused naming its line, and the file is not touched.
+    /// A log another live agent appends to (in this process or another) is
+    /// refused untouched with [`ResumeError::Io`] of kind
+    /// [`std::io::ErrorKind::ResourceBusy`] naming the file: see
+    /// [`JsonlFile`](crate::JsonlFile) for the one-writer lock.
     pub fn resume<P: PreStepHook, S: StepHook>(
         path: impl AsRef<Path>,
         pre_step_hook: P,
@@ -107,8 +111,7 @@ impl Handle {
         step_hook: S,
     ) -> Result<(Self, DriverTask<P, S>), ResumeError> {
         let path = path.as_ref();
-        let kept = repair_in_place(path)?;
-        let sink = JsonlFile::append(path)?;
+        let (kept, sink) = repair_in_place(path)?;
         let shared = Shared::resumed(kept.replay.resume(), Box::new(sink), durability);
         Ok(Self::build(shared, pre_step_hook, step_hook))
     }

@@ -5,10 +5,11 @@
 
 use std::fmt;
 use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io::{self, BufReader, Write};
 use std::path::Path;
 
 use crate::kept::{self, KeptLog, Unresumable};
+use crate::sink::{JsonlFile, take_writer};
 
 /// Why a log file could not be resumed.
 #[derive(Debug)]
@@ -36,15 +37,29 @@ impl From<io::Error> for ResumeError {
     }
 }
 
-/// Reads the log at `path` and repairs it for a resume: cuts a torn tail,
-/// then, when a turn is open, appends its closers and a `session/end-seed`
-/// marker (as dsh does at a resume) and fsyncs. A balanced log, such as one
-/// already repaired, gets nothing appended, so resuming twice appends
-/// nothing the second time; unlike dsh, no marker is written then either.
-/// A log that kept no line at all (the crash cut its header) is refused
-/// untouched: without its session id there is nothing to go on with.
-pub(crate) fn repair_in_place(path: &Path) -> Result<KeptLog, ResumeError> {
-    let kept = kept::read_file(path).map_err(ResumeError::Unresumable)?;
+/// Takes the log at `path` (its one-writer lock: refused while another
+/// agent appends to it), reads it and repairs it for a resume: cuts a torn
+/// tail, then, when a turn is open, appends its closers and a
+/// `session/end-seed` marker (as dsh does at a resume) and fsyncs; returns
+/// what it read and the file to go on appending to, still locked. A
+/// balanced log, such as one already repaired, gets nothing appended, so
+/// resuming twice appends nothing the second time; unlike dsh, no marker is
+/// written then either. A log that kept no line at all (the crash cut its
+/// header) is refused untouched: without its session id there is nothing
+/// to go on with.
+pub(crate) fn repair_in_place(path: &Path) -> Result<(KeptLog, JsonlFile), ResumeError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|error| {
+            ResumeError::Unresumable(Unresumable {
+                line: 0,
+                reason: format!("cannot open {}: {error}", path.display()),
+            })
+        })?;
+    take_writer(&file, path)?;
+    let kept = kept::read(BufReader::new(&file)).map_err(ResumeError::Unresumable)?;
     if kept.header.is_none() {
         // Nothing was kept, not even the session id: nothing to resume.
         return Err(ResumeError::Unresumable(Unresumable {
@@ -53,16 +68,13 @@ pub(crate) fn repair_in_place(path: &Path) -> Result<KeptLog, ResumeError> {
         }));
     }
     let lines = kept.appended_lines();
-    if kept.torn.is_none() && lines.is_empty() {
-        return Ok(kept);
+    if kept.torn.is_some() || !lines.is_empty() {
+        if kept.torn.is_some() {
+            file.set_len(kept.kept_bytes)?;
+        }
+        // Opened to append: the lines go at the (cut) end.
+        (&file).write_all(lines.as_bytes())?;
+        file.sync_all()?;
     }
-    let mut file = OpenOptions::new().write(true).open(path)?;
-    if kept.torn.is_some() {
-        file.set_len(kept.kept_bytes)?;
-    }
-    // After `set_len` the cursor is still at 0: write at the kept end.
-    io::Seek::seek(&mut file, io::SeekFrom::Start(kept.kept_bytes))?;
-    file.write_all(lines.as_bytes())?;
-    file.sync_all()?;
-    Ok(kept)
+    Ok((kept, JsonlFile::locked(file)))
 }

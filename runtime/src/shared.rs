@@ -189,7 +189,7 @@ impl Shared {
             locked.run(input)?;
             locked.observer_failure()
         });
-        result?;
+        result.map_err(|error| self.unserved(error))?;
         synced.map_err(Error::Log)
     }
 
@@ -220,6 +220,16 @@ impl Shared {
             drop(locked.run(Input::Dispose));
             Ok(locked.register_waiter())
         })
+        .map_err(|error| self.unserved(error))
+    }
+
+    /// A call's error, the log's failure instead of [`Error::DriverGone`]
+    /// when that failure is what stopped the driver task.
+    fn unserved(&self, error: Error) -> Error {
+        match (error, self.journal.failure()) {
+            (Error::DriverGone, Err(failure)) => Error::Log(failure),
+            (error, _) => error,
+        }
     }
 
     /// Ready when the ticket's `idle` came; an error when it never can (the
@@ -235,6 +245,11 @@ impl Shared {
             if locked.idle.resolved(ticket) {
                 return Poll::Ready(Ok(()));
             }
+            if let Err(error) = self.journal.failure() {
+                // The driver task stops at the log's failure: this `idle`
+                // may never come.
+                return Poll::Ready(Err(Error::Log(error)));
+            }
             if let Err(error) = locked.served() {
                 return Poll::Ready(Err(error));
             }
@@ -246,9 +261,20 @@ impl Shared {
         })
     }
 
-    /// The next job, `None` once the agent is disposed and idle (the driver
-    /// task's end), or a parked waker.
+    /// The next job, `None` once the agent is disposed and idle or its log
+    /// failed (the driver task's end), or a parked waker.
+    ///
+    /// Why a log failure ends the driver task: the log is the agent's truth
+    /// (SPEC §11: an event that was not kept never happened), and nothing is
+    /// written after its first failure, so a hook run now could act on a
+    /// message whose `spliced` was never kept. The agent stops as a crash
+    /// stops it; a resume from the file goes on from what was kept. Under
+    /// `Sync` a completion's lines are synced before the next job is looked
+    /// at, so no hook ever sees a line that failed.
     pub(crate) fn poll_job(&self, context: &mut Context<'_>) -> Poll<Option<Job>> {
+        if self.journal.failure().is_err() {
+            return Poll::Ready(None);
+        }
         self.with(|locked| match locked.look() {
             Poll::Pending => {
                 park(&mut locked.driver_task, context.waker());

@@ -3,8 +3,8 @@
 //! (`crate::journal`) writes the lines in the core's emission order, outside
 //! the agent's lock, and syncs as the [`crate::Durability`] policy says.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{self, BufWriter, ErrorKind, Write};
 use std::path::Path;
 
 use courier_core::Output;
@@ -134,25 +134,65 @@ impl Sink for MemoryLog {
 
 /// A JSONL file behind a buffer: lines reach the operating system when the
 /// buffer fills or the runtime flushes, and the disk at that flush (`fdatasync`).
+///
+/// A log has one writer: a `JsonlFile` holds an exclusive advisory lock
+/// (`flock`) on its file for as long as it lives, so a second agent (in this
+/// process or another) that would append to, resume or re-create the same
+/// file is refused with [`ErrorKind::ResourceBusy`] naming it, instead of
+/// interleaving its lines with the first one's. The kernel releases the lock
+/// when the file is closed, including when its process is killed. Readers
+/// (`courier repair`, `courier validate`) take no lock: they may see the
+/// live writer's last line torn.
 pub struct JsonlFile {
     writer: BufWriter<File>,
 }
 
 impl JsonlFile {
-    /// Creates (or truncates) the file at `path`.
+    /// Creates the file at `path`, or empties the one there, once no other
+    /// writer holds it (it is never emptied under a live agent).
     pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
-        let file = File::create(path)?;
-        Ok(Self {
-            writer: BufWriter::new(file),
-        })
+        let path = path.as_ref();
+        let file = OpenOptions::new().append(true).create(true).open(path)?;
+        take_writer(&file, path)?;
+        file.set_len(0)?;
+        Ok(Self::locked(file))
     }
 
-    /// Opens the file at `path` to append to what is there (a resumed log).
+    /// Opens the file at `path` to append to what is there (a resumed log),
+    /// once no other writer holds it.
     pub fn append(path: impl AsRef<Path>) -> io::Result<Self> {
+        let path = path.as_ref();
         let file = OpenOptions::new().append(true).open(path)?;
-        Ok(Self {
+        take_writer(&file, path)?;
+        Ok(Self::locked(file))
+    }
+
+    /// Appends to `file`, whose lock [`take_writer`] took.
+    pub(crate) fn locked(file: File) -> Self {
+        Self {
             writer: BufWriter::new(file),
-        })
+        }
+    }
+}
+
+/// Takes the log's one-writer lock on `file` (opened from `path`), or says
+/// who has it. A file system that cannot lock is refused too: without the
+/// lock nothing stops a second writer from corrupting the log.
+pub(crate) fn take_writer(file: &File, path: &Path) -> io::Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => Err(io::Error::new(
+            ErrorKind::ResourceBusy,
+            format!(
+                "{} is in use: another agent (in this process or another) appends to it; \
+                 a log has one writer, and is free once that agent is dropped or its process ends",
+                path.display()
+            ),
+        )),
+        Err(TryLockError::Error(error)) => Err(io::Error::new(
+            error.kind(),
+            format!("cannot lock {}: {error}", path.display()),
+        )),
     }
 }
 

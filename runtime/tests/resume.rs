@@ -7,15 +7,22 @@
 
 use std::fs;
 use std::future::ready;
-use std::io::BufReader;
+use std::io::{self, BufReader, Write};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use courier_check::validate::validate;
+use courier_core::log::SessionHeader;
 use courier_core::{MessageId, PreStepDecision, Status, StepOutcome, Target};
-use courier_runtime::{Handle, JsonlFile, ResumeError, pre_step_hook_fn, step_hook_fn};
+use courier_runtime::kept::{self, Torn};
+use courier_runtime::{
+    Durability, Error, Handle, JsonlFile, ResumeError, Sink, pre_step_hook_fn, step_hook_fn,
+};
 
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .expect("a tokio runtime");
     runtime.block_on(future)
@@ -188,4 +195,168 @@ fn a_crash_while_the_closers_are_written_resumes_cleanly_again() {
         assert!(again.starts_with(&cut), "the kept lines are untouched");
         assert_valid(&path);
     }
+}
+
+/// A resumed agent, live: its handle and its driver task (not run).
+fn resume_live(path: &Path) -> (Handle, impl Sized) {
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    Handle::resume(path, pre_step_hook, step_hook).expect("resumable")
+}
+
+/// The error a second writer of `path` gets: busy, naming the file.
+fn assert_in_use(error: &std::io::Error, path: &Path) {
+    assert_eq!(error.kind(), std::io::ErrorKind::ResourceBusy, "{error}");
+    let named = error.to_string();
+    assert!(named.contains(&path.display().to_string()), "{named}");
+}
+
+#[test]
+fn a_second_resume_of_a_live_agents_log_is_refused_naming_the_file() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    write_session(&path);
+    cut_after(&path, r#""user/message""#, 1, 0);
+    let (first, driver) = resume_live(&path);
+    let before = fs::read(&path).expect("readable");
+    match resume(&path) {
+        Err(ResumeError::Io(error)) => assert_in_use(&error, &path),
+        Err(error) => panic!("refused for another reason: {error}"),
+        Ok(_) => panic!("two agents resumed one log"),
+    }
+    // Nor may a fresh agent take (and truncate) the live agent's file.
+    match JsonlFile::create(&path) {
+        Err(error) => assert_in_use(&error, &path),
+        Ok(_) => panic!("a live agent's log was created over"),
+    }
+    match JsonlFile::append(&path) {
+        Err(error) => assert_in_use(&error, &path),
+        Ok(_) => panic!("two writers append to one log"),
+    }
+    assert_eq!(fs::read(&path).expect("readable"), before);
+    drop(driver);
+    drop(first);
+    drop(resume(&path).expect("resumable once the first agent is gone"));
+    assert_valid(&path);
+}
+
+#[test]
+fn a_live_new_agents_log_cannot_be_resumed_until_it_is_dropped() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let sink = JsonlFile::create(&path).expect("a temporary file");
+    let (handle, driver) = Handle::new("live", pre_step_hook, step_hook, sink);
+    handle.append(Target::NextTurn, "A").expect("fresh");
+    match resume(&path) {
+        Err(ResumeError::Io(error)) => assert_in_use(&error, &path),
+        Err(error) => panic!("refused for another reason: {error}"),
+        Ok(_) => panic!("a live agent's log was resumed"),
+    }
+    drop(driver);
+    drop(handle);
+    let resumed = resume(&path).expect("resumable once the agent is gone");
+    assert_eq!(ids(&resumed, Target::NextTurn), [MessageId::from("A")]);
+}
+
+/// A disk that fills up: the file takes `room` more bytes, then every write
+/// fails, the line it fails in written as far as the room went.
+struct FillingDisk {
+    file: fs::File,
+    room: usize,
+}
+
+impl Sink for FillingDisk {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        let line = format!("{line}\n");
+        let fits = line.len().min(self.room);
+        self.file.write_all(&line.as_bytes()[..fits])?;
+        self.room -= fits;
+        if fits < line.len() {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "the test's disk is full"));
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// The disk fills 20 bytes into the first send's first line. Under `Sync`
+/// that send fails and its message never reaches a hook; under either
+/// policy later calls fail with the log's error, `when_idle` and `dispose`
+/// end, nothing is glued after the partial line, and a resume sees exactly
+/// that torn tail.
+fn a_full_disk_stops_the_agent_at_its_torn_line(durability: Durability) {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    let header = SessionHeader::new("full").line() + "\n";
+    let disk = FillingDisk {
+        file: fs::File::create(&path).expect("a temporary file"),
+        room: header.len() + 20,
+    };
+    let stepped = Arc::new(Mutex::new(Vec::new()));
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let seen = Arc::clone(&stepped);
+    let step_hook = step_hook_fn(move |call| {
+        seen.lock().expect("not poisoned").extend(call.entered);
+        ready(StepOutcome::Completed)
+    });
+    let (handle, driver) =
+        Handle::with_durability("full", durability, pre_step_hook, step_hook, disk);
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        let sent = handle.followup("A");
+        if durability == Durability::Sync {
+            assert!(matches!(sent, Err(Error::Log(_))), "{sent:?}");
+        }
+        let idle = bounded(handle.when_idle()).await.expect("when_idle ends");
+        if durability == Durability::Sync {
+            assert!(matches!(idle, Err(Error::Log(_))), "{idle:?}");
+        }
+        // Write-behind learns of the failure on its writer thread.
+        bounded(async {
+            while !matches!(handle.remove("none"), Err(Error::Log(_))) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .expect("the writer meets the full disk");
+        let later = handle.followup("B");
+        assert!(matches!(later, Err(Error::Log(_))), "{later:?}");
+        let disposed = bounded(handle.dispose()).await.expect("dispose ends");
+        assert!(matches!(disposed, Err(Error::Log(_))), "{disposed:?}");
+        bounded(driver).await.expect("the driver task ends").expect("no panic");
+    });
+    if durability == Durability::Sync {
+        let stepped = stepped.lock().expect("not poisoned");
+        assert!(stepped.is_empty(), "a hook got what the log never kept: {stepped:?}");
+    }
+    drop(handle);
+    let written = fs::read_to_string(&path).expect("readable");
+    assert_eq!(written.len(), header.len() + 20, "{written}");
+    let read = kept::read_file(&path).expect("a torn tail, not corruption");
+    assert_eq!(read.torn, Some(Torn::NoNewline { line: 2 }));
+    let resumed = resume(&path).expect("resumable");
+    assert_eq!(resumed.status(), Status::Idle);
+    assert_eq!(fs::read_to_string(&path).expect("readable"), header);
+}
+
+#[test]
+fn a_full_disk_fails_the_send_it_could_not_keep_under_sync() {
+    a_full_disk_stops_the_agent_at_its_torn_line(Durability::Sync);
+}
+
+#[test]
+fn a_full_disk_stops_a_write_behind_agent_at_its_torn_line() {
+    a_full_disk_stops_the_agent_at_its_torn_line(Durability::WriteBehind {
+        max_delay: Duration::from_millis(1),
+    });
+}
+
+/// `future`, failing instead of hanging past 10 s.
+fn bounded<F: std::future::Future>(future: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(Duration::from_secs(10), future)
 }

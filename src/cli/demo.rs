@@ -190,12 +190,13 @@ fn crash_and_resume(path: &Path) -> Result<(), String> {
         };
         session.before_the_crash(&agent).await
     });
-    // The crash: the driver task dies with its runtime, mid-step, and no
-    // handle is dropped (dropping the last one would dispose the agent,
-    // which a killed process never does). Under the default `Sync` policy
-    // every accepted call's lines are in the file already.
-    std::mem::forget(agent);
+    // The crash: the driver task dies with its runtime, mid-step; then the
+    // handle goes too, which disposes nothing (its driver task is gone, as in
+    // a killed process) and closes the file, releasing its one-writer lock.
+    // Under the default `Sync` policy every accepted call's lines are in the
+    // file already.
     drop(runtime);
+    drop(agent);
     before.map_err(|error| format!("cannot write: {error}"))?;
 
     let kept = kept::read_file(path).map_err(|error| error.to_string())?;
