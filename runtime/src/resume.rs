@@ -76,5 +76,6 @@ pub(crate) fn repair_in_place(path: &Path) -> Result<(KeptLog, JsonlFile), Resum
         (&file).write_all(lines.as_bytes())?;
         file.sync_all()?;
     }
-    Ok((kept, JsonlFile::locked(file)))
+    let sink = JsonlFile::locked(file, path)?;
+    Ok((kept, sink))
 }

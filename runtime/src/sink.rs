@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, BufWriter, ErrorKind, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use courier_core::Output;
 use courier_core::log::{durable_line, encode_durable};
@@ -145,6 +145,12 @@ impl Sink for MemoryLog {
 /// live writer's last line torn.
 pub struct JsonlFile {
     writer: BufWriter<File>,
+    /// The file's length once everything written has left the buffer: at
+    /// each flush the file must have exactly this length, or someone else
+    /// truncated it or wrote to it.
+    length: u64,
+    /// The file, for errors.
+    path: PathBuf,
 }
 
 impl JsonlFile {
@@ -155,7 +161,7 @@ impl JsonlFile {
         let file = OpenOptions::new().append(true).create(true).open(path)?;
         take_writer(&file, path)?;
         file.set_len(0)?;
-        Ok(Self::locked(file))
+        Self::locked(file, path)
     }
 
     /// Opens the file at `path` to append to what is there (a resumed log),
@@ -164,13 +170,42 @@ impl JsonlFile {
         let path = path.as_ref();
         let file = OpenOptions::new().append(true).open(path)?;
         take_writer(&file, path)?;
-        Ok(Self::locked(file))
+        Self::locked(file, path)
     }
 
-    /// Appends to `file`, whose lock [`take_writer`] took.
-    pub(crate) fn locked(file: File) -> Self {
-        Self {
+    /// Appends to `file` (opened to append from `path`), whose lock
+    /// [`take_writer`] took.
+    pub(crate) fn locked(file: File, path: &Path) -> io::Result<Self> {
+        Ok(Self {
+            length: file.metadata()?.len(),
             writer: BufWriter::new(file),
+            path: path.to_owned(),
+        })
+    }
+
+    /// The file is still the log this writer wrote: not deleted, and as
+    /// long as what was written. Otherwise its lines go nowhere, or after
+    /// a cut or someone else's lines, and the log is no longer this
+    /// agent's: its first failure, so nothing more is written.
+    fn unchanged(&self) -> io::Result<()> {
+        let metadata = self.writer.get_ref().metadata()?;
+        let damaged = |what: String| {
+            io::Error::other(format!("{}: {what} while the agent appended to it", self.path.display()))
+        };
+        #[cfg(unix)]
+        if std::os::unix::fs::MetadataExt::nlink(&metadata) == 0 {
+            return Err(damaged("deleted".into()));
+        }
+        match metadata.len() {
+            length if length < self.length => Err(damaged(format!(
+                "truncated to {length} bytes (the agent wrote {})",
+                self.length
+            ))),
+            length if length > self.length => Err(damaged(format!(
+                "written by someone else ({length} bytes, the agent wrote {})",
+                self.length
+            ))),
+            _ => Ok(()),
         }
     }
 }
@@ -200,11 +235,16 @@ impl Sink for JsonlFile {
     /// Two buffer copies: no formatting machinery on the hot path.
     fn write_line(&mut self, line: &str) -> io::Result<()> {
         self.writer.write_all(line.as_bytes())?;
-        self.writer.write_all(b"\n")
+        self.writer.write_all(b"\n")?;
+        self.length += line.len() as u64 + 1;
+        Ok(())
     }
 
+    /// One `fstat` beside the `fdatasync`: a log deleted, cut or written by
+    /// someone else fails here instead of silently losing what follows.
     fn flush(&mut self) -> io::Result<()> {
         self.writer.flush()?;
+        self.unchanged()?;
         self.writer.get_ref().sync_data()
     }
 }

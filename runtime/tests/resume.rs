@@ -360,3 +360,56 @@ fn a_full_disk_stops_a_write_behind_agent_at_its_torn_line() {
 fn bounded<F: std::future::Future>(future: F) -> tokio::time::Timeout<F> {
     tokio::time::timeout(Duration::from_secs(10), future)
 }
+
+/// A live agent whose log file `damage` changes behind its back: its next
+/// send fails with the log's error naming what happened (`saying`), and it
+/// writes nothing more.
+fn a_log_changed_behind_the_agent_fails_its_next_send(damage: fn(&Path), saying: &str) {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let sink = JsonlFile::create(&path).expect("a temporary file");
+    let (handle, _driver) = Handle::new("damaged", pre_step_hook, step_hook, sink);
+    handle.append(Target::NextTurn, "A").expect("kept");
+    damage(&path);
+    match handle.append(Target::NextTurn, "B") {
+        Err(Error::Log(error)) => assert!(error.to_string().contains(saying), "{error}"),
+        sent => panic!("sent into a damaged log: {sent:?}"),
+    }
+    let later = handle.append(Target::NextTurn, "C");
+    assert!(matches!(later, Err(Error::Log(_))), "{later:?}");
+}
+
+#[test]
+fn a_log_truncated_behind_the_agent_fails_its_next_send() {
+    a_log_changed_behind_the_agent_fails_its_next_send(
+        |path| {
+            fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|file| file.set_len(0))
+                .expect("truncated");
+        },
+        "truncated",
+    );
+}
+
+#[test]
+fn a_log_written_behind_the_agent_fails_its_next_send() {
+    a_log_changed_behind_the_agent_fails_its_next_send(
+        |path| {
+            let mut file = fs::OpenOptions::new().append(true).open(path).expect("open");
+            file.write_all(b"{\"type\":\"intruder\"}\n").expect("written");
+        },
+        "written",
+    );
+}
+
+#[test]
+fn a_log_deleted_behind_the_agent_fails_its_next_send() {
+    a_log_changed_behind_the_agent_fails_its_next_send(
+        |path| fs::remove_file(path).expect("deleted"),
+        "deleted",
+    );
+}
