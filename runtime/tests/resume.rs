@@ -413,3 +413,96 @@ fn a_log_deleted_behind_the_agent_fails_its_next_send() {
         "deleted",
     );
 }
+
+/// Resumes the log `text` and returns what the file holds after it; the
+/// kept lines, `kept` bytes of `text`, must be untouched.
+fn resumed_text(path: &Path, text: &str, kept: usize) -> (Handle, String) {
+    fs::write(path, text).expect("writable");
+    let handle = resume(path).expect("resumable");
+    let after = fs::read_to_string(path).expect("readable");
+    assert_eq!(after.as_bytes()[..kept], text.as_bytes()[..kept], "kept lines rewritten");
+    (handle, after)
+}
+
+#[test]
+fn a_lone_surrogate_escape_reads_as_fffd_and_its_line_is_never_rewritten() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    write_session(&path);
+    cut_after(&path, r#""turn/start""#, 1, 0);
+    let text = fs::read_to_string(&path).expect("readable");
+    let lone = text.replace(r#""text":"B""#, r#""text":"B\ud83d""#);
+    assert_ne!(lone, text, "B's text is in the log");
+    let (handle, after) = resumed_text(&path, &lone, lone.len());
+    assert!(after.contains(r#""text":"B\ud83d""#), "{after}");
+    let inbox = handle.inbox();
+    let pending = inbox.list(Target::NextStep).iter().chain(inbox.list(Target::NextTurn));
+    let json: Vec<&str> = pending.map(|message| message.json()).collect();
+    assert!(json.iter().any(|json| json.contains("B\u{fffd}")), "{json:?}");
+    drop(handle);
+    let once = fs::read(&path).expect("readable");
+    drop(resume(&path).expect("resumable again"));
+    assert_eq!(fs::read(&path).expect("readable"), once);
+    assert_valid(&path);
+}
+
+#[test]
+fn a_crlf_log_resumes_its_lines_untouched_and_its_torn_tail_cut() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    write_session(&path);
+    cut_after(&path, r#""turn/start""#, 1, 0);
+    let crlf = fs::read_to_string(&path).expect("readable").replace('\n', "\r\n");
+    let torn = format!("{crlf}{{\"type\":\"agent/inbox/spli");
+    let (handle, after) = resumed_text(&path, &torn, crlf.len());
+    assert_eq!(
+        &after[crlf.len()..],
+        concat!(
+            r#"{"type":"turn/end","data":{"turn":2,"reason":{"kind":"interrupted"}}}"#,
+            "\n",
+            r#"{"type":"session/end-seed","data":{}}"#,
+            "\n"
+        )
+    );
+    assert_eq!(ids(&handle, Target::NextTurn), [MessageId::from("B")]);
+    drop(handle);
+    assert_valid(&path);
+}
+
+#[test]
+fn a_final_line_of_valid_json_without_its_newline_is_torn_and_cut() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    write_session(&path);
+    cut_after(&path, r#""turn/start""#, 1, 0);
+    let text = fs::read_to_string(&path).expect("readable");
+    let unfinished = text.strip_suffix('\n').expect("lines");
+    let kept = unfinished.rfind('\n').expect("lines") + 1;
+    let read = kept::read(unfinished.as_bytes()).expect("readable");
+    assert!(matches!(read.torn, Some(Torn::NoNewline { .. })), "{:?}", read.torn);
+    let (handle, after) = resumed_text(&path, unfinished, kept);
+    // The unfinished `turn/start` never happened: turn 2 is not open, B waits.
+    assert_eq!(after, &unfinished[..kept]);
+    assert_eq!(ids(&handle, Target::NextTurn), [MessageId::from("B")]);
+    assert_eq!(handle.status(), Status::Idle);
+    drop(handle);
+    assert_valid(&path);
+}
+
+#[test]
+fn a_log_of_only_its_header_resumes_empty_and_a_torn_header_is_refused() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    let header = SessionHeader::new("bare").line();
+    let whole = format!("{header}\n");
+    let (handle, after) = resumed_text(&path, &whole, whole.len());
+    assert_eq!(after, whole, "a balanced log gets nothing appended");
+    assert!(handle.inbox().list(Target::NextTurn).is_empty());
+    drop(handle);
+    fs::write(&path, &header).expect("writable");
+    match resume(&path) {
+        Err(ResumeError::Unresumable(error)) => assert_eq!(error.line, 1, "{error}"),
+        other => panic!("a torn header resumed: {:?}", other.map(|_| ())),
+    }
+    assert_eq!(fs::read_to_string(&path).expect("readable"), header);
+}
