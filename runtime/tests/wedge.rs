@@ -385,7 +385,10 @@ fn sink_panic_is_an_error_the_caller_sees_and_no_call_panics_after() {
             matches!(&first, Err(Error::Log(error)) if error.to_string().contains("the disk is on fire")),
             "{first:?}"
         );
-        ends("when_idle", agent.when_idle()).await.expect("served");
+        // The driver task stopped at the failure: no hook runs on `a`,
+        // whose lines were never kept, so its turn never ends.
+        let idle = ends("when_idle", agent.when_idle()).await;
+        assert!(matches!(idle, Err(Error::Log(_))), "{idle:?}");
         let disposed = ends("dispose", agent.dispose()).await;
         assert!(matches!(disposed, Err(Error::Log(_))), "{disposed:?}");
     });
@@ -418,5 +421,61 @@ fn sink_panic_in_an_observer_does_not_poison_the_agent() {
         ends("when_idle", agent.when_idle()).await.expect("served");
         agent.followup("b").expect("later calls work");
         ends("when_idle", agent.when_idle()).await.expect("served");
+    });
+}
+
+#[test]
+fn dispose_twice_at_once_while_a_step_hook_never_completes_ends_both() {
+    block_on(async {
+        let (agent, task, log) = stuck_in_a_step().await;
+        let other = agent.clone();
+        let (first, second) = ends("two disposes", async {
+            tokio::join!(agent.dispose(), other.dispose())
+        })
+        .await;
+        assert!(first.is_ok() && second.is_ok(), "{first:?} {second:?}");
+        ends("the driver task", task).await.expect("no panic");
+        let ends = turn_ends(&log);
+        assert_eq!(ends.len(), 1, "{ends:?}");
+        assert!(ends[0].contains("aborted"), "{ends:?}");
+        assert!(matches!(agent.followup("late"), Err(Error::Refused(_))));
+    });
+}
+
+#[test]
+fn the_last_handle_dropped_while_a_step_hook_never_completes_ends_the_driver() {
+    block_on(async {
+        let (agent, task, log) = stuck_in_a_step().await;
+        let weak = agent.downgrade();
+        drop(agent);
+        ends("the driver task", task).await.expect("no panic");
+        assert!(weak.upgrade().is_none(), "the agent is gone");
+        let ends = turn_ends(&log);
+        assert!(ends.len() == 1 && ends[0].contains("aborted"), "{ends:?}");
+    });
+}
+
+#[test]
+fn a_subscriber_dropped_mid_stream_costs_the_others_nothing() {
+    block_on(async {
+        let (agent, driver) = plain_agent();
+        let task = tokio::spawn(driver.run());
+        let mut kept = agent.subscribe();
+        let mut dropped = agent.subscribe();
+        let mut bounded = agent.subscribe_bounded(NonZeroUsize::MIN);
+        agent.followup("a").expect("accepted");
+        assert!(ends("a first output", dropped.recv()).await.is_some());
+        drop(dropped);
+        drop(bounded.try_recv());
+        drop(bounded);
+        agent.followup("b").expect("accepted");
+        ends("idle", agent.when_idle()).await.expect("served");
+        ends("dispose", agent.dispose()).await.expect("written");
+        ends("the driver task", task).await.expect("no panic");
+        let mut turns = 0;
+        while let Some(output) = ends("the stream", kept.recv()).await {
+            turns += usize::from(matches!(output, Output::TurnEnd { .. }));
+        }
+        assert_eq!(turns, 2, "the kept subscriber saw both turns end");
     });
 }
