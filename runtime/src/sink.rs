@@ -4,7 +4,7 @@
 //! the agent's lock, and syncs as the [`crate::Durability`] policy says.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, BufWriter, ErrorKind, Write};
+use std::io::{self, BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use courier_core::Output;
@@ -165,11 +165,28 @@ impl JsonlFile {
     }
 
     /// Opens the file at `path` to append to what is there (a resumed log),
-    /// once no other writer holds it.
+    /// once no other writer holds it. A file that ends inside a line (a
+    /// torn tail) is refused with [`ErrorKind::InvalidData`]: a line
+    /// appended there would be glued onto it, corrupting the log's middle.
+    /// [`crate::Handle::resume`] cuts such a tail first.
     pub fn append(path: impl AsRef<Path>) -> io::Result<Self> {
         let path = path.as_ref();
-        let file = OpenOptions::new().append(true).open(path)?;
+        let mut file = OpenOptions::new().read(true).append(true).open(path)?;
         take_writer(&file, path)?;
+        if file.seek(SeekFrom::End(0))? > 0 {
+            let mut last = [0];
+            file.seek(SeekFrom::End(-1))?;
+            file.read_exact(&mut last)?;
+            if last != *b"\n" {
+                return Err(io::Error::new(
+                    ErrorKind::InvalidData,
+                    format!(
+                        "{} ends inside a line (a torn tail): resume it, which cuts the tail, before appending",
+                        path.display()
+                    ),
+                ));
+            }
+        }
         Self::locked(file, path)
     }
 

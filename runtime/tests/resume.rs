@@ -506,3 +506,21 @@ fn a_log_of_only_its_header_resumes_empty_and_a_torn_header_is_refused() {
     }
     assert_eq!(fs::read_to_string(&path).expect("readable"), header);
 }
+
+#[test]
+fn appending_to_a_log_that_ends_inside_a_line_is_refused_not_glued() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    let torn = format!("{}\n{{\"type\":\"turn/st", SessionHeader::new("torn").line());
+    fs::write(&path, &torn).expect("writable");
+    match JsonlFile::append(&path) {
+        Err(error) => {
+            assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
+            assert!(error.to_string().contains(&path.display().to_string()), "{error}");
+        }
+        Ok(_) => panic!("lines would be glued onto a torn one"),
+    }
+    assert_eq!(fs::read_to_string(&path).expect("readable"), torn);
+    drop(resume(&path).expect("a resume cuts the torn tail"));
+    drop(JsonlFile::append(&path).expect("whole lines now"));
+}
