@@ -22,7 +22,10 @@ pub enum Error {
     /// The log's sink failed or panicked (the first error it ever
     /// reported), during this call's transition (which was applied) or
     /// before it (then the call was not made: accepting work the log cannot
-    /// record would lose it at the next crash). Nothing is written after it.
+    /// record would lose it at the next crash). Nothing is written after it,
+    /// and the driver task stops, as a crash stops it: no hook runs on lines
+    /// the log did not keep, and `when_idle` and `dispose` end with this
+    /// error. [`crate::Handle::resume`] goes on from what the file kept.
     Log(io::Error),
     /// The [`crate::Observer`] panicked observing this call's transition
     /// (which was applied); the observer was dropped.

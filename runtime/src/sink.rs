@@ -15,8 +15,8 @@ use crate::sync::{Arc, Mutex, lock};
 /// A destination for log lines. Called outside the agent's lock, by one
 /// writer at a time, in the log's order. Its first error (or panic, which
 /// is caught) is its last: nothing is written after it, the call that met
-/// it returns [`crate::Error::Log`] (under `Sync`), later work is refused
-/// with it, and `dispose` reports it.
+/// it returns [`crate::Error::Log`] (under `Sync`), the driver task stops,
+/// later work is refused with it, and `dispose` reports it.
 pub trait Sink: Send + 'static {
     /// Appends one JSONL line, given without its newline: the header, and
     /// every event unless [`Sink::write_event`] is overridden.
@@ -207,7 +207,10 @@ impl JsonlFile {
     fn unchanged(&self) -> io::Result<()> {
         let metadata = self.writer.get_ref().metadata()?;
         let damaged = |what: String| {
-            io::Error::other(format!("{}: {what} while the agent appended to it", self.path.display()))
+            io::Error::other(format!(
+                "{}: {what} while the agent appended to it",
+                self.path.display()
+            ))
         };
         #[cfg(unix)]
         if std::os::unix::fs::MetadataExt::nlink(&metadata) == 0 {

@@ -274,7 +274,10 @@ impl Sink for FillingDisk {
         self.file.write_all(&line.as_bytes()[..fits])?;
         self.room -= fits;
         if fits < line.len() {
-            return Err(io::Error::new(io::ErrorKind::StorageFull, "the test's disk is full"));
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "the test's disk is full",
+            ));
         }
         Ok(())
     }
@@ -328,11 +331,17 @@ fn a_full_disk_stops_the_agent_at_its_torn_line(durability: Durability) {
         assert!(matches!(later, Err(Error::Log(_))), "{later:?}");
         let disposed = bounded(handle.dispose()).await.expect("dispose ends");
         assert!(matches!(disposed, Err(Error::Log(_))), "{disposed:?}");
-        bounded(driver).await.expect("the driver task ends").expect("no panic");
+        bounded(driver)
+            .await
+            .expect("the driver task ends")
+            .expect("no panic");
     });
     if durability == Durability::Sync {
         let stepped = stepped.lock().expect("not poisoned");
-        assert!(stepped.is_empty(), "a hook got what the log never kept: {stepped:?}");
+        assert!(
+            stepped.is_empty(),
+            "a hook got what the log never kept: {stepped:?}"
+        );
     }
     drop(handle);
     let written = fs::read_to_string(&path).expect("readable");
@@ -399,8 +408,12 @@ fn a_log_truncated_behind_the_agent_fails_its_next_send() {
 fn a_log_written_behind_the_agent_fails_its_next_send() {
     a_log_changed_behind_the_agent_fails_its_next_send(
         |path| {
-            let mut file = fs::OpenOptions::new().append(true).open(path).expect("open");
-            file.write_all(b"{\"type\":\"intruder\"}\n").expect("written");
+            let mut file = fs::OpenOptions::new()
+                .append(true)
+                .open(path)
+                .expect("open");
+            file.write_all(b"{\"type\":\"intruder\"}\n")
+                .expect("written");
         },
         "written",
     );
@@ -420,7 +433,11 @@ fn resumed_text(path: &Path, text: &str, kept: usize) -> (Handle, String) {
     fs::write(path, text).expect("writable");
     let handle = resume(path).expect("resumable");
     let after = fs::read_to_string(path).expect("readable");
-    assert_eq!(after.as_bytes()[..kept], text.as_bytes()[..kept], "kept lines rewritten");
+    assert_eq!(
+        after.as_bytes()[..kept],
+        text.as_bytes()[..kept],
+        "kept lines rewritten"
+    );
     (handle, after)
 }
 
@@ -436,9 +453,15 @@ fn a_lone_surrogate_escape_reads_as_fffd_and_its_line_is_never_rewritten() {
     let (handle, after) = resumed_text(&path, &lone, lone.len());
     assert!(after.contains(r#""text":"B\ud83d""#), "{after}");
     let inbox = handle.inbox();
-    let pending = inbox.list(Target::NextStep).iter().chain(inbox.list(Target::NextTurn));
+    let pending = inbox
+        .list(Target::NextStep)
+        .iter()
+        .chain(inbox.list(Target::NextTurn));
     let json: Vec<&str> = pending.map(|message| message.json()).collect();
-    assert!(json.iter().any(|json| json.contains("B\u{fffd}")), "{json:?}");
+    assert!(
+        json.iter().any(|json| json.contains("B\u{fffd}")),
+        "{json:?}"
+    );
     drop(handle);
     let once = fs::read(&path).expect("readable");
     drop(resume(&path).expect("resumable again"));
@@ -452,7 +475,9 @@ fn a_crlf_log_resumes_its_lines_untouched_and_its_torn_tail_cut() {
     let path = folder.path().join("log.jsonl");
     write_session(&path);
     cut_after(&path, r#""turn/start""#, 1, 0);
-    let crlf = fs::read_to_string(&path).expect("readable").replace('\n', "\r\n");
+    let crlf = fs::read_to_string(&path)
+        .expect("readable")
+        .replace('\n', "\r\n");
     let torn = format!("{crlf}{{\"type\":\"agent/inbox/spli");
     let (handle, after) = resumed_text(&path, &torn, crlf.len());
     assert_eq!(
@@ -479,7 +504,11 @@ fn a_final_line_of_valid_json_without_its_newline_is_torn_and_cut() {
     let unfinished = text.strip_suffix('\n').expect("lines");
     let kept = unfinished.rfind('\n').expect("lines") + 1;
     let read = kept::read(unfinished.as_bytes()).expect("readable");
-    assert!(matches!(read.torn, Some(Torn::NoNewline { .. })), "{:?}", read.torn);
+    assert!(
+        matches!(read.torn, Some(Torn::NoNewline { .. })),
+        "{:?}",
+        read.torn
+    );
     let (handle, after) = resumed_text(&path, unfinished, kept);
     // The unfinished `turn/start` never happened: turn 2 is not open, B waits.
     assert_eq!(after, &unfinished[..kept]);
@@ -511,12 +540,18 @@ fn a_log_of_only_its_header_resumes_empty_and_a_torn_header_is_refused() {
 fn appending_to_a_log_that_ends_inside_a_line_is_refused_not_glued() {
     let folder = tempfile::tempdir().expect("a temporary folder");
     let path = folder.path().join("log.jsonl");
-    let torn = format!("{}\n{{\"type\":\"turn/st", SessionHeader::new("torn").line());
+    let torn = format!(
+        "{}\n{{\"type\":\"turn/st",
+        SessionHeader::new("torn").line()
+    );
     fs::write(&path, &torn).expect("writable");
     match JsonlFile::append(&path) {
         Err(error) => {
             assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
-            assert!(error.to_string().contains(&path.display().to_string()), "{error}");
+            assert!(
+                error.to_string().contains(&path.display().to_string()),
+                "{error}"
+            );
         }
         Ok(_) => panic!("lines would be glued onto a torn one"),
     }
