@@ -8,7 +8,7 @@
 use std::fs;
 use std::future::ready;
 use std::io::{self, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,6 +19,14 @@ use courier_runtime::kept::{self, Torn};
 use courier_runtime::{
     Durability, Error, Handle, JsonlFile, ResumeError, Sink, pre_step_hook_fn, step_hook_fn,
 };
+
+/// What a resume appends to the session cut inside turn 2.
+const TURN_2_CLOSED: &str = concat!(
+    r#"{"type":"turn/end","data":{"turn":2,"reason":{"kind":"interrupted"}}}"#,
+    "\n",
+    r#"{"type":"session/end-seed","data":{}}"#,
+    "\n"
+);
 
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -66,6 +74,21 @@ fn cut_after(path: &Path, marker: &str, skip: usize, torn: usize) {
     fs::write(path, kept).expect("writable");
 }
 
+/// A temporary folder (kept alive by the caller) and a log path in it.
+fn log_path() -> (tempfile::TempDir, PathBuf) {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    (folder, path)
+}
+
+/// [`write_session`] at a new [`log_path`], then [`cut_after`].
+fn cut_session(marker: &str, skip: usize, torn: usize) -> (tempfile::TempDir, PathBuf) {
+    let (folder, path) = log_path();
+    write_session(&path);
+    cut_after(&path, marker, skip, torn);
+    (folder, path)
+}
+
 fn resume(path: &Path) -> Result<Handle, ResumeError> {
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
@@ -75,6 +98,14 @@ fn resume(path: &Path) -> Result<Handle, ResumeError> {
 fn ids(handle: &Handle, target: Target) -> Vec<MessageId> {
     let inbox = handle.inbox();
     inbox.list(target).iter().map(|m| m.id().clone()).collect()
+}
+
+/// A second resume of `path` appends nothing, and the file validates.
+fn assert_resumes_again_unchanged(path: &Path) {
+    let once = fs::read(path).expect("readable");
+    drop(resume(path).expect("resumable again"));
+    assert_eq!(fs::read(path).expect("readable"), once);
+    assert_valid(path);
 }
 
 fn assert_valid(path: &Path) {
@@ -87,8 +118,7 @@ fn assert_valid(path: &Path) {
 
 #[test]
 fn a_crashed_turn_is_closed_and_its_pending_send_kept() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
+    let (_folder, path) = log_path();
     write_session(&path);
     // Turn 2 opened, B not yet claimed; 10 bytes of the claim are torn.
     cut_after(&path, r#""turn/start""#, 1, 10);
@@ -99,15 +129,7 @@ fn a_crashed_turn_is_closed_and_its_pending_send_kept() {
     let appended = after
         .strip_prefix(kept)
         .expect("the kept lines are untouched");
-    assert_eq!(
-        appended,
-        concat!(
-            r#"{"type":"turn/end","data":{"turn":2,"reason":{"kind":"interrupted"}}}"#,
-            "\n",
-            r#"{"type":"session/end-seed","data":{}}"#,
-            "\n"
-        )
-    );
+    assert_eq!(appended, TURN_2_CLOSED);
     assert_eq!(ids(&handle, Target::NextTurn), [MessageId::from("B")]);
     assert_eq!(handle.status(), Status::Idle);
     drop(handle);
@@ -116,10 +138,7 @@ fn a_crashed_turn_is_closed_and_its_pending_send_kept() {
 
 #[test]
 fn the_resumed_agent_opens_the_next_turn_and_appends_to_the_file() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
-    write_session(&path);
-    cut_after(&path, r#""user/message""#, 1, 0);
+    let (_folder, path) = cut_session(r#""user/message""#, 1, 0);
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
     let (handle, driver) = Handle::resume(&path, pre_step_hook, step_hook).expect("resumable");
@@ -142,21 +161,14 @@ fn the_resumed_agent_opens_the_next_turn_and_appends_to_the_file() {
 
 #[test]
 fn resuming_twice_appends_nothing_the_second_time() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
-    write_session(&path);
-    cut_after(&path, r#""user/message""#, 1, 0);
+    let (_folder, path) = cut_session(r#""user/message""#, 1, 0);
     drop(resume(&path).expect("resumable"));
-    let once = fs::read(&path).expect("readable");
-    drop(resume(&path).expect("resumable"));
-    assert_eq!(fs::read(&path).expect("readable"), once);
-    assert_valid(&path);
+    assert_resumes_again_unchanged(&path);
 }
 
 #[test]
 fn a_corrupt_middle_line_is_refused_naming_it_and_the_file_untouched() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
+    let (_folder, path) = log_path();
     write_session(&path);
     let text = fs::read_to_string(&path).expect("readable");
     let mut lines: Vec<&str> = text.lines().collect();
@@ -179,10 +191,7 @@ fn a_corrupt_middle_line_is_refused_naming_it_and_the_file_untouched() {
 
 #[test]
 fn a_crash_while_the_closers_are_written_resumes_cleanly_again() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
-    write_session(&path);
-    cut_after(&path, r#""user/message""#, 1, 0);
+    let (_folder, path) = cut_session(r#""user/message""#, 1, 0);
     let cut = fs::read_to_string(&path).expect("readable");
     drop(resume(&path).expect("resumable"));
     let whole = fs::read_to_string(&path).expect("readable");
@@ -213,10 +222,7 @@ fn assert_in_use(error: &std::io::Error, path: &Path) {
 
 #[test]
 fn a_second_resume_of_a_live_agents_log_is_refused_naming_the_file() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
-    write_session(&path);
-    cut_after(&path, r#""user/message""#, 1, 0);
+    let (_folder, path) = cut_session(r#""user/message""#, 1, 0);
     let (first, driver) = resume_live(&path);
     let before = fs::read(&path).expect("readable");
     match resume(&path) {
@@ -242,8 +248,7 @@ fn a_second_resume_of_a_live_agents_log_is_refused_naming_the_file() {
 
 #[test]
 fn a_live_new_agents_log_cannot_be_resumed_until_it_is_dropped() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
+    let (_folder, path) = log_path();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
     let sink = JsonlFile::create(&path).expect("a temporary file");
@@ -293,8 +298,7 @@ impl Sink for FillingDisk {
 /// end, nothing is glued after the partial line, and a resume sees exactly
 /// that torn tail.
 fn a_full_disk_stops_the_agent_at_its_torn_line(durability: Durability) {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
+    let (_folder, path) = log_path();
     let header = SessionHeader::new("full").line() + "\n";
     let disk = FillingDisk {
         file: fs::File::create(&path).expect("a temporary file"),
@@ -374,8 +378,7 @@ fn bounded<F: std::future::Future>(future: F) -> tokio::time::Timeout<F> {
 /// send fails with the log's error naming what happened (`saying`), and it
 /// writes nothing more.
 fn a_log_changed_behind_the_agent_fails_its_next_send(damage: fn(&Path), saying: &str) {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
+    let (_folder, path) = log_path();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
     let sink = JsonlFile::create(&path).expect("a temporary file");
@@ -443,10 +446,7 @@ fn resumed_text(path: &Path, text: &str, kept: usize) -> (Handle, String) {
 
 #[test]
 fn a_lone_surrogate_escape_reads_as_fffd_and_its_line_is_never_rewritten() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
-    write_session(&path);
-    cut_after(&path, r#""turn/start""#, 1, 0);
+    let (_folder, path) = cut_session(r#""turn/start""#, 1, 0);
     let text = fs::read_to_string(&path).expect("readable");
     let lone = text.replace(r#""text":"B""#, r#""text":"B\ud83d""#);
     assert_ne!(lone, text, "B's text is in the log");
@@ -463,32 +463,18 @@ fn a_lone_surrogate_escape_reads_as_fffd_and_its_line_is_never_rewritten() {
         "{json:?}"
     );
     drop(handle);
-    let once = fs::read(&path).expect("readable");
-    drop(resume(&path).expect("resumable again"));
-    assert_eq!(fs::read(&path).expect("readable"), once);
-    assert_valid(&path);
+    assert_resumes_again_unchanged(&path);
 }
 
 #[test]
 fn a_crlf_log_resumes_its_lines_untouched_and_its_torn_tail_cut() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
-    write_session(&path);
-    cut_after(&path, r#""turn/start""#, 1, 0);
+    let (_folder, path) = cut_session(r#""turn/start""#, 1, 0);
     let crlf = fs::read_to_string(&path)
         .expect("readable")
         .replace('\n', "\r\n");
     let torn = format!("{crlf}{{\"type\":\"agent/inbox/spli");
     let (handle, after) = resumed_text(&path, &torn, crlf.len());
-    assert_eq!(
-        &after[crlf.len()..],
-        concat!(
-            r#"{"type":"turn/end","data":{"turn":2,"reason":{"kind":"interrupted"}}}"#,
-            "\n",
-            r#"{"type":"session/end-seed","data":{}}"#,
-            "\n"
-        )
-    );
+    assert_eq!(&after[crlf.len()..], TURN_2_CLOSED);
     assert_eq!(ids(&handle, Target::NextTurn), [MessageId::from("B")]);
     drop(handle);
     assert_valid(&path);
@@ -496,10 +482,7 @@ fn a_crlf_log_resumes_its_lines_untouched_and_its_torn_tail_cut() {
 
 #[test]
 fn a_final_line_of_valid_json_without_its_newline_is_torn_and_cut() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
-    write_session(&path);
-    cut_after(&path, r#""turn/start""#, 1, 0);
+    let (_folder, path) = cut_session(r#""turn/start""#, 1, 0);
     let text = fs::read_to_string(&path).expect("readable");
     let unfinished = text.strip_suffix('\n').expect("lines");
     let kept = unfinished.rfind('\n').expect("lines") + 1;
@@ -520,8 +503,7 @@ fn a_final_line_of_valid_json_without_its_newline_is_torn_and_cut() {
 
 #[test]
 fn a_log_of_only_its_header_resumes_empty_and_a_torn_header_is_refused() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
+    let (_folder, path) = log_path();
     let header = SessionHeader::new("bare").line();
     let whole = format!("{header}\n");
     let (handle, after) = resumed_text(&path, &whole, whole.len());
@@ -538,8 +520,7 @@ fn a_log_of_only_its_header_resumes_empty_and_a_torn_header_is_refused() {
 
 #[test]
 fn appending_to_a_log_that_ends_inside_a_line_is_refused_not_glued() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
+    let (_folder, path) = log_path();
     let torn = format!(
         "{}\n{{\"type\":\"turn/st",
         SessionHeader::new("torn").line()
