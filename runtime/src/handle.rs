@@ -224,7 +224,10 @@ impl Handle {
     /// the log stays as a crash leaves it), or, inside one of this agent's
     /// own hooks, with [`Error::InsideHook`] once the disposal started: the
     /// turn that hook belongs to is aborted, so its future is dropped at its
-    /// next suspension.
+    /// next suspension. Once disposed and written, the sink is dropped (a
+    /// [`JsonlFile`](crate::JsonlFile) closed, its one-writer lock
+    /// released), so the log can be resumed at once, before the driver task
+    /// and the last handle are gone.
     pub async fn dispose(&self) -> Result<(), Error> {
         let ticket = self.shared.dispose()?;
         let disposed = WhenIdle {
@@ -232,7 +235,9 @@ impl Handle {
             ticket,
         };
         disposed.await?;
-        self.shared.flush().map_err(Error::Log)
+        let flushed = self.shared.flush();
+        self.shared.release_log();
+        flushed.map_err(Error::Log)
     }
 
     /// Every output from now on, in emission order: the durable events and

@@ -334,6 +334,31 @@ impl Journal {
         }
     }
 
+    /// Lets the sink go once a disposal ended and everything is written: a
+    /// disposed agent never logs again, so its file is closed (and its
+    /// one-writer lock released) at once, not when the last reference to
+    /// the agent goes, and another agent may resume it right away. Waits
+    /// for a writer that has the token out. Anything queued after this
+    /// (nothing should be) meets [`Released`] and fails visibly.
+    pub(crate) fn release(&self) {
+        let mut state = lock(&self.state);
+        loop {
+            if let Some(writer) = &mut state.writer {
+                let sink = mem::replace(&mut writer.sink, Box::new(Released));
+                drop(state);
+                // A user's sink may panic in `Drop` too.
+                drop(guarded(|| {
+                    drop(sink);
+                    Ok(())
+                }));
+                return;
+            }
+            state.waiting += 1;
+            state = wait(&self.written, state);
+            state.waiting -= 1;
+        }
+    }
+
     /// No more outputs come: the write-behind thread writes the rest and
     /// stops (joined here), so a dropped agent's last lines reach the disk.
     pub(crate) fn close(&self, writer: &mut WriterThread) {
@@ -374,6 +399,21 @@ impl Writer {
             self.sink.write_event(Event::new(output, &mut self.line))?;
         }
         self.sink.flush()
+    }
+}
+
+/// The sink of a journal whose agent's disposal released its own.
+struct Released;
+
+impl Sink for Released {
+    fn write_line(&mut self, _line: &str) -> io::Result<()> {
+        Err(io::Error::other(
+            "the log was closed when the agent was disposed",
+        ))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

@@ -356,6 +356,12 @@ impl Shared {
         self.journal.sync_all()
     }
 
+    /// The disposal ended and the log is written: lets the sink go (see
+    /// [`Journal::release`]).
+    pub(crate) fn release_log(&self) {
+        self.journal.release();
+    }
+
     pub(crate) fn handle_cloned(&self) {
         self.with(|locked| locked.handles += 1);
     }

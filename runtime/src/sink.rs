@@ -240,7 +240,7 @@ pub(crate) fn take_writer(file: &File, path: &Path) -> io::Result<()> {
             ErrorKind::ResourceBusy,
             format!(
                 "{} is in use: another agent (in this process or another) appends to it; \
-                 a log has one writer, and is free once that agent is dropped or its process ends",
+                 a log has one writer, free once that agent is disposed or dropped, or its process ends",
                 path.display()
             ),
         )),

@@ -540,3 +540,25 @@ fn appending_to_a_log_that_ends_inside_a_line_is_refused_not_glued() {
     drop(resume(&path).expect("a resume cuts the torn tail"));
     drop(JsonlFile::append(&path).expect("whole lines now"));
 }
+
+#[test]
+fn a_disposed_agents_log_resumes_at_once_while_its_handle_lives() {
+    let (_folder, path) = log_path();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let sink = JsonlFile::create(&path).expect("a temporary file");
+    let (handle, driver) = Handle::new("disposed", pre_step_hook, step_hook, sink);
+    block_on(async {
+        let _driver = tokio::spawn(driver.run());
+        handle.append(Target::NextTurn, "A").expect("kept");
+        handle.dispose().await.expect("written");
+        // The handle and perhaps the driver task still hold the agent.
+        let resumed = resume(&path).expect("released at the disposal's end");
+        assert!(
+            resumed.inbox().list(Target::NextTurn).is_empty(),
+            "A was discarded"
+        );
+        let again = handle.dispose().await;
+        assert!(again.is_ok(), "{again:?}");
+    });
+}
