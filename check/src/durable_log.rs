@@ -131,14 +131,12 @@ mod tests {
         let mut agent = Agent::new();
         let mut events = Vec::new();
         for turn in 0..turns {
-            let message = Message::text(format!("M{turn}"), Source::user());
-            let mut feed = |input: Input| {
-                let transition = agent.transition(input);
+            let message = Message::text(format!("M{turn}").as_str(), Source::user());
+            let mut input = Some(Input::followup(message));
+            while let Some(next) = input {
+                let transition = agent.transition(next);
                 events.extend(transition.outputs.into_iter().filter(|o| o.is_durable()));
-            };
-            feed(Input::followup(message));
-            while let Some(input) = courier_core::transcript::default_completion(&agent) {
-                feed(input);
+                input = courier_core::transcript::default_completion(&agent);
             }
         }
         (agent, events)
