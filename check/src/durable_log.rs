@@ -9,9 +9,9 @@
 //! event `n` is exactly the state a replay from the start reaches at `n`.
 //! A restart starts from the last checkpoint at or before its cut and walks
 //! only the events after it, leaving checkpoints on the way; the core still
-//! replays every kept event through its own [`Replay::apply`], once per log
-//! prefix instead of once per restart. A cut keeps a prefix, so checkpoints
-//! up to the cut stay valid; the ones past it are dropped.
+//! replays every kept event through its own [`Replay::apply`], about once
+//! per event instead of once per restart. A cut keeps a prefix, so
+//! checkpoints up to the cut stay valid; the ones past it are dropped.
 
 use std::hash::{Hash, Hasher};
 
@@ -20,9 +20,12 @@ use courier_core::{Agent, CorruptLog, Output, Replay};
 use crate::history::{History, Mode};
 use crate::property::Violation;
 
-/// Events walked between two checkpoints: a restart replays at most this
-/// many events it has not replayed before, plus the new tail.
-const CHECKPOINT_EVERY: usize = 16;
+/// Events walked between two checkpoints: a restart walks again at most
+/// this many events it walked before, plus those logged since. A
+/// checkpoint's two clones cost about as much as walking one or two
+/// events; `courier sim --seeds 0..300` ran fewest instructions at 8 (of
+/// 32, 16, 8 and 4; see BENCHMARKS.md, "Sixth pass").
+const CHECKPOINT_EVERY: usize = 8;
 
 /// Both replays after the first `at` events of the log.
 #[derive(Clone, Debug)]
