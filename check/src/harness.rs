@@ -379,3 +379,38 @@ impl Harness {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use courier_core::{Message, Source, TurnEnd};
+
+    use super::*;
+
+    /// A harness that keeps no log can only restart keeping everything
+    /// (the closers of the open turn); one that keeps it loses what it is
+    /// told, and then the turn's start with it.
+    #[test]
+    fn a_harness_without_a_log_restarts_losing_nothing() {
+        let restarted = |keep_log: bool| {
+            let mut harness = Harness::new(Agent::new());
+            if !keep_log {
+                harness.keep_no_log();
+            }
+            let followup = Input::followup(Message::text("A", Source::user()));
+            assert_eq!(harness.feed(followup).violation, None);
+            let restarted = harness.restart(usize::MAX, &mut NoHooks);
+            assert_eq!(restarted.violation, None);
+            (restarted.lose, restarted.closers)
+        };
+        let interrupted = Output::TurnEnd {
+            turn: 1,
+            reason: TurnEnd::Interrupted,
+        };
+        let (lose, closers) = restarted(false);
+        assert_eq!(lose, 0);
+        assert!(closers.ends_with(&[interrupted]), "{closers:?}");
+        let (lose, closers) = restarted(true);
+        assert!(lose > 0, "the whole log is lost");
+        assert_eq!(closers, []);
+    }
+}
