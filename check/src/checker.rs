@@ -95,6 +95,10 @@ pub enum Kept<'a> {
     /// Everything the checker has seen, plus these first writes of a
     /// transition that never completed.
     Tail(&'a [Output]),
+    /// The ghost's replay of the whole kept log, already made (the
+    /// harness keeps checkpoints of it, see `durable_log.rs`): the history
+    /// it rebuilt, or the violation it showed.
+    Replayed(Result<&'a History, &'a Violation>),
 }
 
 /// The ghost state of the whole-session checks.
@@ -666,6 +670,10 @@ impl Checker {
                 log
             }
             Kept::Tail(tail) => tail,
+            Kept::Replayed(replayed) => {
+                self.history = replayed.map_err(Clone::clone)?.clone();
+                &[]
+            }
         };
         for event in events {
             self.history.observe(event)?;

@@ -10,6 +10,7 @@ use courier_core::transcript::{self, Command, Script, Stalled, parse_command};
 use courier_core::{Agent, CorruptLog, Inbox, Input, Output, Replay, Status, Stimulus, Transition};
 
 use crate::checker::{Checker, Kept};
+use crate::durable_log::{DurableLog, Replayed};
 use crate::property::{Property, Violation};
 use crate::sweep::Sweeps;
 
@@ -150,7 +151,7 @@ pub struct Harness {
     /// The durable log since the session started, when the engine restarts
     /// by `lose` (the model checker keeps none: its states must not grow
     /// with their history).
-    log: Option<Vec<Output>>,
+    log: Option<DurableLog>,
     /// When the core's invariants are swept next (amortized: linear runs).
     sweeps: Sweeps,
 }
@@ -161,7 +162,7 @@ impl Harness {
     /// events ([`Harness::restart`]).
     pub fn new(agent: Agent) -> Self {
         Self {
-            log: Some(Vec::new()),
+            log: Some(DurableLog::default()),
             ..Self::bare(agent)
         }
     }
@@ -176,6 +177,14 @@ impl Harness {
             log: None,
             sweeps: Sweeps::default(),
         }
+    }
+
+    /// Keeps no durable log from now on, for an engine that will not
+    /// restart by `lose` (a simulator seed whose restart rate is 0): a
+    /// harness that keeps a log clones every durable output into it. A
+    /// later restart clamps `lose` to 0, as [`Harness::bare`]'s does.
+    pub fn keep_no_log(&mut self) {
+        self.log = None;
     }
 
     /// The agent as it stands.
@@ -217,13 +226,7 @@ impl Harness {
             self.sweeps.after_input(&mut self.agent);
         }
         if let Some(log) = &mut self.log {
-            log.extend(
-                transition
-                    .outputs
-                    .iter()
-                    .filter(|o| o.is_durable())
-                    .cloned(),
-            );
+            log.extend(transition.outputs.iter().filter(|o| o.is_durable()));
         }
         let violation = self.monitor.observe(&transition, Some(self.agent.inbox()));
         Step {
@@ -255,16 +258,20 @@ impl Harness {
             return self.crash(&[], hooks);
         };
         let lost = log.split_off(log.len() - lose.min(log.len()));
-        let resumed = self.agent.resume(&log);
-        let replayed = resumed.is_ok();
-        let restarted = self.resumed(resumed, Kept::Log(&log), lost);
+        let (restarted, replays) = match log.replay(&self.agent) {
+            Ok(Replayed { core, ghost }) => {
+                let kept = Kept::Replayed(ghost.as_ref());
+                (self.resumed(Ok((core.resume(), kept)), lost), true)
+            }
+            Err(corrupt) => (self.resumed(Err(corrupt), lost), false),
+        };
         // A log that did not replay left the agent as it was: so is its log.
-        let written = if replayed {
+        let written = if replays {
             &restarted.closers
         } else {
             &restarted.lost
         };
-        log.extend(written.iter().filter(|o| o.is_durable()).cloned());
+        log.extend(written.iter().filter(|o| o.is_durable()));
         self.log = Some(log);
         hooks.restarted(self, &restarted);
         restarted
@@ -276,12 +283,12 @@ impl Harness {
     pub fn crash(&mut self, in_flight: &[Output], hooks: &mut impl Hooks) -> Restarted {
         let mut replay = Replay::of(&self.agent);
         let replayed = in_flight.iter().try_for_each(|event| replay.apply(event));
-        let resumed = replayed.map(|()| replay.resume());
+        let resumed = replayed.map(|()| (replay.resume(), Kept::Tail(in_flight)));
         let replayed = resumed.is_ok();
-        let restarted = self.resumed(resumed, Kept::Tail(in_flight), Vec::new());
+        let restarted = self.resumed(resumed, Vec::new());
         if let Some(log) = self.log.as_mut().filter(|_| replayed) {
-            log.extend(in_flight.iter().cloned());
-            log.extend(restarted.closers.iter().filter(|o| o.is_durable()).cloned());
+            log.extend(in_flight);
+            log.extend(restarted.closers.iter().filter(|o| o.is_durable()));
         }
         hooks.restarted(self, &restarted);
         restarted
@@ -291,13 +298,12 @@ impl Harness {
     /// replay, which only a planted bug writes) and checks the restart.
     fn resumed(
         &mut self,
-        resumed: Result<Agent, CorruptLog>,
-        kept: Kept<'_>,
+        resumed: Result<(Agent, Kept<'_>), CorruptLog>,
         lost: Vec<Output>,
     ) -> Restarted {
         let lose = lost.len();
-        let mut agent = match resumed {
-            Ok(agent) => agent,
+        let (mut agent, kept) = match resumed {
+            Ok(resumed) => resumed,
             Err(corrupt) => {
                 let violation = Violation {
                     property: Property::ReplayMatches,
@@ -371,5 +377,40 @@ impl Harness {
         } else {
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use courier_core::{Message, Source, TurnEnd};
+
+    use super::*;
+
+    /// A harness that keeps no log can only restart keeping everything
+    /// (the closers of the open turn); one that keeps it loses what it is
+    /// told, and then the turn's start with it.
+    #[test]
+    fn a_harness_without_a_log_restarts_losing_nothing() {
+        let restarted = |keep_log: bool| {
+            let mut harness = Harness::new(Agent::new());
+            if !keep_log {
+                harness.keep_no_log();
+            }
+            let followup = Input::followup(Message::text("A", Source::user()));
+            assert_eq!(harness.feed(followup).violation, None);
+            let restarted = harness.restart(usize::MAX, &mut NoHooks);
+            assert_eq!(restarted.violation, None);
+            (restarted.lose, restarted.closers)
+        };
+        let interrupted = Output::TurnEnd {
+            turn: 1,
+            reason: TurnEnd::Interrupted,
+        };
+        let (lose, closers) = restarted(false);
+        assert_eq!(lose, 0);
+        assert!(closers.ends_with(&[interrupted]), "{closers:?}");
+        let (lose, closers) = restarted(true);
+        assert!(lose > 0, "the whole log is lost");
+        assert_eq!(closers, []);
     }
 }

@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 mod checker;
+mod durable_log;
 mod fingerprint;
 pub mod goal;
 mod harness;

@@ -65,6 +65,11 @@ impl Faults {
         Self { prng, percent }
     }
 
+    /// Whether no draw is ever a restart.
+    pub(crate) fn never(&self) -> bool {
+        self.percent == 0
+    }
+
     /// Whether the next draw is a restart, and then how many events it
     /// loses from `log`. Some restarts lose nothing (a clean crash); the
     /// rest cut before a transition anywhere in the log (half of them among
@@ -133,6 +138,9 @@ mod tests {
         }
         assert!(torn > 300 && untorn > 300, "{torn} torn, {untorn} untorn");
         assert!(deep > 300, "{deep} cuts beyond the recent transitions");
-        assert_eq!(Faults::new(Prng::new(1), 0).restart(&log), None);
+        assert!(!faults.never());
+        let mut never = Faults::new(Prng::new(1), 0);
+        assert!(never.never());
+        assert_eq!(never.restart(&log), None);
     }
 }

@@ -122,6 +122,9 @@ fn run(
     mut faults: Faults,
 ) -> SeedRun {
     let mut session = Session::new(prototype, record);
+    if faults.never() {
+        session.keep_no_log();
+    }
     let mut violation = None;
     for _ in 0..swarm.inputs_max {
         if let Some(lose) = faults.restart(session.log()) {

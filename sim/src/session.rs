@@ -73,6 +73,13 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// For a run that never restarts: the harness keeps no durable log
+    /// (it cloned every durable output). A later [`Session::restart`]
+    /// must lose nothing.
+    pub(crate) fn keep_no_log(&mut self) {
+        self.harness.keep_no_log();
+    }
+
     /// The agent as it stands.
     pub fn agent(&self) -> &Agent {
         self.harness.agent()
