@@ -254,6 +254,16 @@ struct ScriptedStepHook {
     answers: UnboundedReceiver<StepOutcome>,
 }
 
+/// Why the model is gone: the driver task stopped and dropped it (a log
+/// the disk cannot take stops it, as a crash would), and the agent's next
+/// wait says why.
+async fn driver_stopped(agent: &Handle) -> Error {
+    match agent.when_idle().await {
+        Err(error) => error,
+        Ok(()) => Error::DriverGone,
+    }
+}
+
 /// The script's side of the model: where steps show up and answers go.
 struct Events {
     events: UnboundedReceiver<Event>,
@@ -320,11 +330,11 @@ impl Session {
         println!("# > the script, `model` the fake model, the rest the core's outputs (~ live)");
         self.say("followup A");
         agent.followup("A")?;
-        self.until_step().await;
+        self.until_step(agent).await?;
         self.say("steer S            (during step 1.1: it joins the next step)");
         agent.steer("S")?;
         self.print_outputs();
-        self.call_tools().await;
+        self.call_tools(agent).await?;
         self.finish_turn(agent).await?;
         self.say("inject c           (idle: no wake, it waits for the next turn)");
         let context = Message::text("c", Source::plugin("demo"));
@@ -332,14 +342,14 @@ impl Session {
         self.print_outputs();
         self.say("followup B");
         agent.followup("B")?;
-        self.until_step().await;
+        self.until_step(agent).await?;
         self.say("cancel user keep-inbox   (during step 2.1)");
         agent.cancel(CancelCause::User, true)?;
         self.print_outputs();
         self.say("followup C         (turn 2 is aborted but running: the wake is latched)");
         agent.followup("C")?;
         self.print_outputs();
-        self.until_step().await;
+        self.until_step(agent).await?;
         self.finish_turn(agent).await?;
         self.say("dispose");
         Ok(())
@@ -350,7 +360,7 @@ impl Session {
         println!("# > the script, `model` the fake model, the rest the core's outputs (~ live)");
         self.say("followup A");
         agent.followup("A")?;
-        self.until_step().await;
+        self.until_step(agent).await?;
         self.say("steer S            (during step 1.1: it waits for step 1.2)");
         agent.steer("S")?;
         self.say("followup B         (it waits for turn 2)");
@@ -367,16 +377,21 @@ impl Session {
     async fn after_the_resume(&mut self, agent: &Handle) -> Result<(), Error> {
         self.say("followup C");
         agent.followup("C")?;
-        self.until_step().await;
+        self.until_step(agent).await?;
         self.say("step completed     (turn 2 ends; C, still waiting, opens turn 3)");
-        self.events
-            .answers
-            .send(StepOutcome::Completed)
-            .expect("the model listens");
-        self.until_step().await;
+        self.answer(agent, StepOutcome::Completed).await?;
+        self.until_step(agent).await?;
         self.finish_turn(agent).await?;
         self.say("dispose");
         Ok(())
+    }
+
+    /// Answers the step in flight.
+    async fn answer(&mut self, agent: &Handle, outcome: StepOutcome) -> Result<(), Error> {
+        match self.events.answers.send(outcome) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(driver_stopped(agent).await),
+        }
     }
 
     fn say(&self, line: &str) {
@@ -392,14 +407,11 @@ impl Session {
 
     /// Answers the step in flight with `tool-calls` and waits for the step
     /// the model then owes.
-    async fn call_tools(&mut self) {
+    async fn call_tools(&mut self, agent: &Handle) -> Result<(), Error> {
         let outcome = StepOutcome::ToolCalls;
         self.say(&command_line(&Input::Step(outcome)));
-        self.events
-            .answers
-            .send(outcome)
-            .expect("the model listens");
-        self.until_step().await;
+        self.answer(agent, outcome).await?;
+        self.until_step(agent).await
     }
 
     /// Completes the step in flight, which ends the turn, and waits until
@@ -410,10 +422,7 @@ impl Session {
             "{}; when-idle",
             command_line(&Input::Step(outcome))
         ));
-        self.events
-            .answers
-            .send(outcome)
-            .expect("the model listens");
+        self.answer(agent, outcome).await?;
         agent.when_idle().await?;
         self.print_outputs();
         Ok(())
@@ -422,9 +431,12 @@ impl Session {
     /// Waits until the model entered a step, then prints what led there. A
     /// drop notice prints first: the driver drops a step before it completes
     /// it, and every output before the drop was printed already.
-    async fn until_step(&mut self) {
+    async fn until_step(&mut self, agent: &Handle) -> Result<(), Error> {
         loop {
-            match self.events.events.recv().await.expect("the model lives") {
+            let Some(event) = self.events.events.recv().await else {
+                return Err(driver_stopped(agent).await);
+            };
+            match event {
                 Event::Dropped { turn, step } => {
                     println!("  model: step {turn}.{step} dropped by the cancel");
                 }
@@ -433,7 +445,7 @@ impl Session {
                     let ids: Vec<&str> = call.entered.iter().map(|m| m.id().as_str()).collect();
                     let (turn, step) = (call.turn, call.step);
                     println!("  model: step {turn}.{step} reads {}", ids.join(" "));
-                    return;
+                    return Ok(());
                 }
             }
         }
