@@ -6,6 +6,7 @@
 //! older records as dsh's own loader does ([`legacy`]).
 
 mod legacy;
+mod surface;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -146,7 +147,10 @@ pub enum LogLine {
     /// `session/end-seed`: a fork's copied history ends at its first one
     /// (the header has `seedLength`); a resume appends one as a marker.
     EndSeed,
-    /// Any other event type: outside the delivery contract, skipped.
+    /// Any other event type: outside the delivery contract, skipped. A
+    /// `user/message` that replaces a span of the model-visible surface
+    /// (`surfaceOp` `replace`: a compaction checkpoint) is one too: it
+    /// rewrites history, it delivers nothing ([`surface`]).
     Other(String),
 }
 
@@ -247,14 +251,18 @@ impl Reader {
     /// emoji) and reads (`JSON.parse`), but serde_json refuses; such a line
     /// is read again with each lone half as U+FFFD, as a JavaScript string
     /// printed to UTF-8 shows it. Only the failing path looks for them.
+    ///
+    /// Likewise a number written with a fraction or an exponent that is a
+    /// safe integer (`1.0`, `1e0`) is the integer to `JSON.parse`, so dsh
+    /// reads `{"turn":1.0}` as turn 1 (and its checks, `Number.isSafeInteger`,
+    /// pass); serde_json refuses it for a `u64`, so a line refused for its
+    /// shape is read again with such numbers written as integers.
     pub fn line(&mut self, text: &str) -> Result<LogLine, LineError> {
         let (next_seq, conversions) = (self.next_seq, self.conversions);
-        let error = match self.record(text) {
-            Err(error @ LineError::NotJson(_)) => error,
+        let mended = match self.record(text) {
+            Err(error @ LineError::NotJson(_)) => lone_surrogates_replaced(text).ok_or(error)?,
+            Err(error @ LineError::Shape(_)) => integral_numbers_as_integers(text).ok_or(error)?,
             read => return read,
-        };
-        let Some(mended) = lone_surrogates_replaced(text) else {
-            return Err(error);
         };
         (self.next_seq, self.conversions) = (next_seq, conversions);
         self.record(&mended)
@@ -265,6 +273,22 @@ impl Reader {
             Ok(envelope) => envelope,
             Err(_) => Envelope::read(text, false)?,
         };
+        let replaces = match envelope.surface_op {
+            Some(op) if envelope.kind == "user/message" => surface::replaces(op)?,
+            _ => false,
+        };
+        match self.event(text, envelope)? {
+            // A surface replacement (a compaction checkpoint) is read and
+            // checked as a message, then skipped: it delivers nothing.
+            LogLine::Delivery(Output::UserMessage(_)) if replaces => {
+                Ok(LogLine::Other("user/message".into()))
+            }
+            event => Ok(event),
+        }
+    }
+
+    /// One record from its envelope.
+    fn event(&mut self, text: &str, envelope: Envelope) -> Result<LogLine, LineError> {
         let kind = envelope.kind.as_ref();
         if kind == "session" {
             return self.header(text);
@@ -393,6 +417,8 @@ struct Envelope<'a> {
     kind: Cow<'a, str>,
     data: Option<&'a RawValue>,
     seq: Option<&'a RawValue>,
+    /// How a message event enters the model-visible surface.
+    surface_op: Option<&'a RawValue>,
     /// The delivery event, when its data was deserialized in the same pass.
     read: Option<Output>,
 }
@@ -437,6 +463,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
         let mut data = None;
         let mut read = None;
         let mut seq = None;
+        let mut surface_op = None;
         let mut others = KeySet::default();
         while let Some(Text(key)) = map.next_key()? {
             let fresh = match key.as_ref() {
@@ -452,6 +479,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                     true
                 }
                 "seq" | "seq0" => seq.replace(map.next_value()?).is_none(),
+                "surfaceOp" => surface_op.replace(map.next_value()?).is_none(),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                     others.insert(key.clone())
@@ -466,6 +494,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
             kind,
             data,
             seq,
+            surface_op,
             read,
         })
     }
@@ -605,6 +634,57 @@ fn lone_surrogates_replaced(text: &str) -> Option<String> {
             copied = at;
         } else {
             at += 6;
+        }
+    }
+    (copied > 0).then(|| {
+        mended.push_str(&text[copied..]);
+        mended
+    })
+}
+
+/// `text` with every number written with a fraction or an exponent whose
+/// value is a safe integer (`1.0`, `2e3`, `-0.0`) written as that integer;
+/// `None` when it has none. Numbers are found outside strings only, in one
+/// pass; anything else (duplicate keys included) is left as it is, for the
+/// reader to judge again.
+fn integral_numbers_as_integers(text: &str) -> Option<String> {
+    /// `Number.MAX_SAFE_INTEGER`.
+    const SAFE: f64 = 9_007_199_254_740_991.0;
+    let bytes = text.as_bytes();
+    let mut mended = String::new();
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => {
+                at += 1;
+                while at < bytes.len() && bytes[at] != b'"' {
+                    at += if bytes[at] == b'\\' { 2 } else { 1 };
+                }
+                at += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = at;
+                while at < bytes.len()
+                    && matches!(bytes[at], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    at += 1;
+                }
+                let number = &text[start..at];
+                if !number.contains(['.', 'e', 'E']) {
+                    continue;
+                }
+                let Ok(value) = number.parse::<f64>() else {
+                    continue;
+                };
+                if value.fract() == 0.0 && value.abs() <= SAFE {
+                    mended.push_str(&text[copied..start]);
+                    // A safe integer: exact as an `i64`.
+                    mended.push_str(&(value as i64).to_string());
+                    copied = at;
+                }
+            }
+            _ => at += 1,
         }
     }
     (copied > 0).then(|| {
@@ -862,6 +942,83 @@ mod tests {
             };
             assert!(refused.starts_with(reason), "{header}: {refused}");
         }
+    }
+
+    #[test]
+    fn integral_numbers_with_a_fraction_or_exponent_read_as_json_parse_reads_them() {
+        let read = |line: &str| parse_line(line).map_err(|error| error.to_string());
+        for (line, expected) in [
+            (
+                r#"{"type":"turn/start","data":{"turn":1.0}}"#,
+                Output::TurnStart { turn: 1 },
+            ),
+            (
+                r#"{"type":"step/end","seq":3.0,"data":{"turn":2e0,"step":1E+1}}"#,
+                Output::StepEnd { turn: 2, step: 10 },
+            ),
+            (
+                r#"{"type":"turn/start","data":{"turn":9007199254740991.0}}"#,
+                Output::TurnStart {
+                    turn: 9_007_199_254_740_991,
+                },
+            ),
+        ] {
+            assert_eq!(read(line), Ok(LogLine::Delivery(expected)), "{line}");
+        }
+        let splice = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0.0,"removedCount":1.0,"inserted":[],"outcome":"canceled"}}"#;
+        assert!(
+            matches!(read(splice), Ok(LogLine::Delivery(Output::Spliced(s))) if s.removed_count == 1)
+        );
+        // A string that looks like a number is left alone, so is a number
+        // that is no integer, or not a safe one.
+        let text = r#"{"type":"user/message","data":{"id":"1.0","role":"user","content":"2.0 \" 3.0","source":{"kind":"user"}}}"#;
+        let Ok(LogLine::Delivery(Output::UserMessage(message))) = read(text) else {
+            panic!("{text}");
+        };
+        assert_eq!(message.id().as_str(), "1.0");
+        assert_eq!(integral_numbers_as_integers(text), None);
+        for line in [
+            r#"{"type":"turn/start","data":{"turn":1.5}}"#,
+            r#"{"type":"turn/start","data":{"turn":1e300}}"#,
+            r#"{"type":"turn/start","data":{"turn":9007199254740993.0}}"#,
+            r#"{"type":"turn/start","data":{"turn":-1.0}}"#,
+        ] {
+            assert!(
+                matches!(parse_line(line), Err(LineError::Shape(_))),
+                "{line}"
+            );
+        }
+        // A duplicate key stays one when the numbers are rewritten.
+        let twice = r#"{"type":"turn/start","data":{"turn":1.0,"turn":2}}"#;
+        assert!(read(twice).unwrap_err().contains("duplicate field"));
+    }
+
+    #[test]
+    fn a_surface_replacement_message_is_read_then_skipped() {
+        let checkpoint = r#"{"type":"user/message","data":{"content":[],"source":{"kind":"plugin","plugin":"compact","compactionId":"c"},"role":"user","id":"k"},"sourceEventSeqs":[3],"surfaceOp":{"op":"replace","start":0,"end":2}}"#;
+        let (reader, read) = read_all(&[HEADER, checkpoint]);
+        assert_eq!(
+            read[1].as_ref().unwrap(),
+            &LogLine::Other("user/message".into())
+        );
+        assert_eq!(reader.next_seq, 1);
+        let appended = checkpoint.replace(r#"{"op":"replace","start":0,"end":2}"#, r#""append""#);
+        assert!(matches!(
+            parse_line(&appended),
+            Ok(LogLine::Delivery(Output::UserMessage(_)))
+        ));
+        // Still a message: a malformed one is refused, replacement or not.
+        let malformed = checkpoint.replace(r#""id":"k""#, r#""id":7"#);
+        assert!(matches!(parse_line(&malformed), Err(LineError::Shape(_))));
+        let bad_op = checkpoint.replace(r#""op":"replace""#, r#""op":"insert""#);
+        assert!(matches!(parse_line(&bad_op), Err(LineError::Refused(_))));
+        let twice = checkpoint.replace(r#""surfaceOp""#, r#""surfaceOp":"append","surfaceOp""#);
+        assert!(
+            parse_line(&twice)
+                .unwrap_err()
+                .to_string()
+                .contains("duplicate key")
+        );
     }
 
     #[test]
