@@ -223,3 +223,57 @@ fn every_prefix_of_every_scenario_log_repairs() {
         "the cuts exercised repair"
     );
 }
+
+/// `validate` and `repair` read the same logs the same way: on every
+/// hand-written log (`tests/logs/`, `tests/legacy-logs/`), a log `repair`
+/// refuses is invalid or unreadable at that very line, and a log that
+/// `validate` finds an id pending twice in (a `{{name}}` placeholder too,
+/// as dsh's inbox refuses it) is refused by `repair` at that line.
+#[test]
+fn validate_and_repair_agree_on_every_hand_written_log() {
+    let mut logs = Vec::new();
+    for folder in ["tests/logs", "tests/legacy-logs"] {
+        logs.extend(common::files_with_extension(
+            &common::workspace().join(folder),
+            "jsonl",
+        ));
+    }
+    let mut refused = 0;
+    for log in &logs {
+        let text = fs::read(log).expect("readable");
+        let mut findings = Vec::new();
+        let verdict = validate(BufReader::new(text.as_slice()), |f| findings.push(f));
+        let first = match &verdict {
+            Err(unreadable) => Some((unreadable.line, "unreadable".to_string())),
+            Ok(_) => findings
+                .first()
+                .map(|f| (f.line, f.violation.property.to_string())),
+        };
+        match kept::read(text.as_slice()) {
+            // One file is one session to resume; validate checks a
+            // concatenation of sessions as a series.
+            Err(error) if error.reason.contains("second `session` header") => {}
+            Err(error) => {
+                refused += 1;
+                assert_eq!(
+                    first.as_ref().map(|(line, _)| *line),
+                    Some(error.line),
+                    "{log:?}: repair refuses ({error}), validate says {first:?}"
+                );
+            }
+            Ok(_) => assert!(
+                first
+                    .as_ref()
+                    .is_none_or(|(_, property)| property != "unique-pending"),
+                "{log:?}: validate says {first:?}, repair accepts it"
+            ),
+        }
+    }
+    assert!(refused > 0, "no hand-written log is corrupt");
+    let placeholder = common::workspace().join("tests/logs/unique-pending-placeholder-twice.jsonl");
+    let error = kept::read(fs::read(placeholder).expect("readable").as_slice()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "line 3: {{sessionId}} would be pending twice"
+    );
+}

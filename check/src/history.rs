@@ -30,7 +30,8 @@ pub enum Mode {
     /// `step/start`, no placeholder ids.
     Core,
     /// A recorded dsh log: context may enter later in a step (tool results),
-    /// and `{{name}}` placeholder ids carry no identity.
+    /// and `{{name}}` placeholder ids carry no identity in a step's
+    /// admissions (they are unique while pending all the same).
     Log,
 }
 
@@ -381,7 +382,11 @@ impl History {
         for (at, id) in ids.iter().enumerate() {
             let listed = self.next_step.iter().chain(&self.next_turn);
             let seen = listed.chain(&ids[..at]);
-            let pending = self.has_identity(id) && self.pending_index.contains(id, seen);
+            // Every id, a `{{name}}` placeholder too: dsh's inbox refuses any
+            // id pending twice, when it writes a splice and when a resume
+            // replays one (`Inbox.validate`, `packages/core/agent/src/inbox.ts`),
+            // and so does a resume here (`courier repair`).
+            let pending = self.pending_index.contains(id, seen);
             ensure(!pending, Property::UniquePending, || {
                 format!(
                     "{id} inserted into {} while pending",
