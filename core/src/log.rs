@@ -257,15 +257,25 @@ impl Reader {
     /// reads `{"turn":1.0}` as turn 1 (and its checks, `Number.isSafeInteger`,
     /// pass); serde_json refuses it for a `u64`, so a line refused for its
     /// shape is read again with such numbers written as integers.
+    /// Both may be needed on one line.
     pub fn line(&mut self, text: &str) -> Result<LogLine, LineError> {
         let (next_seq, conversions) = (self.next_seq, self.conversions);
-        let mended = match self.record(text) {
-            Err(error @ LineError::NotJson(_)) => lone_surrogates_replaced(text).ok_or(error)?,
-            Err(error @ LineError::Shape(_)) => integral_numbers_as_integers(text).ok_or(error)?,
+        let mended;
+        let (text, error) = match self.record(text) {
+            Err(error @ LineError::NotJson(_)) => {
+                mended = lone_surrogates_replaced(text).ok_or(error)?;
+                (self.next_seq, self.conversions) = (next_seq, conversions);
+                match self.record(&mended) {
+                    Err(error @ LineError::Shape(_)) => (mended.as_str(), error),
+                    read => return read,
+                }
+            }
+            Err(error @ LineError::Shape(_)) => (text, error),
             read => return read,
         };
         (self.next_seq, self.conversions) = (next_seq, conversions);
-        self.record(&mended)
+        let integers = integral_numbers_as_integers(text).ok_or(error)?;
+        self.record(&integers)
     }
 
     fn record(&mut self, text: &str) -> Result<LogLine, LineError> {
@@ -932,10 +942,17 @@ mod tests {
                 "session \"s\" uses log format v1, but this harness reads only v0",
             ),
             (
+                r#"{"type":"session","version":1.0,"id":"s"}"#,
+                "session \"s\" uses log format v1, but this harness reads only v0",
+            ),
+            (
                 r#"{"type":"session","version":-1,"id":"s"}"#,
                 "session \"s\" uses log format v-1, older than the supported v0",
             ),
         ];
+        // `0.0` is `0` to JavaScript.
+        let zero = r#"{"type":"session","version":0.0,"id":"s"}"#;
+        assert!(matches!(parse_line(zero), Ok(LogLine::Header(h)) if h.version == 0));
         for (header, reason) in cases {
             let Err(LineError::Refused(refused)) = parse_line(header) else {
                 panic!("accepted {header}");
@@ -988,6 +1005,11 @@ mod tests {
                 "{line}"
             );
         }
+        // With a lone surrogate on the same line: both are mended.
+        let both = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0.0,"inserted":[{"id":"m","role":"user","content":"a\ud83d","source":{"kind":"user"}}]}}"#;
+        assert!(
+            matches!(read(both), Ok(LogLine::Delivery(Output::Spliced(s))) if s.inserted.len() == 1)
+        );
         // A duplicate key stays one when the numbers are rewritten.
         let twice = r#"{"type":"turn/start","data":{"turn":1.0,"turn":2}}"#;
         assert!(read(twice).unwrap_err().contains("duplicate field"));

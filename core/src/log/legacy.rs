@@ -64,15 +64,20 @@ pub(super) fn check_version(header: &Map<String, Value>) -> Result<(), String> {
         Some(other) => other.to_string(),
         None => "undefined".into(),
     };
-    match header.get("version") {
-        Some(Value::Number(number)) if number.as_u64() == Some(FORMAT_VERSION) => Ok(()),
-        Some(Value::Number(number)) if number.as_f64().is_some_and(|v| v > 0.0) => Err(format!(
-            "session \"{id}\" uses log format v{number}, but this harness reads only \
+    // A JavaScript number: `0.0` is `0`, and prints as JavaScript prints it.
+    let version = match header.get("version") {
+        Some(Value::Number(number)) => number.as_f64(),
+        _ => None,
+    };
+    match version {
+        Some(version) if version == FORMAT_VERSION as f64 => Ok(()),
+        Some(version) if version > FORMAT_VERSION as f64 => Err(format!(
+            "session \"{id}\" uses log format v{version}, but this harness reads only \
              v{FORMAT_VERSION}: the log was written by a newer harness — upgrade the \
              harness to open it"
         )),
-        Some(Value::Number(number)) => Err(format!(
-            "session \"{id}\" uses log format v{number}, older than the supported \
+        Some(version) => Err(format!(
+            "session \"{id}\" uses log format v{version}, older than the supported \
              v{FORMAT_VERSION}, and this build ships no upgrade path for it"
         )),
         _ => Err("corrupt session log: first line is not a session header \
