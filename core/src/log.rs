@@ -255,27 +255,25 @@ impl Reader {
     /// Likewise a number written with a fraction or an exponent that is a
     /// safe integer (`1.0`, `1e0`) is the integer to `JSON.parse`, so dsh
     /// reads `{"turn":1.0}` as turn 1 (and its checks, `Number.isSafeInteger`,
-    /// pass); serde_json refuses it for a `u64`, so a line refused for its
-    /// shape is read again with such numbers written as integers.
-    /// Both may be needed on one line.
+    /// pass); serde_json refuses it for a `u64`, so such numbers are
+    /// written as integers for the second reading.
+    ///
+    /// Either may hide the other (serde_json stops at the first), so a line
+    /// refused as not JSON or for its shape is read again, once, with both
+    /// mended; the file is never changed.
     pub fn line(&mut self, text: &str) -> Result<LogLine, LineError> {
         let (next_seq, conversions) = (self.next_seq, self.conversions);
-        let mended;
-        let (text, error) = match self.record(text) {
-            Err(error @ LineError::NotJson(_)) => {
-                mended = lone_surrogates_replaced(text).ok_or(error)?;
-                (self.next_seq, self.conversions) = (next_seq, conversions);
-                match self.record(&mended) {
-                    Err(error @ LineError::Shape(_)) => (mended.as_str(), error),
-                    read => return read,
-                }
-            }
-            Err(error @ LineError::Shape(_)) => (text, error),
+        let error = match self.record(text) {
+            Err(error @ (LineError::NotJson(_) | LineError::Shape(_))) => error,
             read => return read,
         };
+        let surrogates = lone_surrogates_replaced(text);
+        let mended = match integral_numbers_as_integers(surrogates.as_deref().unwrap_or(text)) {
+            Some(mended) => mended,
+            None => surrogates.ok_or(error)?,
+        };
         (self.next_seq, self.conversions) = (next_seq, conversions);
-        let integers = integral_numbers_as_integers(text).ok_or(error)?;
-        self.record(&integers)
+        self.record(&mended)
     }
 
     fn record(&mut self, text: &str) -> Result<LogLine, LineError> {
@@ -1007,8 +1005,10 @@ mod tests {
         }
         // With a lone surrogate on the same line: both are mended.
         let both = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0.0,"inserted":[{"id":"m","role":"user","content":"a\ud83d","source":{"kind":"user"}}]}}"#;
+        let mended = read(both);
         assert!(
-            matches!(read(both), Ok(LogLine::Delivery(Output::Spliced(s))) if s.inserted.len() == 1)
+            matches!(&mended, Ok(LogLine::Delivery(Output::Spliced(s))) if s.inserted.len() == 1),
+            "{mended:?}"
         );
         // A duplicate key stays one when the numbers are rewritten.
         let twice = r#"{"type":"turn/start","data":{"turn":1.0,"turn":2}}"#;
