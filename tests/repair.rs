@@ -277,3 +277,25 @@ fn validate_and_repair_agree_on_every_hand_written_log() {
         "line 3: {{sessionId}} would be pending twice"
     );
 }
+
+/// Every valid hand-written log (`tests/logs/valid-*`: dsh's records
+/// interleaved everywhere, compaction checkpoints, numbers and escapes as
+/// `JSON.parse` reads them, forks and resumes), cut at every line end and
+/// inside every line: each prefix reads, a line is dropped only when cut
+/// inside it, and the repair validates (SPEC §11).
+#[test]
+fn every_prefix_of_every_valid_hand_written_log_repairs() {
+    let logs = common::files_with_extension(&common::workspace().join("tests/logs"), "jsonl");
+    let valid: Vec<_> = logs
+        .iter()
+        .filter(|log| log.file_name().is_some_and(|name| name.to_string_lossy().starts_with("valid-")))
+        // One file is one session to resume (see above).
+        .filter(|log| !log.ends_with("valid-concatenated-sessions.jsonl"))
+        .collect();
+    assert!(valid.len() >= 6, "found only {}", valid.len());
+    let mut cuts = Cuts::default();
+    for log in valid {
+        cuts.add(&format!("{log:?}"), &fs::read(log).expect("readable"));
+    }
+    assert!(cuts.closed > 0 && cuts.torn > 0, "the cuts exercised repair");
+}
