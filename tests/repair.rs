@@ -288,7 +288,10 @@ fn every_prefix_of_every_valid_hand_written_log_repairs() {
     let logs = common::files_with_extension(&common::workspace().join("tests/logs"), "jsonl");
     let valid: Vec<_> = logs
         .iter()
-        .filter(|log| log.file_name().is_some_and(|name| name.to_string_lossy().starts_with("valid-")))
+        .filter(|log| {
+            log.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("valid-"))
+        })
         // One file is one session to resume (see above).
         .filter(|log| !log.ends_with("valid-concatenated-sessions.jsonl"))
         .collect();
@@ -297,5 +300,8 @@ fn every_prefix_of_every_valid_hand_written_log_repairs() {
     for log in valid {
         cuts.add(&format!("{log:?}"), &fs::read(log).expect("readable"));
     }
-    assert!(cuts.closed > 0 && cuts.torn > 0, "the cuts exercised repair");
+    assert!(
+        cuts.closed > 0 && cuts.torn > 0,
+        "the cuts exercised repair"
+    );
 }

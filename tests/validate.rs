@@ -239,7 +239,7 @@ fn the_cli_reports_json_per_file() {
 fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
     let folder = tempfile::tempdir().unwrap();
     let file = folder.path().join("truncated.jsonl");
-    let log = "{\"type\":\"session\",\"version\":0,\"id\":\"s\"}\n\
+    let log = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\n\
                {\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n\
                {\"type\":\"assistant/chunk\",\"data\":{\"text\":\"cut";
     std::fs::write(&file, log).unwrap();
@@ -327,14 +327,15 @@ fn a_log_must_open_with_a_session_header() {
         (error.line, error.reason.as_str()),
         (2, "not a session log: no `session` header")
     );
-    let header = "{\"type\":\"session\",\"version\":0,\"id\":\"s\"}\r\n\r\n";
+    let header = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\r\n\r\n";
     let (findings, outcome) = check(header.as_bytes());
     assert_eq!((findings, outcome.unwrap().lines), (vec![], 2));
 }
 
 #[test]
 fn non_utf8_bad_numbers_and_bad_shapes_are_unreadable_at_their_line() {
-    let header = "{\"type\":\"session\",\"version\":0,\"id\":\"s\"}\n";
+    let header =
+        "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\n";
     let cases: [(&[u8], &str); 5] = [
         (b"{\"type\":\"tool/result\",\"data\":\"\xff\"}", "not UTF-8"),
         (

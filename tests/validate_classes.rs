@@ -12,7 +12,7 @@ use courier_check::validate::{Finding, validate};
 use courier_check::{History, Mode};
 use courier_core::{Message, Output, Splice, Target};
 
-const HEADER: &str = r#"{"type":"session","version":0,"id":"s"}"#;
+const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}"#;
 
 fn message(id: &str) -> String {
     format!(r#"{{"id":"{id}","role":"user","content":"x","source":{{"kind":"user"}}}}"#)

@@ -383,7 +383,7 @@ impl Reader {
     /// a new session (event numbers from 0) begun.
     fn header(&mut self, text: &str) -> Result<LogLine, LineError> {
         let fields: Map<String, Value> = serde_json::from_str(text)?;
-        legacy::check_version(&fields).map_err(LineError::Refused)?;
+        legacy::check_header(&fields).map_err(LineError::Refused)?;
         let header: SessionHeader = serde_json::from_value(Value::Object(fields))?;
         self.session.clone_from(&header.id);
         self.next_seq = 0;
@@ -656,8 +656,7 @@ fn lone_surrogates_replaced(text: &str) -> Option<String> {
 /// pass; anything else (duplicate keys included) is left as it is, for the
 /// reader to judge again.
 fn integral_numbers_as_integers(text: &str) -> Option<String> {
-    /// `Number.MAX_SAFE_INTEGER`.
-    const SAFE: f64 = 9_007_199_254_740_991.0;
+    use legacy::SAFE;
     let bytes = text.as_bytes();
     let mut mended = String::new();
     let mut copied = 0;
@@ -822,7 +821,8 @@ mod tests {
         (reader, read)
     }
 
-    const HEADER: &str = r#"{"type":"session","version":0,"id":"s1"}"#;
+    const HEADER: &str =
+        r#"{"type":"session","version":0,"id":"s1","createdAt":0,"delegationDepth":0}"#;
 
     fn message_id(line: &Result<LogLine, LineError>) -> String {
         match line {
@@ -948,9 +948,40 @@ mod tests {
                 "session \"s\" uses log format v-1, older than the supported v0",
             ),
         ];
-        // `0.0` is `0` to JavaScript.
-        let zero = r#"{"type":"session","version":0.0,"id":"s"}"#;
-        assert!(matches!(parse_line(zero), Ok(LogLine::Header(h)) if h.version == 0));
+        // Every header dsh writes reads (`toHeaderLine`: its optional fields
+        // present or not), and `0.0` is `0` to JavaScript.
+        for header in [
+            r#"{"type":"session","version":0.0,"id":"s","createdAt":1.7e12,"delegationDepth":0}"#,
+            r#"{"type":"session","version":0,"id":"s","createdAt":5,"cwd":"/w","parentSession":"p","seedLength":3,"origin":"subagent","delegationDepth":2,"agentPreset":"a","later":true}"#,
+        ] {
+            assert!(matches!(parse_line(header), Ok(LogLine::Header(h)) if h.version == 0));
+        }
+        // What dsh's `isHeaderLine` and `fromHeaderLine` refuse.
+        let not_a_header = "corrupt session log: first line is not a session header";
+        let cases = cases.into_iter().chain(
+            [
+                r#"{"type":"session","version":0,"id":"s","delegationDepth":0}"#,
+                r#"{"type":"session","version":0,"id":"s","createdAt":0}"#,
+                r#"{"type":"session","version":0,"id":"s","createdAt":-1,"delegationDepth":0}"#,
+                r#"{"type":"session","version":0,"id":"s","createdAt":0.5,"delegationDepth":0}"#,
+                r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":"0"}"#,
+                r#"{"type":"session","version":0,"id":7,"createdAt":0,"delegationDepth":0}"#,
+                r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"origin":"user"}"#,
+                r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"agentPreset":1}"#,
+            ]
+            .map(|header| (header, not_a_header)),
+        );
+        let retired = "session header uses retired policy baseline fields";
+        let cases = cases.chain([
+            (
+                r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"sandboxMode":"x"}"#,
+                retired,
+            ),
+            (
+                r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"approvalPolicy":null}"#,
+                retired,
+            ),
+        ]);
         for (header, reason) in cases {
             let Err(LineError::Refused(refused)) = parse_line(header) else {
                 panic!("accepted {header}");

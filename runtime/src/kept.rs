@@ -346,8 +346,9 @@ impl Reading {
 mod tests {
     use super::*;
 
-    const HEADER: &str = r#"{"type":"session","version":0,"id":"s"}"#;
-    const FORK: &str = r#"{"type":"session","version":0,"id":"s","seedLength":2}"#;
+    const HEADER: &str =
+        r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}"#;
+    const FORK: &str = r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"seedLength":2}"#;
     const SEND_A: &str = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"A","role":"user","content":"A","source":{"kind":"user"}}]}}"#;
     const TURN: &str = r#"{"type":"turn/start","data":{"turn":1}}"#;
 

@@ -52,39 +52,70 @@ impl Conversions {
     }
 }
 
-/// The header's format version, as dsh's JSONL loader checks it
+/// The header, as dsh's JSONL loader checks it
 /// (`packages/session/session-persistence-jsonl/src/format.ts`,
-/// `parseHeaderRecord`): another version is refused before anything else
-/// (`refuseForeignFormatVersion`, with `sessionFormatVersionRefusal`'s
-/// words), and a header whose `version` is missing or not a number is not
-/// a header at all (`isHeaderLine`), so the log is refused as corrupt.
-pub(super) fn check_version(header: &Map<String, Value>) -> Result<(), String> {
+/// `parseHeaderRecord`): another format version is refused before anything
+/// else (`refuseForeignFormatVersion`, with `sessionFormatVersionRefusal`'s
+/// words); then a header without a numeric `version`, a string `id`, a
+/// `createdAt` and a `delegationDepth` that are non-negative safe integers,
+/// an `origin` (if any) of `subagent` and a string `agentPreset` (if any) is
+/// not a header at all (`isHeaderLine`), so the log is refused as corrupt;
+/// and one with the retired `sandboxMode` or `approvalPolicy` is refused
+/// (`fromHeaderLine`). Every header dsh writes (`toHeaderLine`) passes.
+pub(super) fn check_header(header: &Map<String, Value>) -> Result<(), String> {
     let id = match header.get("id") {
         Some(Value::String(id)) => id.clone(),
         Some(other) => other.to_string(),
         None => "undefined".into(),
     };
     // A JavaScript number: `0.0` is `0`, and prints as JavaScript prints it.
-    let version = match header.get("version") {
+    let number = |key: &str| match header.get(key) {
         Some(Value::Number(number)) => number.as_f64(),
         _ => None,
     };
+    let version = number("version");
     match version {
-        Some(version) if version == FORMAT_VERSION as f64 => Ok(()),
-        Some(version) if version > FORMAT_VERSION as f64 => Err(format!(
-            "session \"{id}\" uses log format v{version}, but this harness reads only \
-             v{FORMAT_VERSION}: the log was written by a newer harness — upgrade the \
-             harness to open it"
-        )),
-        Some(version) => Err(format!(
-            "session \"{id}\" uses log format v{version}, older than the supported \
-             v{FORMAT_VERSION}, and this build ships no upgrade path for it"
-        )),
-        _ => Err("corrupt session log: first line is not a session header \
-             (dsh's JSONL loader requires a numeric `version`)"
-            .into()),
+        Some(version) if version > FORMAT_VERSION as f64 => {
+            return Err(format!(
+                "session \"{id}\" uses log format v{version}, but this harness reads only \
+                 v{FORMAT_VERSION}: the log was written by a newer harness — upgrade the \
+                 harness to open it"
+            ));
+        }
+        Some(version) if version < FORMAT_VERSION as f64 => {
+            return Err(format!(
+                "session \"{id}\" uses log format v{version}, older than the supported \
+                 v{FORMAT_VERSION}, and this build ships no upgrade path for it"
+            ));
+        }
+        Some(_) | None => {}
     }
+    let count = |key: &str| {
+        number(key).is_some_and(|n| {
+            n.fract() == 0.0 && (0.0..=SAFE).contains(&n) && !(n == 0.0 && n.is_sign_negative())
+        })
+    };
+    let absent_or = |key: &str, check: fn(&Value) -> bool| header.get(key).is_none_or(check);
+    let is_header = version.is_some()
+        && header.get("id").is_some_and(Value::is_string)
+        && count("createdAt")
+        && count("delegationDepth")
+        && absent_or("origin", |origin| origin == "subagent")
+        && absent_or("agentPreset", Value::is_string);
+    if !is_header {
+        return Err("corrupt session log: first line is not a session header \
+             (dsh's JSONL loader requires a numeric `version`, a string `id`, and \
+             `createdAt` and `delegationDepth` that are whole numbers from 0)"
+            .into());
+    }
+    if header.contains_key("sandboxMode") || header.contains_key("approvalPolicy") {
+        return Err("session header uses retired policy baseline fields".into());
+    }
+    Ok(())
 }
+
+/// `Number.MAX_SAFE_INTEGER`: dsh's counts and numbers are safe integers.
+pub(super) const SAFE: f64 = 9_007_199_254_740_991.0;
 
 /// Event types of dsh's obsolete v0 vocabulary, refused as `assertSupportedEvents`
 /// (coordinator.ts) refuses them: `request/header-delta`, `mode/set`, and a
@@ -138,7 +169,6 @@ fn has_only_keys(record: &Map<String, Value>, required: &[&str]) -> bool {
 
 /// JavaScript's `Number.isSafeInteger` over a JSON value.
 fn is_safe_integer(value: Option<&Value>) -> bool {
-    const SAFE: f64 = 9_007_199_254_740_991.0;
     value
         .and_then(Value::as_f64)
         .is_some_and(|n| n.fract() == 0.0 && n.abs() <= SAFE)

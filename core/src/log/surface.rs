@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::LineError;
+use super::legacy::SAFE;
 
 /// Whether a `user/message`'s `surfaceOp` replaces a surface span (`false`:
 /// it appends); anything else is refused in dsh's words.
@@ -48,9 +49,6 @@ pub(super) fn replaces(op: &RawValue) -> Result<bool, LineError> {
         Err(refused("replace "))
     }
 }
-
-/// `Number.MAX_SAFE_INTEGER`.
-const SAFE: f64 = 9_007_199_254_740_991.0;
 
 #[cfg(test)]
 mod tests {
