@@ -952,38 +952,57 @@ mod tests {
         // present or not), and `0.0` is `0` to JavaScript.
         for header in [
             r#"{"type":"session","version":0.0,"id":"s","createdAt":1.7e12,"delegationDepth":0}"#,
+            r#"{"type":"session","version":0,"id":"s","createdAt":0}"#,
             r#"{"type":"session","version":0,"id":"s","createdAt":5,"cwd":"/w","parentSession":"p","seedLength":3,"origin":"subagent","delegationDepth":2,"agentPreset":"a","later":true}"#,
         ] {
             assert!(matches!(parse_line(header), Ok(LogLine::Header(h)) if h.version == 0));
         }
-        // What dsh's `isHeaderLine` and `fromHeaderLine` refuse.
-        let not_a_header = "corrupt session log: first line is not a session header";
-        let cases = cases.into_iter().chain(
-            [
-                r#"{"type":"session","version":0,"id":"s","delegationDepth":0}"#,
-                r#"{"type":"session","version":0,"id":"s","createdAt":0}"#,
-                r#"{"type":"session","version":0,"id":"s","createdAt":-1,"delegationDepth":0}"#,
-                r#"{"type":"session","version":0,"id":"s","createdAt":0.5,"delegationDepth":0}"#,
-                r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":"0"}"#,
-                r#"{"type":"session","version":0,"id":7,"createdAt":0,"delegationDepth":0}"#,
-                r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"origin":"user"}"#,
-                r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"agentPreset":1}"#,
-            ]
-            .map(|header| (header, not_a_header)),
-        );
-        let retired = "session header uses retired policy baseline fields";
-        let cases = cases.chain([
+        // What dsh's `isHeaderLine`, `fromHeaderLine` and `validateSessionHeader` refuse.
+        let h = |fields: &str| format!(r#"{{"type":"session","version":0,"id":"s",{fields}}}"#);
+        let depth = "session header delegationDepth must be a non-negative safe integer";
+        let created = "session header createdAt must be a non-negative safe integer";
+        let refused = [
+            (h(r#""delegationDepth":0"#), created),
+            (h(r#""createdAt":-1"#), created),
+            (h(r#""createdAt":0.5"#), created),
+            (h(r#""createdAt":"0""#), created),
+            (h(r#""createdAt":0,"delegationDepth":"0""#), depth),
+            (h(r#""createdAt":0,"delegationDepth":-2"#), depth),
             (
-                r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"sandboxMode":"x"}"#,
-                retired,
+                h(r#""createdAt":0,"seedLength":1.5"#),
+                "session header seedLength must be a non-negative safe integer",
             ),
             (
-                r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"approvalPolicy":null}"#,
-                retired,
+                h(r#""createdAt":0,"origin":"user""#),
+                "session header origin must be \"subagent\"",
             ),
-        ]);
+            (
+                h(r#""createdAt":0,"agentPreset":1"#),
+                "session header agentPreset must be a string",
+            ),
+            (
+                h(r#""createdAt":0,"parentSession":null"#),
+                "session header parentSession must be a string",
+            ),
+            (
+                h(r#""createdAt":0,"sandboxMode":"x""#),
+                "session header uses retired policy baseline fields",
+            ),
+            (
+                h(r#""createdAt":0,"approvalPolicy":null"#),
+                "session header uses retired policy baseline fields",
+            ),
+            (
+                r#"{"type":"session","version":0,"id":7,"createdAt":0}"#.to_owned(),
+                "corrupt session log: first line is not a session header",
+            ),
+        ];
+        let cases = cases
+            .map(|(header, reason)| (header.to_owned(), reason))
+            .into_iter()
+            .chain(refused);
         for (header, reason) in cases {
-            let Err(LineError::Refused(refused)) = parse_line(header) else {
+            let Err(LineError::Refused(refused)) = parse_line(&header) else {
                 panic!("accepted {header}");
             };
             assert!(refused.starts_with(reason), "{header}: {refused}");

@@ -52,16 +52,24 @@ impl Conversions {
     }
 }
 
-/// The header, as dsh's JSONL loader checks it
-/// (`packages/session/session-persistence-jsonl/src/format.ts`,
+/// The header, as dsh checks it when it restores a session. First its
+/// JSONL loader (`packages/session/session-persistence-jsonl/src/format.ts`,
 /// `parseHeaderRecord`): another format version is refused before anything
 /// else (`refuseForeignFormatVersion`, with `sessionFormatVersionRefusal`'s
-/// words); then a header without a numeric `version`, a string `id`, a
-/// `createdAt` and a `delegationDepth` that are non-negative safe integers,
-/// an `origin` (if any) of `subagent` and a string `agentPreset` (if any) is
-/// not a header at all (`isHeaderLine`), so the log is refused as corrupt;
-/// and one with the retired `sandboxMode` or `approvalPolicy` is refused
-/// (`fromHeaderLine`). Every header dsh writes (`toHeaderLine`) passes.
+/// words), a header without a numeric `version` or a string `id` is not a
+/// header at all (`isHeaderLine`: the log is refused as corrupt), and one
+/// with the retired `sandboxMode` or `approvalPolicy` is refused
+/// (`fromHeaderLine`). Then the session's own check, which every backend's
+/// header goes through (`validateSessionHeader`,
+/// `packages/core/session/src/index.ts`): `createdAt` a whole number from 0;
+/// `delegationDepth` and `seedLength`, when present, whole numbers from 0;
+/// `origin`, when present, `subagent`; `parentSession` and `agentPreset`,
+/// when present, strings. Every header dsh writes (`toHeaderLine`) passes.
+///
+/// Not followed: the JSONL loader's demand that `delegationDepth` be
+/// present (dsh's session layer makes it optional, and dsh's own web
+/// snapshots, `apps/web/tests/snapshots/*/session.jsonl`, leave it out), and
+/// that `cwd` be absolute (snapshots write `{{cwd}}`, Courier's own logs "").
 pub(super) fn check_header(header: &Map<String, Value>) -> Result<(), String> {
     let id = match header.get("id") {
         Some(Value::String(id)) => id.clone(),
@@ -90,26 +98,39 @@ pub(super) fn check_header(header: &Map<String, Value>) -> Result<(), String> {
         }
         Some(_) | None => {}
     }
-    let count = |key: &str| {
-        number(key).is_some_and(|n| {
-            n.fract() == 0.0 && (0.0..=SAFE).contains(&n) && !(n == 0.0 && n.is_sign_negative())
-        })
-    };
-    let absent_or = |key: &str, check: fn(&Value) -> bool| header.get(key).is_none_or(check);
-    let is_header = version.is_some()
-        && header.get("id").is_some_and(Value::is_string)
-        && count("createdAt")
-        && count("delegationDepth")
-        && absent_or("origin", |origin| origin == "subagent")
-        && absent_or("agentPreset", Value::is_string);
-    if !is_header {
+    if version.is_none() || !header.get("id").is_some_and(Value::is_string) {
         return Err("corrupt session log: first line is not a session header \
-             (dsh's JSONL loader requires a numeric `version`, a string `id`, and \
-             `createdAt` and `delegationDepth` that are whole numbers from 0)"
+             (dsh's JSONL loader requires a numeric `version` and a string `id`)"
             .into());
     }
     if header.contains_key("sandboxMode") || header.contains_key("approvalPolicy") {
         return Err("session header uses retired policy baseline fields".into());
+    }
+    let count = |value: &Value| {
+        value
+            .as_f64()
+            .is_some_and(|n| n.fract() == 0.0 && (0.0..=SAFE).contains(&n))
+    };
+    if !header.get("createdAt").is_some_and(count) {
+        return Err("session header createdAt must be a non-negative safe integer".into());
+    }
+    for key in ["delegationDepth", "seedLength"] {
+        if !header.get(key).is_none_or(count) {
+            return Err(format!(
+                "session header {key} must be a non-negative safe integer"
+            ));
+        }
+    }
+    if !header
+        .get("origin")
+        .is_none_or(|origin| origin == "subagent")
+    {
+        return Err("session header origin must be \"subagent\"".into());
+    }
+    for key in ["parentSession", "agentPreset"] {
+        if !header.get(key).is_none_or(Value::is_string) {
+            return Err(format!("session header {key} must be a string"));
+        }
     }
     Ok(())
 }
