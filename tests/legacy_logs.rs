@@ -117,6 +117,20 @@ fn a_header_without_version_is_refused_as_dsh_s_loader_refuses_it() {
     );
 }
 
+#[test]
+fn a_header_dsh_no_longer_restores_is_refused_in_dsh_s_words() {
+    refused(
+        "refused-header-retired-policy",
+        1,
+        "session header uses retired policy baseline fields",
+    );
+    refused(
+        "refused-header-without-created-at",
+        1,
+        "session header createdAt must be a non-negative safe integer",
+    );
+}
+
 /// The `turn/end` reasons the reader reads from a log, in order.
 fn turn_ends(name: &str) -> Vec<String> {
     let text = std::fs::read_to_string(common::workspace().join(legacy_log(name))).unwrap();
