@@ -38,6 +38,13 @@ pub(super) fn replaces(op: &RawValue) -> Result<bool, LineError> {
     if raw == r#""append""# {
         return Ok(false);
     }
+    if raw.starts_with('"') {
+        // The same string with escapes (rare: read only then).
+        return match serde_json::from_str::<String>(raw) {
+            Ok(op) if op == "append" => Ok(false),
+            _ => Err(refused("")),
+        };
+    }
     if !raw.starts_with('{') {
         return Err(refused(""));
     }
@@ -62,6 +69,7 @@ mod tests {
     #[test]
     fn append_appends_and_a_whole_replace_replaces() {
         assert_eq!(read(r#""append""#), Ok(false));
+        assert_eq!(read(r#""\u0061ppend""#), Ok(false));
         assert_eq!(read(r#"{"op":"replace","start":4,"end":4}"#), Ok(true));
         assert_eq!(
             read(r#" { "end" : 9 , "start" : 0, "op": "replace" }"#),
