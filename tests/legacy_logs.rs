@@ -131,6 +131,15 @@ fn a_header_dsh_no_longer_restores_is_refused_in_dsh_s_words() {
     );
 }
 
+#[test]
+fn a_seq_gap_is_refused_as_dsh_s_loader_refuses_it() {
+    refused(
+        "refused-seq-gap",
+        3,
+        "corrupt session log: seq gap in committed region (expected 1, got 2)",
+    );
+}
+
 /// The `turn/end` reasons the reader reads from a log, in order.
 fn turn_ends(name: &str) -> Vec<String> {
     let text = std::fs::read_to_string(common::workspace().join(legacy_log(name))).unwrap();

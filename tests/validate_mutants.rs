@@ -65,9 +65,22 @@ struct Log {
     fork: bool,
 }
 
+/// Reads a log for mutation. A record's `seq` is dropped: mutations insert,
+/// drop and move records, and dsh refuses a log whose numbers then skip
+/// (the reader does too, as a corrupt log) before any property is at stake;
+/// without `seq` a record takes the next number, as in dsh's snapshots.
 fn read(file: &Path) -> Log {
     let text = std::fs::read_to_string(file).unwrap();
-    let lines: Vec<String> = text.lines().map(String::from).collect();
+    let unnumbered = |line: &str| {
+        let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+        let record = value.as_object_mut().unwrap();
+        let numbered = record.remove("seq").is_some() | record.remove("seq0").is_some();
+        numbered.then(|| json_line(value))
+    };
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| unnumbered(line).unwrap_or_else(|| line.to_owned()))
+        .collect();
     let mut reader = Reader::new();
     let mut fork = false;
     let parsed = lines

@@ -305,6 +305,18 @@ impl Reader {
             Some(seq) => serde_json::from_str::<u64>(seq.get())?,
             None => self.next_seq,
         };
+        // dsh's JSONL loader numbers events from 0 and refuses a record
+        // whose `seq` is not the next number (`SessionLogScanner`,
+        // `session-persistence-jsonl/src/format.ts`; it drops the rest as a
+        // torn tail when no `turn/end` follows, which Courier does not do
+        // silently). A record without `seq` (dsh's snapshots drop it,
+        // Courier writes none) takes the next number.
+        if seq != self.next_seq {
+            let expected = self.next_seq;
+            return Err(LineError::Refused(format!(
+                "corrupt session log: seq gap in committed region (expected {expected}, got {seq})"
+            )));
+        }
         let members = if PACKED_TYPES.contains(&kind) {
             packed_members(kind, envelope.data)?
         } else {
@@ -836,12 +848,12 @@ mod tests {
         let packed = r#"{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[0,0],"texts":["a","b","c"]}}"#;
         let legacy = r#"{"type":"user/message","data":{"content":[],"source":{"kind":"user"}},"surfaceOp":"append"}"#;
         let numbered =
-            r#"{"type":"user/message","seq":40,"data":{"content":"x","source":{"kind":"user"}}}"#;
+            r#"{"type":"user/message","seq":5,"data":{"content":"x","source":{"kind":"user"}}}"#;
         let (reader, read) = read_all(&[HEADER, legacy, packed, legacy, numbered, legacy]);
         assert_eq!(message_id(&read[1]), "legacy-message:s1:0");
         assert_eq!(message_id(&read[3]), "legacy-message:s1:4");
-        assert_eq!(message_id(&read[4]), "legacy-message:s1:40");
-        assert_eq!(message_id(&read[5]), "legacy-message:s1:41");
+        assert_eq!(message_id(&read[4]), "legacy-message:s1:5");
+        assert_eq!(message_id(&read[5]), "legacy-message:s1:6");
         assert_eq!(reader.conversions().pre_identity_message, 4);
         assert_eq!(reader.conversions().total(), 4);
         // A current-looking message missing its id is not guessed into validity.
@@ -849,6 +861,37 @@ mod tests {
         let (reader, read) = read_all(&[HEADER, half]);
         assert!(matches!(read[1], Err(LineError::Shape(_))));
         assert_eq!(reader.conversions().total(), 0);
+    }
+
+    #[test]
+    fn a_seq_that_is_not_the_next_event_number_is_refused_as_dsh_refuses_it() {
+        let at = |seq: &str| format!(r#"{{"type":"turn/start","{seq},"data":{{"turn":1}}}}"#);
+        let packed = r#"{"type":"text-chunks","seq0":1,"data":{"turn":1,"step":1,"index":0,"dt":[0,0],"texts":["a","b"]}}"#;
+        let title = r#"{"type":"session/title","data":{}}"#;
+        // In order, with or without `seq`, a packed row counting its members.
+        let (reader, read) = read_all(&[HEADER, title, packed, &at(r#"seq":3"#), title]);
+        assert!(read.iter().all(Result::is_ok), "{read:?}");
+        assert_eq!(reader.next_seq, 5);
+        for (lines, expected, got) in [
+            (vec![HEADER, title, &at(r#"seq":2"#)], 1, 2),
+            (vec![HEADER, &at(r#"seq":1"#)], 0, 1),
+            (vec![HEADER, title, packed, &at(r#"seq":2"#)], 3, 2),
+            (vec![HEADER, title, title, packed], 2, 1),
+        ] {
+            let (_, read) = read_all(&lines);
+            let Some(Err(LineError::Refused(reason))) = read.last() else {
+                panic!("{lines:?}: {read:?}");
+            };
+            assert_eq!(
+                reason,
+                &format!(
+                    "corrupt session log: seq gap in committed region (expected {expected}, got {got})"
+                )
+            );
+        }
+        // A later header starts numbering again.
+        let (_, read) = read_all(&[HEADER, title, HEADER, &at(r#"seq":0"#)]);
+        assert!(read.iter().all(Result::is_ok), "{read:?}");
     }
 
     #[test]
@@ -1018,7 +1061,7 @@ mod tests {
                 Output::TurnStart { turn: 1 },
             ),
             (
-                r#"{"type":"step/end","seq":3.0,"data":{"turn":2e0,"step":1E+1}}"#,
+                r#"{"type":"step/end","seq":0.0,"data":{"turn":2e0,"step":1E+1}}"#,
                 Output::StepEnd { turn: 2, step: 10 },
             ),
             (
