@@ -126,8 +126,9 @@ pub struct History {
     admitting: bool,
 }
 
-/// How many times each id occurs in an ordered list of ids (placeholder ids
-/// of a log may occur more than once), built only once the list is long: a
+/// How many times each id occurs in an ordered list of ids (at most once
+/// while the replay holds: counting keeps removal exact regardless), built
+/// only once the list is long: a
 /// model checker clones histories of a few ids millions of times, where a
 /// scan is cheaper than a table, while a log may keep a million pending.
 /// Derived from the list it mirrors, so it takes no part in equality or
