@@ -376,21 +376,30 @@ fn bounded<F: std::future::Future>(future: F) -> tokio::time::Timeout<F> {
 
 /// A live agent whose log file `damage` changes behind its back: its next
 /// send fails with the log's error naming what happened (`saying`), and it
-/// writes nothing more.
+/// writes nothing more: not one byte lands on the damaged file (whose last
+/// line may be someone else's partial one).
 fn a_log_changed_behind_the_agent_fails_its_next_send(damage: fn(&Path), saying: &str) {
     let (_folder, path) = log_path();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
     let sink = JsonlFile::create(&path).expect("a temporary file");
-    let (handle, _driver) = Handle::new("damaged", pre_step_hook, step_hook, sink);
+    let (handle, driver) = Handle::new("damaged", pre_step_hook, step_hook, sink);
     handle.append(Target::NextTurn, "A").expect("kept");
     damage(&path);
+    let damaged = fs::read(&path).ok();
     match handle.append(Target::NextTurn, "B") {
         Err(Error::Log(error)) => assert!(error.to_string().contains(saying), "{error}"),
         sent => panic!("sent into a damaged log: {sent:?}"),
     }
     let later = handle.append(Target::NextTurn, "C");
     assert!(matches!(later, Err(Error::Log(_))), "{later:?}");
+    drop(driver);
+    drop(handle);
+    assert_eq!(
+        fs::read(&path).ok().map(String::from_utf8),
+        damaged.map(String::from_utf8),
+        "the agent wrote to the damaged file"
+    );
 }
 
 #[test]
@@ -419,6 +428,22 @@ fn a_log_written_behind_the_agent_fails_its_next_send() {
                 .expect("written");
         },
         "written",
+    );
+}
+
+#[test]
+fn a_log_replaced_behind_the_agent_fails_its_next_send() {
+    a_log_changed_behind_the_agent_fails_its_next_send(
+        |path| {
+            let other = path.with_extension("new");
+            fs::write(
+                &other,
+                "{\"type\":\"session\",\"version\":0,\"id\":\"other\"}\n",
+            )
+            .expect("written");
+            fs::rename(&other, path).expect("replaced");
+        },
+        "replaced",
     );
 }
 
