@@ -587,3 +587,151 @@ fn a_disposed_agents_log_resumes_at_once_while_its_handle_lives() {
         assert!(again.is_ok(), "{again:?}");
     });
 }
+
+/// A log torn inside a line, resumed, then written on: the torn bytes are
+/// cut, never glued onto the next record, so the new turn's lines follow
+/// the last whole line and the file validates.
+#[test]
+fn a_torn_log_resumed_then_appended_to_has_no_trace_of_the_torn_bytes() {
+    // Turn 2 open, 17 bytes of its claim's `spliced` torn.
+    let (_folder, path) = cut_session(r#""turn/start""#, 1, 17);
+    let before = fs::read_to_string(&path).expect("readable");
+    let kept = &before[..before.rfind('\n').expect("lines") + 1];
+    let torn = &before[kept.len()..];
+    assert_eq!(torn.len(), 17, "{torn}");
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (handle, driver) = Handle::resume(&path, pre_step_hook, step_hook).expect("resumable");
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        handle.followup("C").expect("fresh");
+        handle.when_idle().await.expect("the driver task runs");
+        handle.dispose().await.expect("written");
+        driver.await.expect("the driver task ends");
+    });
+    let after = fs::read_to_string(&path).expect("readable");
+    let appended = after
+        .strip_prefix(kept)
+        .expect("the kept lines are untouched");
+    let appended = appended
+        .strip_prefix(TURN_2_CLOSED)
+        .expect("the closers come first");
+    assert!(
+        appended.starts_with(
+            r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":1,"#
+        ),
+        "C's send follows the closers, after B: {appended}"
+    );
+    assert!(
+        appended.contains(r#"{"type":"turn/start","data":{"turn":3}}"#),
+        "{appended}"
+    );
+    for line in after.lines() {
+        let parsed = serde_json::from_str::<serde_json::Value>(line);
+        assert!(parsed.is_ok(), "a line glued onto torn bytes: {line}");
+    }
+    assert_valid(&path);
+}
+
+/// A sink whose writes succeed and whose syncs fail (`EIO` from `fsync`)
+/// after the header's: what the OS was handed may never reach the disk.
+struct SyncFails {
+    synced: bool,
+}
+
+impl Sink for SyncFails {
+    fn write_line(&mut self, _line: &str) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if std::mem::replace(&mut self.synced, true) {
+            Err(io::Error::from_raw_os_error(5))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Under `Sync` a send is acknowledged only once synced: the send whose
+/// sync fails, and every later one, are refused, no hook ever sees them,
+/// and `when_idle` and `dispose` end with the error.
+#[test]
+fn a_failed_sync_acknowledges_no_send_under_sync() {
+    let stepped = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&stepped);
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(move |call| {
+        seen.lock().expect("not poisoned").extend(call.entered);
+        ready(StepOutcome::Completed)
+    });
+    let sink = SyncFails { synced: false };
+    let (handle, driver) = Handle::new("eio", pre_step_hook, step_hook, sink);
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        for id in ["A", "B"] {
+            let sent = handle.followup(id);
+            assert!(
+                matches!(&sent, Err(Error::Log(error)) if error.to_string().contains("os error 5")),
+                "{id}: {sent:?}"
+            );
+        }
+        let idle = bounded(handle.when_idle()).await.expect("when_idle ends");
+        assert!(matches!(idle, Err(Error::Log(_))), "{idle:?}");
+        let disposed = bounded(handle.dispose()).await.expect("dispose ends");
+        assert!(matches!(disposed, Err(Error::Log(_))), "{disposed:?}");
+        bounded(driver)
+            .await
+            .expect("the driver task ends")
+            .expect("no panic");
+    });
+    let stepped = stepped.lock().expect("not poisoned");
+    assert!(
+        stepped.is_empty(),
+        "a hook got an unsynced send: {stepped:?}"
+    );
+}
+
+/// Every recorded dsh log (the vendored copies of
+/// `../shared/fixtures/dsh-logs`), resumed and written on by the runtime:
+/// its lines stay untouched, and the whole file still validates.
+#[test]
+fn every_dsh_log_resumed_and_appended_to_still_validates() {
+    let logs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/shared/dsh-logs");
+    let mut logs: Vec<PathBuf> = fs::read_dir(&logs)
+        .expect("the vendored dsh logs")
+        .map(|entry| entry.expect("listed").path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+        })
+        .collect();
+    logs.sort();
+    assert!(logs.len() >= 100, "found only {} dsh logs", logs.len());
+    let (_folder, path) = log_path();
+    for log in &logs {
+        let original = fs::read(log).expect("readable");
+        fs::write(&path, &original).expect("writable");
+        let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+        let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+        let durability = Durability::WriteBehind {
+            max_delay: Duration::from_millis(1),
+        };
+        let (handle, driver) = Handle::resume_with(&path, durability, pre_step_hook, step_hook)
+            .unwrap_or_else(|error| panic!("{log:?}: {error}"));
+        block_on(async {
+            let driver = tokio::spawn(driver.run());
+            handle.followup("courier-after-resume").expect("fresh");
+            handle.when_idle().await.expect("the driver task runs");
+            handle.dispose().await.expect("written");
+            driver.await.expect("the driver task ends");
+        });
+        let after = fs::read(&path).expect("readable");
+        assert!(after.starts_with(&original), "{log:?}: a kept line changed");
+        let file = fs::File::open(&path).expect("readable");
+        let mut findings = Vec::new();
+        let summary = validate(BufReader::new(file), |finding| findings.push(finding));
+        let summary = summary.unwrap_or_else(|error| panic!("{log:?}: {error}"));
+        assert!(summary.is_valid(), "{log:?}: {findings:?}");
+    }
+}
