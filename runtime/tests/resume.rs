@@ -735,3 +735,67 @@ fn every_dsh_log_resumed_and_appended_to_still_validates() {
         assert!(summary.is_valid(), "{log:?}: {findings:?}");
     }
 }
+
+/// A log that failed mid-turn (here someone else wrote to it): nothing
+/// more will ever be written, so `dispose`, failing with the log's error,
+/// still lets the file go, and the embedder resumes it while its failed
+/// agent's handle lives.
+#[test]
+fn a_failed_agents_dispose_lets_its_log_be_resumed_while_its_handle_lives() {
+    let (_folder, path) = log_path();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| std::future::pending::<StepOutcome>());
+    let sink = JsonlFile::create(&path).expect("a temporary file");
+    let (handle, driver) = Handle::new("failed", pre_step_hook, step_hook, sink);
+    block_on(async {
+        let _driver = tokio::spawn(driver.run());
+        handle.followup("A").expect("kept");
+        while !matches!(handle.status(), Status::Running { step: 1, .. }) {
+            tokio::task::yield_now().await;
+        }
+        let mut file = fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        file.write_all(b"{\"type\":\"intruder\"}\n")
+            .expect("written");
+        let sent = handle.append(Target::NextTurn, "B");
+        assert!(matches!(sent, Err(Error::Log(_))), "{sent:?}");
+        let disposed = bounded(handle.dispose()).await.expect("dispose ends");
+        assert!(matches!(disposed, Err(Error::Log(_))), "{disposed:?}");
+        match resume(&path) {
+            Ok(resumed) => assert_eq!(resumed.status(), Status::Idle),
+            Err(error) => panic!("the failed agent still holds its log: {error}"),
+        }
+    });
+    drop(handle);
+    assert_valid(&path);
+}
+
+/// The same for a driver task that is gone: `dispose` fails with
+/// `DriverGone`, nothing will ever be written again, and the file is let go.
+#[test]
+fn a_dead_drivers_dispose_lets_its_log_be_resumed_while_its_handle_lives() {
+    let (_folder, path) = log_path();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| std::future::pending::<StepOutcome>());
+    let sink = JsonlFile::create(&path).expect("a temporary file");
+    let (handle, driver) = Handle::new("gone", pre_step_hook, step_hook, sink);
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        handle.followup("A").expect("kept");
+        while !matches!(handle.status(), Status::Running { step: 1, .. }) {
+            tokio::task::yield_now().await;
+        }
+        driver.abort();
+        assert!(driver.await.is_err(), "the task was cancelled");
+        let disposed = bounded(handle.dispose()).await.expect("dispose ends");
+        assert!(matches!(disposed, Err(Error::DriverGone)), "{disposed:?}");
+        match resume(&path) {
+            Ok(resumed) => assert_eq!(resumed.status(), Status::Idle),
+            Err(error) => panic!("the dead driver's agent still holds its log: {error}"),
+        }
+    });
+    drop(handle);
+    assert_valid(&path);
+}
