@@ -25,7 +25,9 @@ use courier_check::validate::validate;
 use courier_core::log::SessionHeader;
 use courier_core::{MessageId, PreStepDecision, Status, StepOutcome, Target};
 use courier_runtime::kept::{self, Torn};
-use courier_runtime::{Durability, Error, Handle, JsonlFile, Sink, pre_step_hook_fn, step_hook_fn};
+use courier_runtime::{
+    Durability, Error, Handle, JsonlFile, ResumeError, Sink, pre_step_hook_fn, step_hook_fn,
+};
 
 /// Held by whoever changes the process's file-size limit.
 static DISK: Mutex<()> = Mutex::new(());
@@ -227,4 +229,45 @@ fn a_jsonl_file_refuses_everything_after_its_first_refused_write() {
     }
     drop(file);
     assert_eq!(file_length(&path), whole + 5, "nothing after the cut line");
+}
+
+/// The disk fills while a resume appends an open turn's closers: the
+/// resume fails with an error naming the file, and once the space is back
+/// the next resume cuts the partial closer and finishes the repair.
+#[test]
+fn a_resume_that_fills_the_disk_names_the_file_and_resumes_again() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join("log.jsonl");
+    let crashed = concat!(
+        r#"{"type":"session","version":0,"id":"s"}"#,
+        "\n",
+        r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"A","role":"user","content":"A","source":{"kind":"user"}}]}}"#,
+        "\n",
+        r#"{"type":"turn/start","data":{"turn":1}}"#,
+        "\n"
+    );
+    fs::write(&path, crashed).expect("writable");
+    let resume = || {
+        let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+        let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+        Handle::resume(&path, pre_step_hook, step_hook).map(|(handle, _driver)| handle)
+    };
+    let limit = FileSizeLimit::set(disk(), crashed.len() as u64 + 10);
+    match resume() {
+        Err(ResumeError::Io(error)) => {
+            assert_eq!(error.kind(), io::ErrorKind::FileTooLarge, "{error}");
+            let named = error.to_string();
+            assert!(named.contains(&path.display().to_string()), "{named}");
+        }
+        Err(error) => panic!("refused for another reason: {error}"),
+        Ok(_) => panic!("the closers did not fit, yet it resumed"),
+    }
+    drop(limit);
+    assert_eq!(file_length(&path), crashed.len() as u64 + 10);
+    let resumed = resume().expect("resumable once the space is back");
+    assert_eq!(resumed.status(), Status::Idle);
+    drop(resumed);
+    let text = fs::read_to_string(&path).expect("readable");
+    assert!(text.starts_with(crashed), "{text}");
+    assert_valid(&path);
 }
