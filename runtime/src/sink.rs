@@ -167,9 +167,11 @@ pub struct JsonlFile {
     failed: Option<(ErrorKind, String)>,
 }
 
-/// Buffered bytes beyond which a line goes to the operating system before
-/// the flush that makes it durable.
-const BUFFER_BYTES: usize = 1 << 16;
+/// Buffered bytes beyond which the lines go to the operating system before
+/// the flush that makes them durable: std's `BufWriter` default, so a long
+/// batch reaches the OS (where it survives the process's kill) as it is
+/// encoded, not only at its end.
+const BUFFER_BYTES: usize = 8 * 1024;
 
 impl JsonlFile {
     /// Creates the file at `path`, or empties the one there, once no other
