@@ -799,3 +799,37 @@ fn a_dead_drivers_dispose_lets_its_log_be_resumed_while_its_handle_lives() {
     drop(handle);
     assert_valid(&path);
 }
+
+/// Two agents resume one log at the same moment, from two threads: exactly
+/// one gets it, the other is refused naming the file, and the closers are
+/// appended once.
+#[test]
+fn two_agents_resuming_one_log_at_once_get_it_once() {
+    let (_folder, path) = cut_session(r#""turn/start""#, 1, 0);
+    let before = fs::read_to_string(&path).expect("readable");
+    let start = Arc::new(std::sync::Barrier::new(2));
+    let resumes: Vec<_> = (0..2)
+        .map(|_| {
+            let (path, start) = (path.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                let resumed = resume(&path);
+                // Held until both tried.
+                start.wait();
+                resumed.map(drop)
+            })
+        })
+        .collect();
+    let mut resumed = 0;
+    for resume in resumes {
+        match resume.join().expect("no panic") {
+            Ok(()) => resumed += 1,
+            Err(ResumeError::Io(error)) => assert_in_use(&error, &path),
+            Err(error) => panic!("refused for another reason: {error}"),
+        }
+    }
+    assert_eq!(resumed, 1, "one agent resumed the log");
+    let after = fs::read_to_string(&path).expect("readable");
+    assert_eq!(after, format!("{before}{TURN_2_CLOSED}"));
+    assert_valid(&path);
+}
