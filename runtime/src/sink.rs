@@ -16,7 +16,10 @@ use crate::sync::{Arc, Mutex, lock};
 /// writer at a time, in the log's order. Its first error (or panic, which
 /// is caught) is its last: nothing is written after it, the call that met
 /// it returns [`crate::Error::Log`] (under `Sync`), the driver task stops,
-/// later work is refused with it, and `dispose` reports it.
+/// later work is refused with it, and `dispose` reports it. A sink must not
+/// write on its own after an error either (a `BufWriter` retries what it
+/// buffered when dropped): those lines belong to a call that was told it
+/// failed, and may land after a partial line ([`JsonlFile`] drops them).
 pub trait Sink: Send + 'static {
     /// Appends one JSONL line, given without its newline: the header, and
     /// every event unless [`Sink::write_event`] is overridden.
