@@ -693,13 +693,15 @@ fn a_failed_sync_acknowledges_no_send_under_sync() {
 }
 
 /// Every recorded dsh log (the vendored copies of
-/// `../shared/fixtures/dsh-logs`), resumed and written on by the runtime:
-/// its lines stay untouched, and the whole file still validates.
+/// `../shared/fixtures/dsh-logs` and `dsh-restart-logs`, the latter written
+/// across dsh's own crashes and resumes), resumed and written on by the
+/// runtime: its lines stay untouched, and the whole file still validates.
 #[test]
 fn every_dsh_log_resumed_and_appended_to_still_validates() {
-    let logs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/shared/dsh-logs");
-    let mut logs: Vec<PathBuf> = fs::read_dir(&logs)
-        .expect("the vendored dsh logs")
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/shared");
+    let mut logs: Vec<PathBuf> = ["dsh-logs", "dsh-restart-logs"]
+        .into_iter()
+        .flat_map(|folder| fs::read_dir(shared.join(folder)).expect("the vendored dsh logs"))
         .map(|entry| entry.expect("listed").path())
         .filter(|path| {
             path.extension()
@@ -707,7 +709,7 @@ fn every_dsh_log_resumed_and_appended_to_still_validates() {
         })
         .collect();
     logs.sort();
-    assert!(logs.len() >= 100, "found only {} dsh logs", logs.len());
+    assert!(logs.len() >= 106, "found only {} dsh logs", logs.len());
     let (_folder, path) = log_path();
     for log in &logs {
         let original = fs::read(log).expect("readable");
