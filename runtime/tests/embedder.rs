@@ -335,3 +335,42 @@ fn dead_driver_a_dispose_racing_sends_from_other_threads_loses_no_send() {
         assert_valid(&log);
     }
 }
+
+/// The self-wait diagnosis is made inside the hook's own poll: a wait the
+/// hook hands to another task is an ordinary wait, which resolves once the
+/// turn ends some other way (here a cancel from outside).
+#[test]
+fn self_wait_a_wait_handed_to_another_task_resolves_when_the_turn_is_cancelled() {
+    type Waiting = tokio::task::JoinHandle<Result<(), Error>>;
+    let slot: Arc<Mutex<Option<Waiting>>> = Arc::new(Mutex::new(None));
+    let filled = Arc::clone(&slot);
+    let step_hook = step_hook_fn(move |call: StepCall| {
+        let agent = call.agent.upgrade().expect("alive");
+        let waiting = tokio::spawn(async move { agent.when_idle().await });
+        *filled.lock().expect("not poisoned") = Some(waiting);
+        pending::<StepOutcome>()
+    });
+    let (agent, driver) = Handle::new("embedder", passing(), step_hook, MemoryLog::new());
+    multi_thread().block_on(async {
+        let task = tokio::spawn(driver.run());
+        agent.followup("a").expect("accepted");
+        let waiting = ends("the hook", async {
+            loop {
+                if let Some(waiting) = slot.lock().expect("not poisoned").take() {
+                    return waiting;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiting.is_finished(), "the turn is still running");
+        agent.cancel(CancelCause::User, true).expect("cancelled");
+        let waited = ends("the handed-off wait", waiting)
+            .await
+            .expect("no panic");
+        assert!(waited.is_ok(), "{waited:?}");
+        ends("dispose", agent.dispose()).await.expect("written");
+        ends("the driver task", task).await.expect("no panic");
+    });
+}
