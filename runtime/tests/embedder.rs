@@ -354,15 +354,13 @@ fn self_wait_a_wait_handed_to_another_task_resolves_when_the_turn_is_cancelled()
     multi_thread().block_on(async {
         let task = tokio::spawn(driver.run());
         agent.followup("a").expect("accepted");
-        let waiting = ends("the hook", async {
-            loop {
-                if let Some(waiting) = slot.lock().expect("not poisoned").take() {
-                    return waiting;
-                }
+        ends("the hook", async {
+            while slot.lock().expect("not poisoned").is_none() {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         })
         .await;
+        let waiting = slot.lock().expect("not poisoned").take().expect("filled");
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(!waiting.is_finished(), "the turn is still running");
         agent.cancel(CancelCause::User, true).expect("cancelled");
