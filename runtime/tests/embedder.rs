@@ -51,6 +51,16 @@ fn assert_valid(log: &MemoryLog) {
     assert!(summary.expect("readable").is_valid(), "{findings:?}");
 }
 
+/// Returns once `log` has a `step/start`.
+async fn step_started(log: &MemoryLog) {
+    ends("the step", async {
+        while !log.lines().iter().any(|line| line.contains("step/start")) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+}
+
 fn turn_ends(log: &MemoryLog) -> Vec<String> {
     let lines = log.lines().into_iter();
     lines.filter(|line| line.contains("turn/end")).collect()
@@ -120,12 +130,7 @@ fn dead_driver_a_hook_future_that_panics_when_a_cancel_drops_it_leaves_the_agent
     multi_thread().block_on(async {
         let task = tokio::spawn(driver.run());
         agent.followup("a").expect("accepted");
-        ends("the step", async {
-            while !log.lines().iter().any(|line| line.contains("step/start")) {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-        .await;
+        step_started(&log).await;
         agent.cancel(CancelCause::User, true).expect("cancelled");
         ends("the aborted turn", agent.when_idle())
             .await
@@ -173,12 +178,7 @@ fn weak_handle_a_hook_holding_the_last_handle_disposes_the_agent_when_it_lets_go
     multi_thread().block_on(async {
         let task = tokio::spawn(driver.run());
         agent.followup("question").expect("accepted");
-        ends("the step", async {
-            while !log.lines().iter().any(|line| line.contains("step/start")) {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-        .await;
+        step_started(&log).await;
         drop(agent);
         drop(released);
         ends("the driver task after the hook's handle", task)

@@ -14,14 +14,16 @@
 //! first, and no other test in this binary writes files.
 #![cfg(all(unix, not(loom)))]
 
+mod common;
+
 use std::fs;
 use std::future::ready;
-use std::io::{self, BufReader};
+use std::io;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use courier_check::validate::validate;
+use common::{assert_valid, block_on, bounded, log_path};
 use courier_core::log::SessionHeader;
 use courier_core::{MessageId, PreStepDecision, Status, StepOutcome, Target};
 use courier_runtime::kept::{self, Torn};
@@ -76,29 +78,8 @@ fn disk() -> MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a tokio runtime");
-    runtime.block_on(future)
-}
-
-/// `future`, failing instead of hanging past 10 s.
-fn bounded<F: std::future::Future>(future: F) -> tokio::time::Timeout<F> {
-    tokio::time::timeout(Duration::from_secs(10), future)
-}
-
 fn file_length(path: &Path) -> u64 {
     fs::metadata(path).expect("the log exists").len()
-}
-
-fn assert_valid(path: &Path) {
-    let file = fs::File::open(path).expect("readable");
-    let mut findings = Vec::new();
-    let summary = validate(BufReader::new(file), |finding| findings.push(finding));
-    let summary = summary.expect("a readable log");
-    assert!(summary.is_valid(), "{findings:?}");
 }
 
 /// The disk fills 20 bytes into the line of B's send, then the space comes
@@ -107,8 +88,7 @@ fn assert_valid(path: &Path) {
 /// refused line is not completed at the close, C's is never written), and
 /// a resume cuts the torn tail and finds A alone pending.
 fn a_refused_write_is_never_retried_when_the_log_closes(durability: Durability) {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
+    let (_folder, path) = log_path();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
     let sink = JsonlFile::create(&path).expect("a temporary file");
@@ -207,8 +187,7 @@ fn a_refused_write_is_never_retried_when_a_write_behind_log_closes() {
 /// nothing, though the space came back.
 #[test]
 fn a_jsonl_file_refuses_everything_after_its_first_refused_write() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
+    let (_folder, path) = log_path();
     let mut file = JsonlFile::create(&path).expect("a temporary file");
     file.write_line(r#"{"type":"session","version":0,"id":"s"}"#)
         .expect("buffered");
@@ -236,8 +215,7 @@ fn a_jsonl_file_refuses_everything_after_its_first_refused_write() {
 /// the next resume cuts the partial closer and finishes the repair.
 #[test]
 fn a_resume_that_fills_the_disk_names_the_file_and_resumes_again() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
+    let (_folder, path) = log_path();
     let crashed = concat!(
         r#"{"type":"session","version":0,"id":"s"}"#,
         "\n",

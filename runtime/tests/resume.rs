@@ -5,14 +5,16 @@
 //! a corrupt middle line is refused naming it, the file untouched.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::fs;
 use std::future::ready;
-use std::io::{self, BufReader, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use courier_check::validate::validate;
+use common::{assert_valid, block_on, bounded, log_path, verdict};
 use courier_core::log::SessionHeader;
 use courier_core::{MessageId, PreStepDecision, Status, StepOutcome, Target};
 use courier_runtime::kept::{self, Torn};
@@ -27,14 +29,6 @@ const TURN_2_CLOSED: &str = concat!(
     r#"{"type":"session/end-seed","data":{}}"#,
     "\n"
 );
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a tokio runtime");
-    runtime.block_on(future)
-}
 
 /// Two turns, A then B, logged to `path` by the runtime.
 fn write_session(path: &Path) {
@@ -74,13 +68,6 @@ fn cut_after(path: &Path, marker: &str, skip: usize, torn: usize) {
     fs::write(path, kept).expect("writable");
 }
 
-/// A temporary folder (kept alive by the caller) and a log path in it.
-fn log_path() -> (tempfile::TempDir, PathBuf) {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
-    (folder, path)
-}
-
 /// [`write_session`] at a new [`log_path`], then [`cut_after`].
 fn cut_session(marker: &str, skip: usize, torn: usize) -> (tempfile::TempDir, PathBuf) {
     let (folder, path) = log_path();
@@ -95,6 +82,22 @@ fn resume(path: &Path) -> Result<Handle, ResumeError> {
     Handle::resume(path, pre_step_hook, step_hook).map(|(handle, _driver)| handle)
 }
 
+/// Resumes `path` as `durability` says, runs one turn for a followup `id`
+/// and disposes: the log as a resumed agent goes on writing it.
+fn resume_and_run_a_turn(path: &Path, durability: Durability, id: &str) {
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (handle, driver) = Handle::resume_with(path, durability, pre_step_hook, step_hook)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        handle.followup(id).expect("fresh");
+        handle.when_idle().await.expect("the driver task runs");
+        handle.dispose().await.expect("written");
+        driver.await.expect("the driver task ends");
+    });
+}
+
 fn ids(handle: &Handle, target: Target) -> Vec<MessageId> {
     let inbox = handle.inbox();
     inbox.list(target).iter().map(|m| m.id().clone()).collect()
@@ -106,14 +109,6 @@ fn assert_resumes_again_unchanged(path: &Path) {
     drop(resume(path).expect("resumable again"));
     assert_eq!(fs::read(path).expect("readable"), once);
     assert_valid(path);
-}
-
-fn assert_valid(path: &Path) {
-    let file = fs::File::open(path).expect("readable");
-    let mut findings = Vec::new();
-    let summary = validate(BufReader::new(file), |finding| findings.push(finding));
-    let summary = summary.expect("a readable log");
-    assert!(summary.is_valid(), "{findings:?}");
 }
 
 #[test]
@@ -369,11 +364,6 @@ fn a_full_disk_stops_a_write_behind_agent_at_its_torn_line() {
     });
 }
 
-/// `future`, failing instead of hanging past 10 s.
-fn bounded<F: std::future::Future>(future: F) -> tokio::time::Timeout<F> {
-    tokio::time::timeout(Duration::from_secs(10), future)
-}
-
 /// A live agent whose log file `damage` changes behind its back: its next
 /// send fails with the log's error naming what happened (`saying`), and it
 /// writes nothing more: not one byte lands on the damaged file (whose last
@@ -599,16 +589,7 @@ fn a_torn_log_resumed_then_appended_to_has_no_trace_of_the_torn_bytes() {
     let kept = &before[..before.rfind('\n').expect("lines") + 1];
     let torn = &before[kept.len()..];
     assert_eq!(torn.len(), 17, "{torn}");
-    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
-    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
-    let (handle, driver) = Handle::resume(&path, pre_step_hook, step_hook).expect("resumable");
-    block_on(async {
-        let driver = tokio::spawn(driver.run());
-        handle.followup("C").expect("fresh");
-        handle.when_idle().await.expect("the driver task runs");
-        handle.dispose().await.expect("written");
-        driver.await.expect("the driver task ends");
-    });
+    resume_and_run_a_turn(&path, Durability::Sync, "C");
     let after = fs::read_to_string(&path).expect("readable");
     let appended = after
         .strip_prefix(kept)
@@ -714,92 +695,79 @@ fn every_dsh_log_resumed_and_appended_to_still_validates() {
     for log in &logs {
         let original = fs::read(log).expect("readable");
         fs::write(&path, &original).expect("writable");
-        let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
-        let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
         let durability = Durability::WriteBehind {
             max_delay: Duration::from_millis(1),
         };
-        let (handle, driver) = Handle::resume_with(&path, durability, pre_step_hook, step_hook)
-            .unwrap_or_else(|error| panic!("{log:?}: {error}"));
-        block_on(async {
-            let driver = tokio::spawn(driver.run());
-            handle.followup("courier-after-resume").expect("fresh");
-            handle.when_idle().await.expect("the driver task runs");
-            handle.dispose().await.expect("written");
-            driver.await.expect("the driver task ends");
-        });
+        resume_and_run_a_turn(&path, durability, "courier-after-resume");
         let after = fs::read(&path).expect("readable");
         assert!(after.starts_with(&original), "{log:?}: a kept line changed");
-        let file = fs::File::open(&path).expect("readable");
-        let mut findings = Vec::new();
-        let summary = validate(BufReader::new(file), |finding| findings.push(finding));
-        let summary = summary.unwrap_or_else(|error| panic!("{log:?}: {error}"));
-        assert!(summary.is_valid(), "{log:?}: {findings:?}");
+        let (valid, findings) = verdict(&path);
+        assert!(valid, "{log:?}: {findings:?}");
     }
 }
 
-/// A log that failed mid-turn (here someone else wrote to it): nothing
-/// more will ever be written, so `dispose`, failing with the log's error,
-/// still lets the file go, and the embedder resumes it while its failed
-/// agent's handle lives.
-#[test]
-fn a_failed_agents_dispose_lets_its_log_be_resumed_while_its_handle_lives() {
+/// An agent on a new log at `path` whose step hook never completes, run
+/// until its first step is open; `fail` then breaks it (`driver` is its
+/// driver task's), and its `dispose` must end with the error `failed`
+/// names. Nothing will ever be written again, so the file is let go: the
+/// embedder resumes it while the broken agent's handle lives, and it
+/// validates.
+fn a_broken_agents_log_resumes_after_its_dispose(
+    fail: impl AsyncFnOnce(&Path, &Handle, tokio::task::JoinHandle<()>),
+    failed: fn(&Error) -> bool,
+) {
     let (_folder, path) = log_path();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| std::future::pending::<StepOutcome>());
     let sink = JsonlFile::create(&path).expect("a temporary file");
-    let (handle, driver) = Handle::new("failed", pre_step_hook, step_hook, sink);
-    block_on(async {
-        let _driver = tokio::spawn(driver.run());
-        handle.followup("A").expect("kept");
-        while !matches!(handle.status(), Status::Running { step: 1, .. }) {
-            tokio::task::yield_now().await;
-        }
-        let mut file = fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .expect("open");
-        file.write_all(b"{\"type\":\"intruder\"}\n")
-            .expect("written");
-        let sent = handle.append(Target::NextTurn, "B");
-        assert!(matches!(sent, Err(Error::Log(_))), "{sent:?}");
-        let disposed = bounded(handle.dispose()).await.expect("dispose ends");
-        assert!(matches!(disposed, Err(Error::Log(_))), "{disposed:?}");
-        match resume(&path) {
-            Ok(resumed) => assert_eq!(resumed.status(), Status::Idle),
-            Err(error) => panic!("the failed agent still holds its log: {error}"),
-        }
-    });
-    drop(handle);
-    assert_valid(&path);
-}
-
-/// The same for a driver task that is gone: `dispose` fails with
-/// `DriverGone`, nothing will ever be written again, and the file is let go.
-#[test]
-fn a_dead_drivers_dispose_lets_its_log_be_resumed_while_its_handle_lives() {
-    let (_folder, path) = log_path();
-    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
-    let step_hook = step_hook_fn(|_| std::future::pending::<StepOutcome>());
-    let sink = JsonlFile::create(&path).expect("a temporary file");
-    let (handle, driver) = Handle::new("gone", pre_step_hook, step_hook, sink);
+    let (handle, driver) = Handle::new("broken", pre_step_hook, step_hook, sink);
     block_on(async {
         let driver = tokio::spawn(driver.run());
         handle.followup("A").expect("kept");
         while !matches!(handle.status(), Status::Running { step: 1, .. }) {
             tokio::task::yield_now().await;
         }
-        driver.abort();
-        assert!(driver.await.is_err(), "the task was cancelled");
-        let disposed = bounded(handle.dispose()).await.expect("dispose ends");
-        assert!(matches!(disposed, Err(Error::DriverGone)), "{disposed:?}");
+        fail(&path, &handle, driver).await;
+        match bounded(handle.dispose()).await.expect("dispose ends") {
+            Err(error) if failed(&error) => {}
+            disposed => panic!("{disposed:?}"),
+        }
         match resume(&path) {
             Ok(resumed) => assert_eq!(resumed.status(), Status::Idle),
-            Err(error) => panic!("the dead driver's agent still holds its log: {error}"),
+            Err(error) => panic!("the broken agent still holds its log: {error}"),
         }
     });
     drop(handle);
     assert_valid(&path);
+}
+
+#[test]
+fn a_failed_agents_dispose_lets_its_log_be_resumed_while_its_handle_lives() {
+    // Someone else writes to the log: the agent's next write fails.
+    a_broken_agents_log_resumes_after_its_dispose(
+        async |path, handle, _driver| {
+            let mut file = fs::OpenOptions::new()
+                .append(true)
+                .open(path)
+                .expect("open");
+            file.write_all(b"{\"type\":\"intruder\"}\n")
+                .expect("written");
+            let sent = handle.append(Target::NextTurn, "B");
+            assert!(matches!(sent, Err(Error::Log(_))), "{sent:?}");
+        },
+        |error| matches!(error, Error::Log(_)),
+    );
+}
+
+#[test]
+fn a_dead_drivers_dispose_lets_its_log_be_resumed_while_its_handle_lives() {
+    a_broken_agents_log_resumes_after_its_dispose(
+        async |_path, _handle, driver| {
+            driver.abort();
+            assert!(driver.await.is_err(), "the task was cancelled");
+        },
+        |error| matches!(error, Error::DriverGone),
+    );
 }
 
 /// Two agents resume one log at the same moment, from two threads: exactly
