@@ -151,7 +151,10 @@ impl<P, S> Drop for DriverTask<P, S> {
 /// is aborted (its future is dropped), or it panics. The abort is checked
 /// before each poll, so a hook is not even polled for a turn that is
 /// already aborted. Both the call and each poll run marked as inside this
-/// agent's hook, for [`inside_hook_of`].
+/// agent's hook, for [`inside_hook_of`]. The future is dropped here, inside
+/// the same guard: a hook whose future panics when dropped (a user's guard
+/// in it, when a cancel drops it mid-await) has panicked, and the driver
+/// task goes on.
 async fn settle<F: Future>(
     shared: &Shared,
     turn: u64,
@@ -161,20 +164,30 @@ async fn settle<F: Future>(
         Ok(hook) => hook,
         Err(payload) => return Settled::Panicked(panic_message(payload.as_ref())),
     };
-    let mut hook = pin!(hook);
-    poll_fn(|context| {
+    let mut hook = pin!(Some(hook));
+    let settled = poll_fn(|context| {
         if shared.poll_aborted(turn, context).is_ready() {
             return Poll::Ready(Settled::Aborted);
         }
+        let Some(running) = hook.as_mut().as_pin_mut() else {
+            unreachable!("the hook's future is dropped only once settled");
+        };
         let polled = catch_unwind(AssertUnwindSafe(|| {
-            inside_hook(shared, || hook.as_mut().poll(context))
+            inside_hook(shared, || running.poll(context))
         }));
         match polled {
             Ok(poll) => poll.map(Settled::Done),
             Err(payload) => Poll::Ready(Settled::Panicked(panic_message(payload.as_ref()))),
         }
     })
-    .await
+    .await;
+    let dropped = catch_unwind(AssertUnwindSafe(|| {
+        inside_hook(shared, || hook.as_mut().set(None));
+    }));
+    match dropped {
+        Ok(()) => settled,
+        Err(payload) => Settled::Panicked(panic_message(payload.as_ref())),
+    }
 }
 
 fn address(shared: &Shared) -> usize {
@@ -200,13 +213,14 @@ pub(crate) fn inside_hook_of(shared: &Shared) -> bool {
     INSIDE_HOOK.with(|inside| inside.get() == address(shared))
 }
 
-/// A panic payload's message: its `&str` or `String`.
+/// A panic payload's message: its `&str` or `String` (another payload,
+/// from `panic_any`, has no text to show).
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(message) = payload.downcast_ref::<&str>() {
         (*message).to_owned()
     } else if let Some(message) = payload.downcast_ref::<String>() {
         message.clone()
     } else {
-        "a panic without a message".to_owned()
+        "a panic whose payload is not a string (`panic_any`)".to_owned()
     }
 }

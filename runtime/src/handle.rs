@@ -227,17 +227,31 @@ impl Handle {
     /// next suspension. Once disposed and written, the sink is dropped (a
     /// [`JsonlFile`](crate::JsonlFile) closed, its one-writer lock
     /// released), so the log can be resumed at once, before the driver task
-    /// and the last handle are gone.
+    /// and the last handle are gone. So it is after [`Error::Log`] or
+    /// [`Error::DriverGone`]: this agent will never write to its log again,
+    /// so the embedder can resume the file while its handles live.
     pub async fn dispose(&self) -> Result<(), Error> {
-        let ticket = self.shared.dispose()?;
-        let disposed = WhenIdle {
-            shared: Arc::clone(&self.shared),
-            ticket,
+        let disposed = match self.shared.dispose() {
+            Ok(ticket) => {
+                let shared = Arc::clone(&self.shared);
+                WhenIdle { shared, ticket }.await
+            }
+            Err(error) => Err(error),
         };
-        disposed.await?;
-        let flushed = self.shared.flush();
-        self.shared.release_log();
-        flushed.map_err(Error::Log)
+        match disposed {
+            Ok(()) => {
+                let flushed = self.shared.flush();
+                self.shared.release_log();
+                flushed.map_err(Error::Log)
+            }
+            Err(error @ (Error::Log(_) | Error::DriverGone)) => {
+                self.shared.release_log();
+                Err(error)
+            }
+            Err(error @ (Error::InsideHook | Error::Refused(_) | Error::ObserverPanicked(_))) => {
+                Err(error)
+            }
+        }
     }
 
     /// Every output from now on, in emission order: the durable events and

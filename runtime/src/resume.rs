@@ -68,14 +68,25 @@ pub(crate) fn repair_in_place(path: &Path) -> Result<(KeptLog, JsonlFile), Resum
         }));
     }
     let lines = kept.appended_lines();
-    if kept.torn.is_some() || !lines.is_empty() {
-        if kept.torn.is_some() {
-            file.set_len(kept.kept_bytes)?;
+    let repaired = || -> io::Result<()> {
+        if kept.torn.is_some() || !lines.is_empty() {
+            if kept.torn.is_some() {
+                file.set_len(kept.kept_bytes)?;
+            }
+            // Opened to append: the lines go at the (cut) end.
+            (&file).write_all(lines.as_bytes())?;
+            file.sync_all()?;
         }
-        // Opened to append: the lines go at the (cut) end.
-        (&file).write_all(lines.as_bytes())?;
-        file.sync_all()?;
-    }
+        Ok(())
+    };
+    // A failure here (a full disk) leaves at most a partial closer, which
+    // the next resume cuts as a torn tail.
+    repaired().map_err(|error| {
+        io::Error::new(
+            error.kind(),
+            format!("cannot repair {}: {error}", path.display()),
+        )
+    })?;
     let sink = JsonlFile::locked(file, path)?;
     Ok((kept, sink))
 }

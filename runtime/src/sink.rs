@@ -4,7 +4,7 @@
 //! the agent's lock, and syncs as the [`crate::Durability`] policy says.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use courier_core::Output;
@@ -16,7 +16,10 @@ use crate::sync::{Arc, Mutex, lock};
 /// writer at a time, in the log's order. Its first error (or panic, which
 /// is caught) is its last: nothing is written after it, the call that met
 /// it returns [`crate::Error::Log`] (under `Sync`), the driver task stops,
-/// later work is refused with it, and `dispose` reports it.
+/// later work is refused with it, and `dispose` reports it. A sink must not
+/// write on its own after an error either (a `BufWriter` retries what it
+/// buffered when dropped): those lines belong to a call that was told it
+/// failed, and may land after a partial line ([`JsonlFile`] drops them).
 pub trait Sink: Send + 'static {
     /// Appends one JSONL line, given without its newline: the header, and
     /// every event unless [`Sink::write_event`] is overridden.
@@ -143,15 +146,35 @@ impl Sink for MemoryLog {
 /// when the file is closed, including when its process is killed. Readers
 /// (`courier repair`, `courier validate`) take no lock: they may see the
 /// live writer's last line torn.
+///
+/// Its first failed write or sync is its last (SPEC §11: a torn final line
+/// is tolerated, corruption in the middle is not). A refused write may have
+/// left part of a line in the file (a full disk cuts a write short), and
+/// after a failed sync what the disk holds is unknown, so anything appended
+/// later, even once the space came back, could land after a partial line,
+/// or complete the line of a call that was told it failed. Every later
+/// write and flush returns that first error, what was buffered is dropped
+/// and never written, not even when the file is closed, and a resume cuts
+/// the torn line.
 pub struct JsonlFile {
-    writer: BufWriter<File>,
-    /// The file's length once everything written has left the buffer: at
-    /// each flush the file must have exactly this length, or someone else
-    /// truncated it or wrote to it.
+    file: File,
+    /// Lines not yet handed to the operating system.
+    buffer: Vec<u8>,
+    /// The file's length as this writer left it: before each write the
+    /// file must still have exactly this length, or someone else truncated
+    /// it or wrote to it.
     length: u64,
     /// The file, for errors.
     path: PathBuf,
+    /// The first write or sync that failed: its kind and message.
+    failed: Option<(ErrorKind, String)>,
 }
+
+/// Buffered bytes beyond which the lines go to the operating system before
+/// the flush that makes them durable: std's `BufWriter` default, so a long
+/// batch reaches the OS (where it survives the process's kill) as it is
+/// encoded, not only at its end.
+const BUFFER_BYTES: usize = 8 * 1024;
 
 impl JsonlFile {
     /// Creates the file at `path`, or empties the one there, once no other
@@ -195,9 +218,43 @@ impl JsonlFile {
     pub(crate) fn locked(file: File, path: &Path) -> io::Result<Self> {
         Ok(Self {
             length: file.metadata()?.len(),
-            writer: BufWriter::new(file),
+            file,
+            buffer: Vec::new(),
             path: path.to_owned(),
+            failed: None,
         })
+    }
+
+    /// The first failure, again (`io::Error` is not `Clone`).
+    fn refused(&self) -> io::Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some((kind, message)) => Err(io::Error::new(*kind, message.clone())),
+        }
+    }
+
+    /// Runs one write or sync; its failure is this file's last.
+    fn attempt(&mut self, call: impl FnOnce(&mut Self) -> io::Result<()>) -> io::Result<()> {
+        self.refused()?;
+        let done = call(self);
+        if let Err(error) = &done {
+            self.failed = Some((error.kind(), error.to_string()));
+            // Never written: the call they belong to fails.
+            self.buffer = Vec::new();
+        }
+        done
+    }
+
+    /// Hands the buffered lines to the operating system, once the file is
+    /// checked to be as this writer left it (even with nothing to write):
+    /// nothing lands on a file that was deleted, cut or written by someone
+    /// else (whose last line may be partial).
+    fn write_buffer(&mut self) -> io::Result<()> {
+        self.unchanged()?;
+        self.file.write_all(&self.buffer)?;
+        self.length += self.buffer.len() as u64;
+        self.buffer.clear();
+        Ok(())
     }
 
     /// The file is still the log this writer wrote: not deleted, and as
@@ -205,7 +262,7 @@ impl JsonlFile {
     /// a cut or someone else's lines, and the log is no longer this
     /// agent's: its first failure, so nothing more is written.
     fn unchanged(&self) -> io::Result<()> {
-        let metadata = self.writer.get_ref().metadata()?;
+        let metadata = self.file.metadata()?;
         let damaged = |what: String| {
             io::Error::other(format!(
                 "{}: {what} while the agent appended to it",
@@ -214,7 +271,12 @@ impl JsonlFile {
         };
         #[cfg(unix)]
         if std::os::unix::fs::MetadataExt::nlink(&metadata) == 0 {
-            return Err(damaged("deleted".into()));
+            // Gone from every folder: its path names another file, or none.
+            let what = match std::fs::metadata(&self.path) {
+                Ok(_) => "replaced by another file",
+                Err(_) => "deleted",
+            };
+            return Err(damaged(what.into()));
         }
         match metadata.len() {
             length if length < self.length => Err(damaged(format!(
@@ -254,17 +316,31 @@ pub(crate) fn take_writer(file: &File, path: &Path) -> io::Result<()> {
 impl Sink for JsonlFile {
     /// Two buffer copies: no formatting machinery on the hot path.
     fn write_line(&mut self, line: &str) -> io::Result<()> {
-        self.writer.write_all(line.as_bytes())?;
-        self.writer.write_all(b"\n")?;
-        self.length += line.len() as u64 + 1;
+        self.refused()?;
+        self.buffer.extend_from_slice(line.as_bytes());
+        self.buffer.push(b'\n');
+        if self.buffer.len() >= BUFFER_BYTES {
+            self.attempt(Self::write_buffer)?;
+        }
         Ok(())
     }
 
     /// One `fstat` beside the `fdatasync`: a log deleted, cut or written by
     /// someone else fails here instead of silently losing what follows.
     fn flush(&mut self) -> io::Result<()> {
-        self.writer.flush()?;
-        self.unchanged()?;
-        self.writer.get_ref().sync_data()
+        self.attempt(|file| {
+            file.write_buffer()?;
+            file.file.sync_data()
+        })
+    }
+}
+
+impl Drop for JsonlFile {
+    /// Lines written but never flushed go to the operating system (not
+    /// synced), as a `BufWriter`'s do; after a failure, nothing does.
+    fn drop(&mut self) {
+        if !self.buffer.is_empty() {
+            drop(self.attempt(Self::write_buffer));
+        }
     }
 }

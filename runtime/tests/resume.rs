@@ -5,14 +5,16 @@
 //! a corrupt middle line is refused naming it, the file untouched.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::fs;
 use std::future::ready;
-use std::io::{self, BufReader, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use courier_check::validate::validate;
+use common::{assert_valid, block_on, bounded, log_path, verdict};
 use courier_core::log::SessionHeader;
 use courier_core::{MessageId, PreStepDecision, Status, StepOutcome, Target};
 use courier_runtime::kept::{self, Torn};
@@ -27,14 +29,6 @@ const TURN_2_CLOSED: &str = concat!(
     r#"{"type":"session/end-seed","data":{}}"#,
     "\n"
 );
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a tokio runtime");
-    runtime.block_on(future)
-}
 
 /// Two turns, A then B, logged to `path` by the runtime.
 fn write_session(path: &Path) {
@@ -74,13 +68,6 @@ fn cut_after(path: &Path, marker: &str, skip: usize, torn: usize) {
     fs::write(path, kept).expect("writable");
 }
 
-/// A temporary folder (kept alive by the caller) and a log path in it.
-fn log_path() -> (tempfile::TempDir, PathBuf) {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let path = folder.path().join("log.jsonl");
-    (folder, path)
-}
-
 /// [`write_session`] at a new [`log_path`], then [`cut_after`].
 fn cut_session(marker: &str, skip: usize, torn: usize) -> (tempfile::TempDir, PathBuf) {
     let (folder, path) = log_path();
@@ -95,6 +82,22 @@ fn resume(path: &Path) -> Result<Handle, ResumeError> {
     Handle::resume(path, pre_step_hook, step_hook).map(|(handle, _driver)| handle)
 }
 
+/// Resumes `path` as `durability` says, runs one turn for a followup `id`
+/// and disposes: the log as a resumed agent goes on writing it.
+fn resume_and_run_a_turn(path: &Path, durability: Durability, id: &str) {
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (handle, driver) = Handle::resume_with(path, durability, pre_step_hook, step_hook)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        handle.followup(id).expect("fresh");
+        handle.when_idle().await.expect("the driver task runs");
+        handle.dispose().await.expect("written");
+        driver.await.expect("the driver task ends");
+    });
+}
+
 fn ids(handle: &Handle, target: Target) -> Vec<MessageId> {
     let inbox = handle.inbox();
     inbox.list(target).iter().map(|m| m.id().clone()).collect()
@@ -106,14 +109,6 @@ fn assert_resumes_again_unchanged(path: &Path) {
     drop(resume(path).expect("resumable again"));
     assert_eq!(fs::read(path).expect("readable"), once);
     assert_valid(path);
-}
-
-fn assert_valid(path: &Path) {
-    let file = fs::File::open(path).expect("readable");
-    let mut findings = Vec::new();
-    let summary = validate(BufReader::new(file), |finding| findings.push(finding));
-    let summary = summary.expect("a readable log");
-    assert!(summary.is_valid(), "{findings:?}");
 }
 
 #[test]
@@ -369,28 +364,32 @@ fn a_full_disk_stops_a_write_behind_agent_at_its_torn_line() {
     });
 }
 
-/// `future`, failing instead of hanging past 10 s.
-fn bounded<F: std::future::Future>(future: F) -> tokio::time::Timeout<F> {
-    tokio::time::timeout(Duration::from_secs(10), future)
-}
-
 /// A live agent whose log file `damage` changes behind its back: its next
 /// send fails with the log's error naming what happened (`saying`), and it
-/// writes nothing more.
+/// writes nothing more: not one byte lands on the damaged file (whose last
+/// line may be someone else's partial one).
 fn a_log_changed_behind_the_agent_fails_its_next_send(damage: fn(&Path), saying: &str) {
     let (_folder, path) = log_path();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
     let sink = JsonlFile::create(&path).expect("a temporary file");
-    let (handle, _driver) = Handle::new("damaged", pre_step_hook, step_hook, sink);
+    let (handle, driver) = Handle::new("damaged", pre_step_hook, step_hook, sink);
     handle.append(Target::NextTurn, "A").expect("kept");
     damage(&path);
+    let damaged = fs::read(&path).ok();
     match handle.append(Target::NextTurn, "B") {
         Err(Error::Log(error)) => assert!(error.to_string().contains(saying), "{error}"),
         sent => panic!("sent into a damaged log: {sent:?}"),
     }
     let later = handle.append(Target::NextTurn, "C");
     assert!(matches!(later, Err(Error::Log(_))), "{later:?}");
+    drop(driver);
+    drop(handle);
+    assert_eq!(
+        fs::read(&path).ok().map(String::from_utf8),
+        damaged.map(String::from_utf8),
+        "the agent wrote to the damaged file"
+    );
 }
 
 #[test]
@@ -419,6 +418,22 @@ fn a_log_written_behind_the_agent_fails_its_next_send() {
                 .expect("written");
         },
         "written",
+    );
+}
+
+#[test]
+fn a_log_replaced_behind_the_agent_fails_its_next_send() {
+    a_log_changed_behind_the_agent_fails_its_next_send(
+        |path| {
+            let other = path.with_extension("new");
+            fs::write(
+                &other,
+                "{\"type\":\"session\",\"version\":0,\"id\":\"other\"}\n",
+            )
+            .expect("written");
+            fs::rename(&other, path).expect("replaced");
+        },
+        "replaced",
     );
 }
 
@@ -561,4 +576,230 @@ fn a_disposed_agents_log_resumes_at_once_while_its_handle_lives() {
         let again = handle.dispose().await;
         assert!(again.is_ok(), "{again:?}");
     });
+}
+
+/// A log torn inside a line, resumed, then written on: the torn bytes are
+/// cut, never glued onto the next record, so the new turn's lines follow
+/// the last whole line and the file validates.
+#[test]
+fn a_torn_log_resumed_then_appended_to_has_no_trace_of_the_torn_bytes() {
+    // Turn 2 open, 17 bytes of its claim's `spliced` torn.
+    let (_folder, path) = cut_session(r#""turn/start""#, 1, 17);
+    let before = fs::read_to_string(&path).expect("readable");
+    let kept = &before[..before.rfind('\n').expect("lines") + 1];
+    let torn = &before[kept.len()..];
+    assert_eq!(torn.len(), 17, "{torn}");
+    resume_and_run_a_turn(&path, Durability::Sync, "C");
+    let after = fs::read_to_string(&path).expect("readable");
+    let appended = after
+        .strip_prefix(kept)
+        .expect("the kept lines are untouched");
+    let appended = appended
+        .strip_prefix(TURN_2_CLOSED)
+        .expect("the closers come first");
+    assert!(
+        appended.starts_with(
+            r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":1,"#
+        ),
+        "C's send follows the closers, after B: {appended}"
+    );
+    assert!(
+        appended.contains(r#"{"type":"turn/start","data":{"turn":3}}"#),
+        "{appended}"
+    );
+    for line in after.lines() {
+        let parsed = serde_json::from_str::<serde_json::Value>(line);
+        assert!(parsed.is_ok(), "a line glued onto torn bytes: {line}");
+    }
+    assert_valid(&path);
+}
+
+/// A sink whose writes succeed and whose syncs fail (`EIO` from `fsync`)
+/// after the header's: what the OS was handed may never reach the disk.
+struct SyncFails {
+    synced: bool,
+}
+
+impl Sink for SyncFails {
+    fn write_line(&mut self, _line: &str) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if std::mem::replace(&mut self.synced, true) {
+            Err(io::Error::from_raw_os_error(5))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Under `Sync` a send is acknowledged only once synced: the send whose
+/// sync fails, and every later one, are refused, no hook ever sees them,
+/// and `when_idle` and `dispose` end with the error.
+#[test]
+fn a_failed_sync_acknowledges_no_send_under_sync() {
+    let stepped = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&stepped);
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(move |call| {
+        seen.lock().expect("not poisoned").extend(call.entered);
+        ready(StepOutcome::Completed)
+    });
+    let sink = SyncFails { synced: false };
+    let (handle, driver) = Handle::new("eio", pre_step_hook, step_hook, sink);
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        for id in ["A", "B"] {
+            let sent = handle.followup(id);
+            assert!(
+                matches!(&sent, Err(Error::Log(error)) if error.to_string().contains("os error 5")),
+                "{id}: {sent:?}"
+            );
+        }
+        let idle = bounded(handle.when_idle()).await.expect("when_idle ends");
+        assert!(matches!(idle, Err(Error::Log(_))), "{idle:?}");
+        let disposed = bounded(handle.dispose()).await.expect("dispose ends");
+        assert!(matches!(disposed, Err(Error::Log(_))), "{disposed:?}");
+        bounded(driver)
+            .await
+            .expect("the driver task ends")
+            .expect("no panic");
+    });
+    let stepped = stepped.lock().expect("not poisoned");
+    assert!(
+        stepped.is_empty(),
+        "a hook got an unsynced send: {stepped:?}"
+    );
+}
+
+/// Every recorded dsh log (the vendored copies of
+/// `../shared/fixtures/dsh-logs` and `dsh-restart-logs`, the latter written
+/// across dsh's own crashes and resumes), resumed and written on by the
+/// runtime: its lines stay untouched, and the whole file still validates.
+#[test]
+fn every_dsh_log_resumed_and_appended_to_still_validates() {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/shared");
+    let mut logs: Vec<PathBuf> = ["dsh-logs", "dsh-restart-logs"]
+        .into_iter()
+        .flat_map(|folder| fs::read_dir(shared.join(folder)).expect("the vendored dsh logs"))
+        .map(|entry| entry.expect("listed").path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+        })
+        .collect();
+    logs.sort();
+    assert!(logs.len() >= 106, "found only {} dsh logs", logs.len());
+    let (_folder, path) = log_path();
+    for log in &logs {
+        let original = fs::read(log).expect("readable");
+        fs::write(&path, &original).expect("writable");
+        let durability = Durability::WriteBehind {
+            max_delay: Duration::from_millis(1),
+        };
+        resume_and_run_a_turn(&path, durability, "courier-after-resume");
+        let after = fs::read(&path).expect("readable");
+        assert!(after.starts_with(&original), "{log:?}: a kept line changed");
+        let (valid, findings) = verdict(&path);
+        assert!(valid, "{log:?}: {findings:?}");
+    }
+}
+
+/// An agent on a new log at `path` whose step hook never completes, run
+/// until its first step is open; `fail` then breaks it (`driver` is its
+/// driver task's), and its `dispose` must end with the error `failed`
+/// names. Nothing will ever be written again, so the file is let go: the
+/// embedder resumes it while the broken agent's handle lives, and it
+/// validates.
+fn a_broken_agents_log_resumes_after_its_dispose(
+    fail: impl AsyncFnOnce(&Path, &Handle, tokio::task::JoinHandle<()>),
+    failed: fn(&Error) -> bool,
+) {
+    let (_folder, path) = log_path();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| std::future::pending::<StepOutcome>());
+    let sink = JsonlFile::create(&path).expect("a temporary file");
+    let (handle, driver) = Handle::new("broken", pre_step_hook, step_hook, sink);
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        handle.followup("A").expect("kept");
+        while !matches!(handle.status(), Status::Running { step: 1, .. }) {
+            tokio::task::yield_now().await;
+        }
+        fail(&path, &handle, driver).await;
+        match bounded(handle.dispose()).await.expect("dispose ends") {
+            Err(error) if failed(&error) => {}
+            disposed => panic!("{disposed:?}"),
+        }
+        match resume(&path) {
+            Ok(resumed) => assert_eq!(resumed.status(), Status::Idle),
+            Err(error) => panic!("the broken agent still holds its log: {error}"),
+        }
+    });
+    drop(handle);
+    assert_valid(&path);
+}
+
+#[test]
+fn a_failed_agents_dispose_lets_its_log_be_resumed_while_its_handle_lives() {
+    // Someone else writes to the log: the agent's next write fails.
+    a_broken_agents_log_resumes_after_its_dispose(
+        async |path, handle, _driver| {
+            let mut file = fs::OpenOptions::new()
+                .append(true)
+                .open(path)
+                .expect("open");
+            file.write_all(b"{\"type\":\"intruder\"}\n")
+                .expect("written");
+            let sent = handle.append(Target::NextTurn, "B");
+            assert!(matches!(sent, Err(Error::Log(_))), "{sent:?}");
+        },
+        |error| matches!(error, Error::Log(_)),
+    );
+}
+
+#[test]
+fn a_dead_drivers_dispose_lets_its_log_be_resumed_while_its_handle_lives() {
+    a_broken_agents_log_resumes_after_its_dispose(
+        async |_path, _handle, driver| {
+            driver.abort();
+            assert!(driver.await.is_err(), "the task was cancelled");
+        },
+        |error| matches!(error, Error::DriverGone),
+    );
+}
+
+/// Two agents resume one log at the same moment, from two threads: exactly
+/// one gets it, the other is refused naming the file, and the closers are
+/// appended once.
+#[test]
+fn two_agents_resuming_one_log_at_once_get_it_once() {
+    let (_folder, path) = cut_session(r#""turn/start""#, 1, 0);
+    let before = fs::read_to_string(&path).expect("readable");
+    let start = Arc::new(std::sync::Barrier::new(2));
+    let resumes: Vec<_> = (0..2)
+        .map(|_| {
+            let (path, start) = (path.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                let resumed = resume(&path);
+                // Held until both tried.
+                start.wait();
+                resumed.map(drop)
+            })
+        })
+        .collect();
+    let mut resumed = 0;
+    for resume in resumes {
+        match resume.join().expect("no panic") {
+            Ok(()) => resumed += 1,
+            Err(ResumeError::Io(error)) => assert_in_use(&error, &path),
+            Err(error) => panic!("refused for another reason: {error}"),
+        }
+    }
+    assert_eq!(resumed, 1, "one agent resumed the log");
+    let after = fs::read_to_string(&path).expect("readable");
+    assert_eq!(after, format!("{before}{TURN_2_CLOSED}"));
+    assert_valid(&path);
 }
