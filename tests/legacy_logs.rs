@@ -124,11 +124,6 @@ fn a_header_dsh_no_longer_restores_is_refused_in_dsh_s_words() {
         1,
         "session header uses retired policy baseline fields",
     );
-    refused(
-        "refused-header-without-created-at",
-        1,
-        "session header createdAt must be a non-negative safe integer",
-    );
 }
 
 #[test]

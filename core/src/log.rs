@@ -996,6 +996,8 @@ mod tests {
         for header in [
             r#"{"type":"session","version":0.0,"id":"s","createdAt":1.7e12,"delegationDepth":0}"#,
             r#"{"type":"session","version":0,"id":"s","createdAt":0}"#,
+            r#"{"type":"session","version":0,"id":"s"}"#,
+            r#"{"type":"session","version":0,"id":"s","delegationDepth":0}"#,
             r#"{"type":"session","version":0,"id":"s","createdAt":5,"cwd":"/w","parentSession":"p","seedLength":3,"origin":"subagent","delegationDepth":2,"agentPreset":"a","later":true}"#,
         ] {
             assert!(matches!(parse_line(header), Ok(LogLine::Header(h)) if h.version == 0));
@@ -1005,7 +1007,6 @@ mod tests {
         let depth = "session header delegationDepth must be a non-negative safe integer";
         let created = "session header createdAt must be a non-negative safe integer";
         let refused = [
-            (h(r#""delegationDepth":0"#), created),
             (h(r#""createdAt":-1"#), created),
             (h(r#""createdAt":0.5"#), created),
             (h(r#""createdAt":"0""#), created),

@@ -10,8 +10,8 @@
 //! the log is closed, because whatever was appended would land after a
 //! partial line, or resurrect lines of a call that was told it failed.
 //!
-//! The limit is the process's, so the tests that set it take [`DISK`]
-//! first, and no other test in this binary writes files.
+//! The limit is the process's, so the tests that set it hold [`DISK`]
+//! for their whole run, and no other test in this binary writes files.
 #![cfg(all(unix, not(loom)))]
 
 mod common;
@@ -31,17 +31,19 @@ use courier_runtime::{
     Durability, Error, Handle, JsonlFile, ResumeError, Sink, pre_step_hook_fn, step_hook_fn,
 };
 
-/// Held by whoever changes the process's file-size limit.
+/// Held for its whole run by every test that changes the process's
+/// file-size limit: the limit is the process's, so a test that wrote while
+/// another held it lowered would see its own writes refused.
 static DISK: Mutex<()> = Mutex::new(());
 
 /// The process's file-size limit lowered to `bytes` until dropped.
 struct FileSizeLimit {
     before: libc::rlimit,
-    _disk: MutexGuard<'static, ()>,
 }
 
 impl FileSizeLimit {
-    fn set(disk: MutexGuard<'static, ()>, bytes: u64) -> Self {
+    /// Only for the holder of [`DISK`].
+    fn set(_disk: &MutexGuard<'static, ()>, bytes: u64) -> Self {
         // SAFETY: plain libc calls with valid pointers; ignoring SIGXFSZ
         // turns the signal a write past the limit raises into its `EFBIG`.
         let before = unsafe {
@@ -58,10 +60,7 @@ impl FileSizeLimit {
             assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
             before
         };
-        Self {
-            before,
-            _disk: disk,
-        }
+        Self { before }
     }
 }
 
@@ -88,6 +87,7 @@ fn file_length(path: &Path) -> u64 {
 /// refused line is not completed at the close, C's is never written), and
 /// a resume cuts the torn tail and finds A alone pending.
 fn a_refused_write_is_never_retried_when_the_log_closes(durability: Durability) {
+    let disk = disk();
     let (_folder, path) = log_path();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
@@ -98,16 +98,21 @@ fn a_refused_write_is_never_retried_when_the_log_closes(durability: Durability) 
     let full = block_on(async {
         let driver = tokio::spawn(driver.run());
         handle.append(Target::NextTurn, "A").expect("A is kept");
-        // Write-behind keeps A's line for its window.
+        // Write-behind keeps A's line for its window, and its write may be
+        // seen half done: wait for the whole line.
+        let whole = |path: &Path| {
+            let text = fs::read(path).expect("readable");
+            text.len() as u64 > header && text.ends_with(b"\n")
+        };
         bounded(async {
-            while file_length(&path) == header {
+            while !whole(&path) {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         })
         .await
         .expect("A's line is written");
         let full = file_length(&path) + 20;
-        let limit = FileSizeLimit::set(disk(), full);
+        let limit = FileSizeLimit::set(&disk, full);
         let sent = handle.append(Target::NextTurn, "B");
         if durability == Durability::Sync {
             assert!(
@@ -187,13 +192,14 @@ fn a_refused_write_is_never_retried_when_a_write_behind_log_closes() {
 /// nothing, though the space came back.
 #[test]
 fn a_jsonl_file_refuses_everything_after_its_first_refused_write() {
+    let disk = disk();
     let (_folder, path) = log_path();
     let mut file = JsonlFile::create(&path).expect("a temporary file");
     file.write_line(r#"{"type":"session","version":0,"id":"s"}"#)
         .expect("buffered");
     file.flush().expect("written");
     let whole = file_length(&path);
-    let limit = FileSizeLimit::set(disk(), whole + 5);
+    let limit = FileSizeLimit::set(&disk, whole + 5);
     file.write_line(&"x".repeat(100)).expect("buffered");
     let refused = file.flush().expect_err("the disk is full");
     assert_eq!(refused.raw_os_error(), Some(libc::EFBIG), "{refused}");
@@ -215,6 +221,7 @@ fn a_jsonl_file_refuses_everything_after_its_first_refused_write() {
 /// the next resume cuts the partial closer and finishes the repair.
 #[test]
 fn a_resume_that_fills_the_disk_names_the_file_and_resumes_again() {
+    let disk = disk();
     let (_folder, path) = log_path();
     let crashed = concat!(
         r#"{"type":"session","version":0,"id":"s"}"#,
@@ -230,7 +237,7 @@ fn a_resume_that_fills_the_disk_names_the_file_and_resumes_again() {
         let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
         Handle::resume(&path, pre_step_hook, step_hook).map(|(handle, _driver)| handle)
     };
-    let limit = FileSizeLimit::set(disk(), crashed.len() as u64 + 10);
+    let limit = FileSizeLimit::set(&disk, crashed.len() as u64 + 10);
     match resume() {
         Err(ResumeError::Io(error)) => {
             assert_eq!(error.kind(), io::ErrorKind::FileTooLarge, "{error}");

@@ -61,12 +61,15 @@ impl Conversions {
 /// with the retired `sandboxMode` or `approvalPolicy` is refused
 /// (`fromHeaderLine`). Then the session's own check, which every backend's
 /// header goes through (`validateSessionHeader`,
-/// `packages/core/session/src/index.ts`): `createdAt` a whole number from 0;
-/// `delegationDepth` and `seedLength`, when present, whole numbers from 0;
+/// `packages/core/session/src/index.ts`): `createdAt`, `delegationDepth`
+/// and `seedLength`, when present, whole numbers from 0;
 /// `origin`, when present, `subagent`; `parentSession` and `agentPreset`,
 /// when present, strings. Every header dsh writes (`toHeaderLine`) passes.
 ///
-/// Not followed: the JSONL loader's demand that `delegationDepth` be
+/// Not followed: the demand that `createdAt` be present (every header dsh
+/// writes has one, but a hand-written log's minimal header, `{"type":
+/// "session","version":0,"id":"s"}`, stays readable: delivery never reads
+/// the time), the JSONL loader's demand that `delegationDepth` be
 /// present (dsh's session layer makes it optional, and dsh's own web
 /// snapshots, `apps/web/tests/snapshots/*/session.jsonl`, leave it out), and
 /// that `cwd` be absolute (snapshots write `{{cwd}}`, Courier's own logs "").
@@ -111,10 +114,7 @@ pub(super) fn check_header(header: &Map<String, Value>) -> Result<(), String> {
             .as_f64()
             .is_some_and(|n| n.fract() == 0.0 && (0.0..=SAFE).contains(&n))
     };
-    if !header.get("createdAt").is_some_and(count) {
-        return Err("session header createdAt must be a non-negative safe integer".into());
-    }
-    for key in ["delegationDepth", "seedLength"] {
+    for key in ["createdAt", "delegationDepth", "seedLength"] {
         if !header.get(key).is_none_or(count) {
             return Err(format!(
                 "session header {key} must be a non-negative safe integer"
