@@ -8,8 +8,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use courier_core::{
-    Abort, Activity, Inbox, Input, Message, MessageId, Output, Pending, Target, Transition,
-    TurnEnd, Wakeup,
+    Abort, Activity, Inbox, Input, Message, MessageId, Output, Pending, Target, Transition, TurnEnd,
 };
 use smallvec::SmallVec;
 
@@ -275,11 +274,7 @@ impl Checker {
 
     fn begin<'a>(&mut self, input: &'a Input) -> Progress<'a> {
         let started_idle = self.status == Activity::Idle;
-        if let Input::Send {
-            wakeup: Wakeup::Wake,
-            ..
-        } = input
-        {
+        if input.wakes() {
             // A waking send unparks everything; on an aborted turn it latches.
             self.parked.clear();
             if self.history.open_turn().is_some() && self.aborted {
@@ -503,13 +498,7 @@ impl Checker {
                 progress.notices.push_back(Notice::Discarded(id.clone()));
             }
         }
-        let waking = matches!(
-            progress.input,
-            Input::Send {
-                wakeup: Wakeup::Wake,
-                ..
-            }
-        );
+        let waking = progress.input.wakes();
         for (id, message) in effect.inserted.iter().zip(inserted) {
             let Some(position) = progress.supplied.iter().position(|m| *m == message) else {
                 return Err(Violation::new(
@@ -548,14 +537,7 @@ impl Checker {
         ensure(!progress.idle_emitted, Property::QuiescentWhenIdle, || {
             "`~idle` before `~status running` in one progress".to_owned()
         })?;
-        let waking_send = matches!(
-            progress.input,
-            Input::Send {
-                wakeup: Wakeup::Wake,
-                ..
-            }
-        );
-        if waking_send && std::mem::take(&mut progress.started_idle) {
+        if progress.input.wakes() && std::mem::take(&mut progress.started_idle) {
             return Ok(());
         }
         ensure(

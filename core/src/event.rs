@@ -169,8 +169,40 @@ impl Input {
     }
 
     /// Whether this input is a driver completion rather than a client input.
+    /// Listed in full, so a new input must say.
     pub fn is_completion(&self) -> bool {
-        matches!(self, Self::PreStep(_) | Self::Step(_))
+        match self {
+            Self::PreStep(_) | Self::Step(_) => true,
+            Self::Send { .. }
+            | Self::Append { .. }
+            | Self::Prepend { .. }
+            | Self::Replace { .. }
+            | Self::Remove { .. }
+            | Self::Splice { .. }
+            | Self::Cancel { .. }
+            | Self::Dispose
+            | Self::WhenIdle => false,
+        }
+    }
+
+    /// Whether this is a waking send (`followup`, `steer`, or `send` with
+    /// `wake`): the only input that may start a driver or latch a replay
+    /// (SPEC §7 `no-wake-stays-idle`). Listed in full, so a new input must
+    /// say.
+    pub fn wakes(&self) -> bool {
+        match self {
+            Self::Send { wakeup, .. } => *wakeup == Wakeup::Wake,
+            Self::Append { .. }
+            | Self::Prepend { .. }
+            | Self::Replace { .. }
+            | Self::Remove { .. }
+            | Self::Splice { .. }
+            | Self::Cancel { .. }
+            | Self::Dispose
+            | Self::WhenIdle
+            | Self::PreStep(_)
+            | Self::Step(_) => false,
+        }
     }
 
     /// What a cancel or dispose asks for; `None` for every other input.

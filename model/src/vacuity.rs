@@ -189,13 +189,7 @@ pub(crate) fn observe(
             ..
         }
     );
-    let waking = matches!(
-        transition.input,
-        Input::Send {
-            wakeup: Wakeup::Wake,
-            ..
-        }
-    );
+    let waking = transition.input.wakes();
     for output in &transition.outputs {
         let Output::Claimed { message, turn } = output else {
             continue;
