@@ -4,7 +4,7 @@
 //! drives them and the validator reads them; nothing defines a second copy.
 
 use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, IntoStaticStr};
+use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
 use crate::inbox::Splice;
 use crate::message::{CancelCause, Message, MessageId, Target, TurnEnd, Wakeup};
@@ -40,7 +40,9 @@ pub enum PreStepDecision {
 
 /// How a model step ended. Its words (`completed`, `max-tokens`, ...) come
 /// from the strum derives, the same kebab-case serde writes, so transcripts,
-/// the Explorer and JSON cannot drift apart.
+/// the Explorer and JSON cannot drift apart; the model explores and the
+/// simulator weighs `StepOutcome::VARIANTS`, so a new outcome is explored
+/// and drawn (the simulator's weight is an exhaustive match).
 #[derive(
     Clone,
     Copy,
@@ -53,6 +55,7 @@ pub enum PreStepDecision {
     Display,
     EnumString,
     IntoStaticStr,
+    VariantArray,
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]

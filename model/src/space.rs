@@ -143,8 +143,9 @@ impl Hash for State {
     }
 }
 
-/// What the pre-step listener does in the model.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+/// What the pre-step listener does in the model (explored in declaration
+/// order, `Decision::VARIANTS`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, VariantArray)]
 pub enum Decision {
     /// Enter the claimed batch as is.
     Pass,
@@ -160,18 +161,6 @@ pub enum Decision {
     Reorder,
     /// Enter the batch plus a pending message (the core must fail the turn).
     EnterPending,
-}
-
-impl Decision {
-    const ALL: [Decision; 7] = [
-        Self::Pass,
-        Self::Reject,
-        Self::Fail,
-        Self::Drop,
-        Self::Add,
-        Self::Reorder,
-        Self::EnterPending,
-    ];
 }
 
 /// One model action; [`Space::input`] turns it into a core [`Input`].
@@ -225,13 +214,6 @@ impl From<Action> for Move {
         Self::Input(action)
     }
 }
-
-const OUTCOMES: [StepOutcome; 4] = [
-    StepOutcome::Completed,
-    StepOutcome::MaxTokens,
-    StepOutcome::ToolCalls,
-    StepOutcome::Fail,
-];
 
 const SENDS: [(Target, Wakeup); 4] = [
     (Target::NextTurn, Wakeup::Wake),
@@ -426,7 +408,7 @@ impl Space {
             Decision::EnterPending => pending,
             Decision::Pass | Decision::Reject | Decision::Fail | Decision::Add => true,
         };
-        let decisions = Decision::ALL.into_iter().filter(useful);
+        let decisions = Decision::VARIANTS.iter().copied().filter(useful);
         actions.extend(decisions.map(Action::PreStep));
     }
 
@@ -442,7 +424,7 @@ impl Space {
             return;
         };
         let tools = step < u64::from(self.bounds.steps);
-        let outcomes = OUTCOMES.into_iter();
+        let outcomes = StepOutcome::VARIANTS.iter().copied();
         let outcomes = outcomes.filter(|o| tools || *o != StepOutcome::ToolCalls);
         actions.extend(outcomes.map(Action::Step));
     }

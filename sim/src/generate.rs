@@ -15,7 +15,7 @@ use courier_core::{
 use strum::VariantArray;
 
 use crate::prng::{Prng, running_totals};
-use crate::swarm::{InputWeights, POOL_SIZE_MAX, Swarm};
+use crate::swarm::{InputWeights, POOL_SIZE_MAX, StepWeights, Swarm};
 
 /// The ids a pool draws from, in order.
 const POOL_IDS: [&str; POOL_SIZE_MAX as usize] = ["A", "B", "C", "D", "E", "F", "G", "H"];
@@ -97,6 +97,17 @@ fn weight(kind: Kind, weights: &InputWeights) -> u32 {
         Kind::WhenIdle => weights.when_idle,
         Kind::Completion => weights.completion,
         Kind::StrayCompletion => weights.stray_completion,
+    }
+}
+
+/// The swarm's weight of a step outcome; exhaustive, so a new outcome does
+/// not compile until the simulator weighs it.
+fn step_weight(outcome: StepOutcome, weights: &StepWeights) -> u32 {
+    match outcome {
+        StepOutcome::Completed => weights.completed,
+        StepOutcome::MaxTokens => weights.max_tokens,
+        StepOutcome::ToolCalls => weights.tool_calls,
+        StepOutcome::Fail => weights.fail,
     }
 }
 
@@ -343,19 +354,15 @@ impl Generator {
             .unwrap_or_else(|| Message::text(message.id().clone(), Source::of_kind("plugin")))
     }
 
+    /// An outcome drawn by the swarm's weights (`completed` when all are
+    /// zero), over every outcome the core has.
     fn step(&mut self) -> StepOutcome {
         let weights = &self.swarm.step;
-        let table = [
-            weights.completed,
-            weights.max_tokens,
-            weights.tool_calls,
-            weights.fail,
-        ];
-        match self.prng.pick(&table) {
-            Some(1) => StepOutcome::MaxTokens,
-            Some(2) => StepOutcome::ToolCalls,
-            Some(3) => StepOutcome::Fail,
-            _ => StepOutcome::Completed,
-        }
+        let table: [u32; StepOutcome::VARIANTS.len()] =
+            std::array::from_fn(|index| step_weight(StepOutcome::VARIANTS[index], weights));
+        self.prng
+            .pick(&table)
+            .and_then(|index| StepOutcome::VARIANTS.get(index).copied())
+            .unwrap_or(StepOutcome::Completed)
     }
 }
