@@ -16,7 +16,7 @@ pub use file::{
     BLOCK_BYTES_MAX, Block, Item, Items, LayoutError, Mismatch, Outline, Rewriter, Script,
     Unreadable,
 };
-pub use kept::{Kept, TailLog, WholeLog};
+pub use kept::{RunnerLog, TailLog, WholeLog};
 
 /// One parsed transcript command: a core input or a harness command.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -443,7 +443,7 @@ impl Runner<TailLog> {
     }
 }
 
-impl<L: Kept> Runner<L> {
+impl<L: RunnerLog> Runner<L> {
     /// The agent as it stands.
     pub fn agent(&self) -> &Agent {
         &self.agent
