@@ -7,6 +7,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
+use courier_core::hashing::mix;
 use courier_core::{
     Abort, Activity, Inbox, Input, Message, MessageId, Output, Pending, Target, Transition, TurnEnd,
 };
@@ -741,15 +742,6 @@ fn same_ids(ghost: &Pending<MessageId>, real: &Pending<Message>) -> bool {
                 (Some((ids, [])), Some((messages, []))) => ids.iter().zip(messages).all(same),
                 _ => ghost.iter().zip(real).all(same),
             })
-}
-
-/// splitmix64's finalizer: spreads a rank over 64 bits so sums of distinct
-/// rank sets rarely coincide.
-pub fn mix(value: u64) -> u64 {
-    let mut z = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 fn due(expected: Option<(Target, usize)>) -> String {

@@ -16,7 +16,7 @@ mod property;
 mod sweep;
 pub mod validate;
 
-pub use checker::{Checker, Kept, WHOLE_LIST_MAX, mix};
+pub use checker::{Checker, Kept, WHOLE_LIST_MAX};
 pub use fingerprint::{Ranks, fingerprint, hash_with};
 pub use goal::GoalRounds;
 pub use harness::{Harness, Hooks, Monitor, NoHooks, Restarted, Step};

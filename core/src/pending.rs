@@ -31,6 +31,7 @@ use std::ops::Range;
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
+use crate::hashing::mix;
 use crate::message::{Message, MessageId};
 
 /// An item a list can find by its key: a message by its id.
@@ -493,12 +494,12 @@ impl<T> Treap<T> {
         TreapIter { treap: self, stack }
     }
 
+    /// The next priority of the splitmix64 stream from `seed`
+    /// ([`mix`] of the state, then the state steps).
     fn priority(&mut self) -> u64 {
+        let priority = mix(self.seed);
         self.seed = self.seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.seed;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        priority
     }
 
     fn new_node(&mut self, item: T) -> usize {
