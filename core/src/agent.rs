@@ -491,6 +491,9 @@ impl Agent {
 
     /// Idle → running: the only place a driver is born.
     pub(crate) fn start_driver(&mut self) {
+        // Unreachable from any input: every caller checks first (a waking
+        // send and `inject-wakes` find no driver, a retirement has taken
+        // it, and a resumed agent is fresh).
         assert!(self.driver().is_none(), "start_driver while running");
         self.emit(Output::Status {
             status: Activity::Running,

@@ -286,6 +286,7 @@ impl Agent {
     }
 
     fn open_step(&mut self, mut driver: Driver, entering: Vec<Message>) {
+        // No overflow: one step per input, from 0 in each turn.
         driver.step += 1;
         self.emit(Output::StepStart {
             turn: driver.turn,

@@ -172,6 +172,9 @@ impl Inbox {
     fn uncount(&mut self, id: &MessageId) {
         let hash = id_hash(id);
         let count = self.pending.get_mut(&hash);
+        // Unreachable from any input: only a message taken out of a list is
+        // uncounted, and every message went in counted (`push_back`,
+        // `apply`); `check_invariants` sweeps that the index counts the lists.
         let count = count.expect("the index counts every pending id");
         *count -= 1;
         if *count == 0 {
@@ -362,7 +365,10 @@ impl Inbox {
         self.swept
     }
 
-    /// Checks that no id is pending twice and the index counts the lists.
+    /// Checks that no id is pending twice and the index counts the lists,
+    /// and panics naming the broken one: only a bug in the core can break
+    /// them (every input is checked before it changes the lists), which is
+    /// what the engines call this to find.
     pub fn check_invariants(&self) {
         if self.len() <= SMALL_SWEEP {
             self.check_small();
