@@ -19,7 +19,7 @@ use crate::property::{Property, Violation, ensure};
 /// The longest pending list `replay-matches` compares whole after every
 /// transition (the model checker's and the simulator's lists are far
 /// shorter); see [`Checker::check_inbox_after`].
-pub const WHOLE_LIST_MAX: usize = 256;
+pub(crate) const WHOLE_LIST_MAX: usize = 256;
 
 /// The claim a boundary owes, in the order SPEC §5 emits it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]

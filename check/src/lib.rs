@@ -8,7 +8,7 @@
 mod checker;
 mod durable_log;
 mod fingerprint;
-pub mod goal;
+mod goal;
 mod harness;
 pub mod history;
 mod mutant;
@@ -16,9 +16,8 @@ mod property;
 mod sweep;
 pub mod validate;
 
-pub use checker::{Checker, Kept, WHOLE_LIST_MAX};
+pub use checker::{Checker, Kept};
 pub use fingerprint::{Ranks, fingerprint, hash_with};
-pub use goal::GoalRounds;
 pub use harness::{Harness, Hooks, Monitor, NoHooks, Restarted, Step};
 pub use history::{History, Mode};
 pub use mutant::caught_by;

@@ -38,7 +38,8 @@
 use std::fmt;
 use std::io::{BufRead, Read};
 
-use crate::{GoalRounds, History, Mode, Violation};
+use crate::goal::GoalRounds;
+use crate::{History, Mode, Violation};
 use courier_core::log::{Conversions, LineError, LogLine, Reader};
 
 /// The longest line read; a longer one makes the file unreadable rather
