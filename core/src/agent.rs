@@ -228,11 +228,6 @@ impl Agent {
         Vec::from(std::mem::take(&mut self.outputs))
     }
 
-    /// Whether outputs are queued; looking does not take them.
-    pub fn has_output(&self) -> bool {
-        !self.outputs.is_empty()
-    }
-
     /// The pending lists.
     pub fn inbox(&self) -> &Inbox {
         &self.state.inbox
