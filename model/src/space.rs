@@ -1,10 +1,11 @@
 //! The stateright model: every interleaving of client inputs and driver
-//! completions up to a bound, fed through the core and the [`Checker`].
+//! completions up to a bound, fed through the core and the checker by the
+//! shared [`Harness`].
 //!
-//! A state is the core agent, the checker's ghost, the budget spent so far,
-//! the goal tags and the goals the incoming transition reached, and the first
-//! violation (which makes the state terminal). `next_state` is clone, then
-//! [`Checker::step`]. Ids are opaque, so states are hashed canonically over
+//! A state is the harness (the core agent, the checker's ghost and the first
+//! violation, which makes the state terminal), the budget spent so far, the
+//! goal tags and the goals the incoming transition reached. `next_state` is
+//! [`Space::next`]: clone, then one [`Move`] through the harness. Ids are opaque, so states are hashed canonically over
 //! ids ([`crate::fingerprint`]): renamed twins count once, whatever the search
 //! order (this is stateright's symmetry reduction without `symmetry_fn`, so it
 //! holds for BFS too).
