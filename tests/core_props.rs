@@ -149,14 +149,14 @@ fn step(harness: &mut Harness, input: Input) -> Result<(), TestCaseError> {
         before.poll_output().is_none(),
         "outputs left over from the last input"
     );
-    let step = harness.feed(input);
+    let fed = harness.feed(input);
     harness.check_invariants();
     let Transition {
         input,
         answer,
         outputs,
-    } = &step.transition;
-    if let Some(violation) = &step.violation {
+    } = &fed.transition;
+    if let Some(violation) = &fed.violation {
         return Err(TestCaseError::fail(format!(
             "{input:?} -> {answer:?} broke {violation}; outputs {outputs:?}"
         )));

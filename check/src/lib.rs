@@ -18,7 +18,7 @@ pub mod validate;
 
 pub use checker::{Checker, Kept};
 pub use fingerprint::{Ranks, fingerprint, hash_with};
-pub use harness::{Harness, Hooks, Monitor, NoHooks, Restarted, Step};
+pub use harness::{Fed, Harness, Hooks, Monitor, NoHooks, Restarted};
 pub use history::{History, Mode};
 pub use mutant::caught_by;
 pub use property::{Property, Violation};

@@ -548,8 +548,8 @@ impl Space {
     fn feed(&self, state: &State, action: Action) -> Option<State> {
         let input = self.input(state, action);
         let mut next = state.clone();
-        let step = next.harness.feed(input);
-        if let Some(violation) = &step.violation {
+        let fed = next.harness.feed(input);
+        if let Some(violation) = &fed.violation {
             // A property the model has no `always` for would pass unseen.
             assert!(
                 !crate::conditions::LOG_ONLY.contains(&violation.property),
@@ -558,7 +558,7 @@ impl Space {
             next.facts = Facts::default();
             return Some(next);
         }
-        if step.transition.answer.is_err() {
+        if fed.transition.answer.is_err() {
             return None;
         }
         let may_idle = matches!(
@@ -574,7 +574,7 @@ impl Space {
             checker: state.harness.checker(),
             tags: &state.tags,
         };
-        (next.facts, next.tags) = vacuity::observe(&before, &step.transition, next.harness.agent());
+        (next.facts, next.tags) = vacuity::observe(&before, &fed.transition, next.harness.agent());
         Some(next)
     }
 }
