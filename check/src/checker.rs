@@ -685,7 +685,7 @@ impl Checker {
         Ok(())
     }
 
-    /// Feeds the ghost state to `hasher` for [`crate::fingerprint`]: ids go
+    /// Feeds the ghost state to `hasher` for [`crate::fingerprint()`]: ids go
     /// through `hasher` (which renames them) and the id sets are fed in an
     /// order-free form over canonical ranks, so states equal up to renaming
     /// hash alike. The ghost lists are left out: `replay-matches` holds them

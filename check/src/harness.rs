@@ -211,7 +211,7 @@ impl Harness {
         self.monitor.broken()
     }
 
-    /// The canonical [`crate::fingerprint`] of the agent and the ghost.
+    /// The canonical [`crate::fingerprint()`] of the agent and the ghost.
     pub fn fingerprint(&self) -> u64 {
         crate::fingerprint(&self.agent, self.checker())
     }

@@ -1,7 +1,7 @@
 //! `courier-check`: what every engine checks the core against, written once
 //! over the core's `Input`/`Output` vocabulary: the properties of SPEC §7
 //! ([`Checker`] with its ghost state, [`History`] for the durable half), the
-//! canonical [`fingerprint`] of an abstract state, the [`Harness`] every
+//! canonical [`fingerprint()`] of an abstract state, the [`Harness`] every
 //! engine drives, and the log validator.
 #![warn(missing_docs)]
 

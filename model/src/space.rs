@@ -6,7 +6,7 @@
 //! violation, which makes the state terminal), the budget spent so far, the
 //! goal tags and the goals the incoming transition reached. `next_state` is
 //! [`Space::next`]: clone, then one [`Move`] through the harness. Ids are opaque, so states are hashed canonically over
-//! ids ([`crate::fingerprint`]): renamed twins count once, whatever the search
+//! ids ([`courier_check::fingerprint()`]): renamed twins count once, whatever the search
 //! order (this is stateright's symmetry reduction without `symmetry_fn`, so it
 //! holds for BFS too).
 //!
@@ -101,7 +101,7 @@ impl State {
         &self.harness
     }
 
-    /// The abstract state's [`crate::fingerprint`]: the agent and the
+    /// The abstract state's [`courier_check::fingerprint()`]: the agent and the
     /// checker's ghost, without the budget, tags and goals the model keeps.
     pub(crate) fn fingerprint(&self) -> u64 {
         self.harness.fingerprint()

@@ -1,5 +1,5 @@
 //! Coverage: the distinct abstract states a sweep reached, counted with the
-//! model checker's own fingerprint ([`courier_check::fingerprint`]: the
+//! model checker's own fingerprint ([`courier_check::fingerprint()`]: the
 //! agent plus the checker's ghost, canonical over id renaming), so the two
 //! numbers measure the same thing. A free sweep's count has no denominator
 //! (its workloads leave every bound the checker explores); a sweep kept
