@@ -199,7 +199,7 @@ impl Checker {
     }
 
     /// `replay-matches` after a transition that printed `outputs`: lists of
-    /// up to [`WHOLE_LIST_MAX`] occurrences are compared whole; a longer one
+    /// up to `WHOLE_LIST_MAX` (256) occurrences are compared whole; a longer one
     /// by its length, its ends and the windows this transition's splices
     /// wrote, so a long trace whose inbox grows to thousands (a diagram of a
     /// huge race report) is checked in linear time, not quadratic.

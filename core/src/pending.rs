@@ -162,7 +162,7 @@ impl<'a, T> IntoIterator for &'a Pending<T> {
 }
 
 impl<T> Pending<T> {
-    /// The length past which a middle splice makes a list a [`Treap`]:
+    /// The length past which a middle splice makes a list a treap:
     /// below it the splice moves at most 64 ids, about what a treap's
     /// descent costs.
     pub const LONG_FROM: usize = 128;

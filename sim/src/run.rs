@@ -177,7 +177,7 @@ pub struct Evaluation {
 
 /// Feeds `trace` to a clone of `prototype` and settles it. A report's trace
 /// evaluates to the report's violation and hash; a shrinking candidate is
-/// kept when it evaluates to the same property (see [`judge`]).
+/// kept when it evaluates to the same property (see `judge`).
 pub fn evaluate(prototype: &Agent, trace: &[Stimulus]) -> Evaluation {
     let record = Record {
         trace: true,

@@ -51,7 +51,7 @@ pub struct Budget {
 
 impl Budget {
     /// `evaluations` judgements and an `n log n` replay budget for a trace
-    /// of `len` stimuli (never below [`REPLAYED_FLOOR`]).
+    /// of `len` stimuli (never below `REPLAYED_FLOOR`).
     pub fn for_trace(len: usize, evaluations: usize) -> Self {
         let halvings = (usize::BITS - len.leading_zeros()) as usize;
         let replayed = len
