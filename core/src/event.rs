@@ -23,9 +23,28 @@ pub enum AwaitPoint {
 
 /// What the pre-step listener decided about a claimed batch. Its words
 /// (`pass`, `enter`, ...) come from the strum derives, as serde spells them.
-#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, EnumString, IntoStaticStr)]
+/// [`PreStepKind`] lists its variants without the batch (the simulator
+/// weighs its draws by it), so a new decision fails to compile where it
+/// must be drawn.
+#[derive(
+    Clone,
+    PartialEq,
+    Eq,
+    Hash,
+    Debug,
+    Serialize,
+    Deserialize,
+    EnumString,
+    IntoStaticStr,
+    strum::EnumDiscriminants,
+)]
 #[serde(tag = "decision", content = "batch", rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
+#[strum_discriminants(
+    name(PreStepKind),
+    derive(Hash, VariantArray),
+    doc = "The kind of a [`PreStepDecision`], in declaration order (`PreStepKind::VARIANTS`)."
+)]
 pub enum PreStepDecision {
     /// Enter the claimed batch as is.
     Pass,

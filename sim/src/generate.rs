@@ -9,13 +9,13 @@
 //! run under `courier run`.
 
 use courier_core::{
-    Agent, AwaitPoint, CancelCause, Input, InputKind, Message, PreStepDecision, Source, Status,
-    StepOutcome, Target, Wakeup,
+    Agent, AwaitPoint, CancelCause, Input, InputKind, Message, PreStepDecision, PreStepKind,
+    Source, Status, StepOutcome, Target, Wakeup,
 };
 use strum::VariantArray;
 
 use crate::prng::{Prng, running_totals};
-use crate::swarm::{InputWeights, POOL_SIZE_MAX, StepWeights, Swarm};
+use crate::swarm::{InputWeights, POOL_SIZE_MAX, PreStepWeights, StepWeights, Swarm};
 
 /// The ids a pool draws from, in order.
 const POOL_IDS: [&str; POOL_SIZE_MAX as usize] = ["A", "B", "C", "D", "E", "F", "G", "H"];
@@ -97,6 +97,17 @@ fn weight(kind: Kind, weights: &InputWeights) -> u32 {
         Kind::WhenIdle => weights.when_idle,
         Kind::Completion => weights.completion,
         Kind::StrayCompletion => weights.stray_completion,
+    }
+}
+
+/// The swarm's weight of a kind of pre-step decision; exhaustive, so a new
+/// decision does not compile until the simulator weighs it.
+fn pre_step_weight(kind: PreStepKind, weights: &PreStepWeights) -> u32 {
+    match kind {
+        PreStepKind::Pass => weights.pass,
+        PreStepKind::Enter => weights.enter,
+        PreStepKind::Reject => weights.reject,
+        PreStepKind::Fail => weights.fail,
     }
 }
 
@@ -312,14 +323,20 @@ impl Generator {
         }
     }
 
+    /// A decision drawn by the swarm's weights (`pass` when all are zero),
+    /// over every kind of decision the core has.
     fn pre_step(&mut self, agent: &Agent) -> PreStepDecision {
         let weights = &self.swarm.pre_step;
-        let table = [weights.pass, weights.enter, weights.reject, weights.fail];
-        match self.prng.pick(&table) {
-            Some(1) => PreStepDecision::Enter(self.entering(agent.claimed().unwrap_or(&[]))),
-            Some(2) => PreStepDecision::Reject,
-            Some(3) => PreStepDecision::Fail,
-            _ => PreStepDecision::Pass,
+        let table: [u32; PreStepKind::VARIANTS.len()] =
+            std::array::from_fn(|index| pre_step_weight(PreStepKind::VARIANTS[index], weights));
+        let drawn = self.prng.pick(&table);
+        match drawn.and_then(|index| PreStepKind::VARIANTS.get(index).copied()) {
+            Some(PreStepKind::Pass) | None => PreStepDecision::Pass,
+            Some(PreStepKind::Enter) => {
+                PreStepDecision::Enter(self.entering(agent.claimed().unwrap_or(&[])))
+            }
+            Some(PreStepKind::Reject) => PreStepDecision::Reject,
+            Some(PreStepKind::Fail) => PreStepDecision::Fail,
         }
     }
 
