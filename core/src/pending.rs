@@ -278,6 +278,10 @@ impl<T: Keyed> Pending<T> {
     /// Removes the items in `range` (within the list), in order. A treap
     /// left empty (a claim took everything) is a deque again, so the claim
     /// cycle gets its O(1) ends back after one lookup made the list a tree.
+    ///
+    /// Panics if `range` is not within the list, as `VecDeque::drain`
+    /// does: callers check a splice's bounds first (the core normalizes
+    /// it, and `History` reports `splice-normalized` for a log's).
     pub fn remove(&mut self, range: Range<usize>) -> Vec<T> {
         self.fit(range.start, range.end);
         match &mut self.0 {
@@ -311,6 +315,9 @@ impl<T: Keyed> Pending<T> {
     }
 
     /// Inserts `items` before position `start` (at most the length).
+    ///
+    /// Panics if `start` is past the end, as `VecDeque::split_off` does;
+    /// callers check it first, as for [`Pending::remove`].
     pub fn insert(&mut self, start: usize, items: impl IntoIterator<Item = T>) {
         self.fit(start, start);
         match &mut self.0 {
