@@ -144,19 +144,19 @@ fn action() -> impl Strategy<Value = Action> {
 /// the core can show: a refused input left the state as it was, and no turn
 /// opens after dispose.
 fn step(harness: &mut Harness, input: Input) -> Result<(), TestCaseError> {
-    let before = harness.agent().clone();
+    let mut before = harness.agent().clone();
     prop_assert!(
-        !before.has_output(),
+        before.poll_output().is_none(),
         "outputs left over from the last input"
     );
-    let step = harness.feed(input);
+    let fed = harness.feed(input);
     harness.check_invariants();
     let Transition {
         input,
         answer,
         outputs,
-    } = &step.transition;
-    if let Some(violation) = &step.violation {
+    } = &fed.transition;
+    if let Some(violation) = &fed.violation {
         return Err(TestCaseError::fail(format!(
             "{input:?} -> {answer:?} broke {violation}; outputs {outputs:?}"
         )));

@@ -7,9 +7,9 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
+use courier_core::hashing::mix;
 use courier_core::{
-    Abort, Activity, Inbox, Input, Message, MessageId, Output, Pending, Target, Transition,
-    TurnEnd, Wakeup,
+    Abort, Activity, Inbox, Input, Message, MessageId, Output, Pending, Target, Transition, TurnEnd,
 };
 use smallvec::SmallVec;
 
@@ -19,7 +19,7 @@ use crate::property::{Property, Violation, ensure};
 /// The longest pending list `replay-matches` compares whole after every
 /// transition (the model checker's and the simulator's lists are far
 /// shorter); see [`Checker::check_inbox_after`].
-pub const WHOLE_LIST_MAX: usize = 256;
+pub(crate) const WHOLE_LIST_MAX: usize = 256;
 
 /// The claim a boundary owes, in the order SPEC §5 emits it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -199,7 +199,7 @@ impl Checker {
     }
 
     /// `replay-matches` after a transition that printed `outputs`: lists of
-    /// up to [`WHOLE_LIST_MAX`] occurrences are compared whole; a longer one
+    /// up to `WHOLE_LIST_MAX` (256) occurrences are compared whole; a longer one
     /// by its length, its ends and the windows this transition's splices
     /// wrote, so a long trace whose inbox grows to thousands (a diagram of a
     /// huge race report) is checked in linear time, not quadratic.
@@ -275,11 +275,7 @@ impl Checker {
 
     fn begin<'a>(&mut self, input: &'a Input) -> Progress<'a> {
         let started_idle = self.status == Activity::Idle;
-        if let Input::Send {
-            wakeup: Wakeup::Wake,
-            ..
-        } = input
-        {
+        if input.wakes() {
             // A waking send unparks everything; on an aborted turn it latches.
             self.parked.clear();
             if self.history.open_turn().is_some() && self.aborted {
@@ -503,13 +499,7 @@ impl Checker {
                 progress.notices.push_back(Notice::Discarded(id.clone()));
             }
         }
-        let waking = matches!(
-            progress.input,
-            Input::Send {
-                wakeup: Wakeup::Wake,
-                ..
-            }
-        );
+        let waking = progress.input.wakes();
         for (id, message) in effect.inserted.iter().zip(inserted) {
             let Some(position) = progress.supplied.iter().position(|m| *m == message) else {
                 return Err(Violation::new(
@@ -548,14 +538,7 @@ impl Checker {
         ensure(!progress.idle_emitted, Property::QuiescentWhenIdle, || {
             "`~idle` before `~status running` in one progress".to_owned()
         })?;
-        let waking_send = matches!(
-            progress.input,
-            Input::Send {
-                wakeup: Wakeup::Wake,
-                ..
-            }
-        );
-        if waking_send && std::mem::take(&mut progress.started_idle) {
+        if progress.input.wakes() && std::mem::take(&mut progress.started_idle) {
             return Ok(());
         }
         ensure(
@@ -702,7 +685,7 @@ impl Checker {
         Ok(())
     }
 
-    /// Feeds the ghost state to `hasher` for [`crate::fingerprint`]: ids go
+    /// Feeds the ghost state to `hasher` for [`crate::fingerprint()`]: ids go
     /// through `hasher` (which renames them) and the id sets are fed in an
     /// order-free form over canonical ranks, so states equal up to renaming
     /// hash alike. The ghost lists are left out: `replay-matches` holds them
@@ -759,15 +742,6 @@ fn same_ids(ghost: &Pending<MessageId>, real: &Pending<Message>) -> bool {
                 (Some((ids, [])), Some((messages, []))) => ids.iter().zip(messages).all(same),
                 _ => ghost.iter().zip(real).all(same),
             })
-}
-
-/// splitmix64's finalizer: spreads a rank over 64 bits so sums of distinct
-/// rank sets rarely coincide.
-pub fn mix(value: u64) -> u64 {
-    let mut z = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 fn due(expected: Option<(Target, usize)>) -> String {

@@ -67,7 +67,7 @@ pub fn hash_with<H: Hasher>(
 
 /// Ids in canonical order: first appearance in `next-step`, `next-turn`, the
 /// claimed batch, then the ids admitted in the open step. On the stack up to
-/// [`RANKS_INLINE`] ids: the model checker ranks every state it generates,
+/// `RANKS_INLINE` ids: the model checker ranks every state it generates,
 /// and a heap list cost it an allocation and a free each time.
 #[derive(Debug, Default)]
 pub struct Ranks<'a> {

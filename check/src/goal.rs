@@ -22,13 +22,13 @@ use crate::property::{Property, Violation, ensure};
 
 /// The last admitted positive round of every goal seen so far.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
-pub struct GoalRounds {
+pub(crate) struct GoalRounds {
     last_round: BTreeMap<String, u64>,
 }
 
 impl GoalRounds {
     /// No goal seen yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -36,7 +36,7 @@ impl GoalRounds {
     /// round matter. After a violation the goal continues from the round the
     /// log showed, so one skipped round is reported once, not at every later
     /// message.
-    pub fn observe(&mut self, output: &Output) -> Result<(), Violation> {
+    pub(crate) fn observe(&mut self, output: &Output) -> Result<(), Violation> {
         let Output::UserMessage(message) = output else {
             return Ok(());
         };

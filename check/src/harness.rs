@@ -97,7 +97,7 @@ impl Monitor {
 /// One fed input: the transition and the property it broke, if it was the
 /// first to break one.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Step {
+pub struct Fed {
     /// What the core did.
     pub transition: Transition,
     /// The run's first violation, when this transition showed it.
@@ -122,7 +122,7 @@ pub struct Restarted {
 /// diagram rows.
 pub trait Hooks {
     /// Runs after each input is fed and checked.
-    fn after(&mut self, harness: &Harness, step: &Step);
+    fn after(&mut self, harness: &Harness, fed: &Fed);
 
     /// Runs after each restart is checked.
     fn restarted(&mut self, harness: &Harness, restarted: &Restarted) {
@@ -134,12 +134,12 @@ pub trait Hooks {
 pub struct NoHooks;
 
 impl Hooks for NoHooks {
-    fn after(&mut self, _: &Harness, _: &Step) {}
+    fn after(&mut self, _: &Harness, _: &Fed) {}
 }
 
-impl<F: FnMut(&Harness, &Step)> Hooks for F {
-    fn after(&mut self, harness: &Harness, step: &Step) {
-        self(harness, step);
+impl<F: FnMut(&Harness, &Fed)> Hooks for F {
+    fn after(&mut self, harness: &Harness, fed: &Fed) {
+        self(harness, fed);
     }
 }
 
@@ -211,13 +211,13 @@ impl Harness {
         self.monitor.broken()
     }
 
-    /// The canonical [`crate::fingerprint`] of the agent and the ghost.
+    /// The canonical [`crate::fingerprint()`] of the agent and the ghost.
     pub fn fingerprint(&self) -> u64 {
         crate::fingerprint(&self.agent, self.checker())
     }
 
     /// Feeds one input and checks the transition.
-    pub fn feed(&mut self, input: Input) -> Step {
+    pub fn feed(&mut self, input: Input) -> Fed {
         let transition = self.agent.transition(input);
         self.sweeps.fed(&transition.input);
         // The engines sweep the core's invariants after every input, in
@@ -229,17 +229,17 @@ impl Harness {
             log.extend(transition.outputs.iter().filter(|o| o.is_durable()));
         }
         let violation = self.monitor.observe(&transition, Some(self.agent.inbox()));
-        Step {
+        Fed {
             transition,
             violation,
         }
     }
 
     /// [`Harness::feed`], then `hooks`.
-    pub fn feed_with(&mut self, input: Input, hooks: &mut impl Hooks) -> Step {
-        let step = self.feed(input);
-        hooks.after(self, &step);
-        step
+    pub fn feed_with(&mut self, input: Input, hooks: &mut impl Hooks) -> Fed {
+        let fed = self.feed(input);
+        hooks.after(self, &fed);
+        fed
     }
 
     /// Applies one stimulus: feeds an input, or restarts.

@@ -9,7 +9,7 @@
 //! state needs no counters and stays canonical for a model checker.
 //!
 //! Linear in the log: each check that asks whether an id is pending or was
-//! admitted looks it up in a hash [`Index`] kept beside the ordered list
+//! admitted looks it up in a hash `Index` kept beside the ordered list
 //! once that list is long, and each pending list is a [`Pending`] sequence
 //! whose splice costs O(log n) plus the ids it moves, wherever it lands, so
 //! a log with a million pending or admitted ids, spliced at the ends or in

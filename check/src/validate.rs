@@ -1,6 +1,6 @@
 //! Conformance of recorded session logs: [`validate`] streams a dsh JSONL log
 //! (`fixtures/dsh-logs/README.md`) line by line through the durable half of
-//! the properties ([`History`] in [`Mode::Log`], plus [`GoalRounds`]) and
+//! the properties ([`History`] in [`Mode::Log`], plus `GoalRounds`) and
 //! reports each violation with the 1-based line of the offending event.
 //!
 //! Memory is constant in the log's length: one reused line buffer (a line may
@@ -38,7 +38,8 @@
 use std::fmt;
 use std::io::{BufRead, Read};
 
-use crate::{GoalRounds, History, Mode, Violation};
+use crate::goal::GoalRounds;
+use crate::{History, Mode, Violation};
 use courier_core::log::{Conversions, LineError, LogLine, Reader};
 
 /// The longest line read; a longer one makes the file unreadable rather

@@ -12,8 +12,8 @@ fn message(id: &str) -> Message {
 fn after(inputs: Vec<Input>) -> u64 {
     let mut harness = Harness::new(Agent::new());
     for input in inputs {
-        let step = harness.feed(input);
-        assert_eq!(step.violation, None, "the correct core holds");
+        let fed = harness.feed(input);
+        assert_eq!(fed.violation, None, "the correct core holds");
     }
     assert_eq!(
         harness.fingerprint(),

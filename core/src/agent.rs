@@ -228,11 +228,6 @@ impl Agent {
         Vec::from(std::mem::take(&mut self.outputs))
     }
 
-    /// Whether outputs are queued; looking does not take them.
-    pub fn has_output(&self) -> bool {
-        !self.outputs.is_empty()
-    }
-
     /// The pending lists.
     pub fn inbox(&self) -> &Inbox {
         &self.state.inbox
@@ -491,6 +486,9 @@ impl Agent {
 
     /// Idle → running: the only place a driver is born.
     pub(crate) fn start_driver(&mut self) {
+        // Unreachable from any input: every caller checks first (a waking
+        // send and `inject-wakes` find no driver, a retirement has taken
+        // it, and a resumed agent is fresh).
         assert!(self.driver().is_none(), "start_driver while running");
         self.emit(Output::Status {
             status: Activity::Running,

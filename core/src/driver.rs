@@ -139,6 +139,8 @@ impl Agent {
     /// Opens turn `last_turn + 1` with fresh abort state and claims its first
     /// boundary, all inside the current transition.
     pub(crate) fn open_turn(&mut self) {
+        // No overflow: `last_turn` counts by one from 0, or from a resumed
+        // log's, which `Replay` keeps at most 2^53 - 1 (see `resume.rs`).
         let turn = self.state.last_turn + 1;
         self.state.last_turn = turn;
         self.emit(Output::TurnStart { turn });
@@ -284,6 +286,7 @@ impl Agent {
     }
 
     fn open_step(&mut self, mut driver: Driver, entering: Vec<Message>) {
+        // No overflow: one step per input, from 0 in each turn.
         driver.step += 1;
         self.emit(Output::StepStart {
             turn: driver.turn,

@@ -4,7 +4,7 @@
 //! drives them and the validator reads them; nothing defines a second copy.
 
 use serde::{Deserialize, Serialize};
-use strum::{Display, EnumString, IntoStaticStr};
+use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
 use crate::inbox::Splice;
 use crate::message::{CancelCause, Message, MessageId, Target, TurnEnd, Wakeup};
@@ -23,9 +23,28 @@ pub enum AwaitPoint {
 
 /// What the pre-step listener decided about a claimed batch. Its words
 /// (`pass`, `enter`, ...) come from the strum derives, as serde spells them.
-#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, EnumString, IntoStaticStr)]
+/// [`PreStepKind`] lists its variants without the batch (the simulator
+/// weighs its draws by it), so a new decision fails to compile where it
+/// must be drawn.
+#[derive(
+    Clone,
+    PartialEq,
+    Eq,
+    Hash,
+    Debug,
+    Serialize,
+    Deserialize,
+    EnumString,
+    IntoStaticStr,
+    strum::EnumDiscriminants,
+)]
 #[serde(tag = "decision", content = "batch", rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
+#[strum_discriminants(
+    name(PreStepKind),
+    derive(Hash, VariantArray),
+    doc = "The kind of a [`PreStepDecision`], in declaration order (`PreStepKind::VARIANTS`)."
+)]
 pub enum PreStepDecision {
     /// Enter the claimed batch as is.
     Pass,
@@ -40,7 +59,9 @@ pub enum PreStepDecision {
 
 /// How a model step ended. Its words (`completed`, `max-tokens`, ...) come
 /// from the strum derives, the same kebab-case serde writes, so transcripts,
-/// the Explorer and JSON cannot drift apart.
+/// the Explorer and JSON cannot drift apart; the model explores and the
+/// simulator weighs `StepOutcome::VARIANTS`, so a new outcome is explored
+/// and drawn (the simulator's weight is an exhaustive match).
 #[derive(
     Clone,
     Copy,
@@ -53,6 +74,7 @@ pub enum PreStepDecision {
     Display,
     EnumString,
     IntoStaticStr,
+    VariantArray,
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
@@ -169,8 +191,40 @@ impl Input {
     }
 
     /// Whether this input is a driver completion rather than a client input.
+    /// Listed in full, so a new input must say.
     pub fn is_completion(&self) -> bool {
-        matches!(self, Self::PreStep(_) | Self::Step(_))
+        match self {
+            Self::PreStep(_) | Self::Step(_) => true,
+            Self::Send { .. }
+            | Self::Append { .. }
+            | Self::Prepend { .. }
+            | Self::Replace { .. }
+            | Self::Remove { .. }
+            | Self::Splice { .. }
+            | Self::Cancel { .. }
+            | Self::Dispose
+            | Self::WhenIdle => false,
+        }
+    }
+
+    /// Whether this is a waking send (`followup`, `steer`, or `send` with
+    /// `wake`): the only input that may start a driver or latch a replay
+    /// (SPEC §7 `no-wake-stays-idle`). Listed in full, so a new input must
+    /// say.
+    pub fn wakes(&self) -> bool {
+        match self {
+            Self::Send { wakeup, .. } => *wakeup == Wakeup::Wake,
+            Self::Append { .. }
+            | Self::Prepend { .. }
+            | Self::Replace { .. }
+            | Self::Remove { .. }
+            | Self::Splice { .. }
+            | Self::Cancel { .. }
+            | Self::Dispose
+            | Self::WhenIdle
+            | Self::PreStep(_)
+            | Self::Step(_) => false,
+        }
     }
 
     /// What a cancel or dispose asks for; `None` for every other input.

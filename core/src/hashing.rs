@@ -82,6 +82,18 @@ impl<H: Hasher, F: FnMut(&mut H, &[u8])> Hasher for StringHasher<H, F> {
     }
 }
 
+/// splitmix64's step and finalizer: spreads a value over 64 bits. The
+/// checker's fingerprint mixes ranks with it (so sums of distinct rank
+/// sets rarely coincide), the simulator seeds its PRNG with it, and the
+/// inbox's treap draws its priorities from it. One copy, pinned by the
+/// simulator's golden streams.
+pub fn mix(value: u64) -> u64 {
+    let mut z = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 #[cfg(test)]
 mod tests {
     use std::hash::{DefaultHasher, Hash};

@@ -138,11 +138,11 @@ impl Inbox {
 
     /// Whether `id` is pending in either list, without changing them (for
     /// engines that hold an `&Inbox`; the core's own inputs use
-    /// [`Inbox::find`]).
+    /// `Inbox::find`).
     ///
     /// An uncounted hash answers at once. A counted one (the id is pending,
     /// or its 64-bit hash collides) is confirmed in the lists: through their
-    /// key index once [`Inbox::find`] built it, else by a scan.
+    /// key index once `Inbox::find` built it, else by a scan.
     pub fn contains(&self, id: &MessageId) -> bool {
         self.counted(id)
             && Target::ALL
@@ -172,6 +172,9 @@ impl Inbox {
     fn uncount(&mut self, id: &MessageId) {
         let hash = id_hash(id);
         let count = self.pending.get_mut(&hash);
+        // Unreachable from any input: only a message taken out of a list is
+        // uncounted, and every message went in counted (`push_back`,
+        // `apply`); `check_invariants` sweeps that the index counts the lists.
         let count = count.expect("the index counts every pending id");
         *count -= 1;
         if *count == 0 {
@@ -184,7 +187,7 @@ impl Inbox {
     /// list longer than [`Pending::LONG_FROM`] becomes a treap indexed by
     /// id the first time, see [`Pending::locate`]), so a `remove`, a
     /// `replace` or a refused duplicate per input stays linear.
-    pub fn find(&mut self, id: &MessageId) -> Option<(Target, usize)> {
+    pub(crate) fn find(&mut self, id: &MessageId) -> Option<(Target, usize)> {
         if !self.counted(id) {
             return None;
         }
@@ -193,7 +196,7 @@ impl Inbox {
 
     /// Builds the normalized splice: `start` clamped to the list length and
     /// `removed` clamped to what exists from there.
-    pub fn normalize(
+    pub(crate) fn normalize(
         &self,
         target: Target,
         start: usize,
@@ -263,7 +266,7 @@ impl Inbox {
     /// (nothing is pending twice before), so each one's occurrences are its
     /// inserted positions and, found in O(log n) ([`Inbox::find`]), its
     /// pending one unless the splice removes it. A send allocates nothing.
-    pub fn duplicate(&mut self, splice: &Splice) -> Option<MessageId> {
+    pub(crate) fn duplicate(&mut self, splice: &Splice) -> Option<MessageId> {
         let (target, start) = (splice.target, splice.start);
         let removed = start..start + splice.removed_count;
         // Where a pending message would sit once the splice is applied.
@@ -304,7 +307,7 @@ impl Inbox {
 
     /// Applies a normalized splice that [`Inbox::duplicate`] accepted and
     /// returns the removed messages in list order.
-    pub fn apply(&mut self, splice: &Splice) -> Vec<Message> {
+    pub(crate) fn apply(&mut self, splice: &Splice) -> Vec<Message> {
         debug_assert!(self.duplicate(splice).is_none(), "splice not checked");
         let range = splice.start..splice.start + splice.removed_count;
         let list = self.list_mut(splice.target);
@@ -362,8 +365,11 @@ impl Inbox {
         self.swept
     }
 
-    /// Checks that no id is pending twice and the index counts the lists.
-    pub fn check_invariants(&self) {
+    /// Checks that no id is pending twice and the index counts the lists,
+    /// and panics naming the broken one: only a bug in the core can break
+    /// them (every input is checked before it changes the lists), which is
+    /// what the engines call this to find.
+    pub(crate) fn check_invariants(&self) {
         if self.len() <= SMALL_SWEEP {
             self.check_small();
             return;

@@ -23,7 +23,8 @@ mod transition;
 pub use agent::{Agent, Status};
 pub use error::Refusal;
 pub use event::{
-    Abort, Activity, AwaitPoint, Input, InputKind, Output, PreStepDecision, StepOutcome,
+    Abort, Activity, AwaitPoint, Input, InputKind, Output, PreStepDecision, PreStepKind,
+    StepOutcome,
 };
 pub use inbox::{Inbox, Inserted, Outcome, Splice};
 pub use message::{CancelCause, Cause, Message, MessageId, Source, Target, TurnEnd, Wakeup};

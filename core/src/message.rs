@@ -415,6 +415,9 @@ impl Message {
     /// it; encoded at the first call and kept as long as the message.
     pub fn json(&self) -> &str {
         self.0.json.get_or_init(|| {
+            // Cannot fail: a message is strings, numbers and `Value`s under
+            // string keys, and only a map with non-string keys or a failing
+            // `Serialize` makes `serde_json::to_string` fail.
             let json = serde_json::to_string(self).expect("a message always serializes");
             json.into_boxed_str()
         })

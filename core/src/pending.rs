@@ -31,6 +31,7 @@ use std::ops::Range;
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
+use crate::hashing::mix;
 use crate::message::{Message, MessageId};
 
 /// An item a list can find by its key: a message by its id.
@@ -161,7 +162,7 @@ impl<'a, T> IntoIterator for &'a Pending<T> {
 }
 
 impl<T> Pending<T> {
-    /// The length past which a middle splice makes a list a [`Treap`]:
+    /// The length past which a middle splice makes a list a treap:
     /// below it the splice moves at most 64 ids, about what a treap's
     /// descent costs.
     pub const LONG_FROM: usize = 128;
@@ -277,6 +278,10 @@ impl<T: Keyed> Pending<T> {
     /// Removes the items in `range` (within the list), in order. A treap
     /// left empty (a claim took everything) is a deque again, so the claim
     /// cycle gets its O(1) ends back after one lookup made the list a tree.
+    ///
+    /// Panics if `range` is not within the list, as `VecDeque::drain`
+    /// does: callers check a splice's bounds first (the core normalizes
+    /// it, and `History` reports `splice-normalized` for a log's).
     pub fn remove(&mut self, range: Range<usize>) -> Vec<T> {
         self.fit(range.start, range.end);
         match &mut self.0 {
@@ -310,6 +315,9 @@ impl<T: Keyed> Pending<T> {
     }
 
     /// Inserts `items` before position `start` (at most the length).
+    ///
+    /// Panics if `start` is past the end, as `VecDeque::split_off` does;
+    /// callers check it first, as for [`Pending::remove`].
     pub fn insert(&mut self, start: usize, items: impl IntoIterator<Item = T>) {
         self.fit(start, start);
         match &mut self.0 {
@@ -493,12 +501,12 @@ impl<T> Treap<T> {
         TreapIter { treap: self, stack }
     }
 
+    /// The next priority of the splitmix64 stream from `seed`
+    /// ([`mix`] of the state, then the state steps).
     fn priority(&mut self) -> u64 {
+        let priority = mix(self.seed);
         self.seed = self.seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.seed;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        priority
     }
 
     fn new_node(&mut self, item: T) -> usize {

@@ -50,6 +50,14 @@ impl fmt::Display for CorruptLog {
 
 impl std::error::Error for CorruptLog {}
 
+/// The largest turn number a kept log may hold: JavaScript's largest exact
+/// integer (dsh writes turn numbers as JS numbers; Courier counts from 1
+/// and would need 285 years at a million turns a second to get there). A
+/// resumed agent numbers its turns on from the last kept one by one, so
+/// from here it has 2^64 - 2^53 numbers left, which no run exhausts: the
+/// core's `last_turn + 1` never overflows.
+const TURN_MAX: u64 = (1 << 53) - 1;
+
 /// The open turn of a replayed log, and its open step if one is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Open {
@@ -111,6 +119,10 @@ impl Replay {
                 // The resumed agent's next turn would have no number.
                 None if *turn == u64::MAX => Err(corrupt(format!(
                     "`{event}` leaves no number for the next turn"
+                ))),
+                None if *turn > TURN_MAX => Err(corrupt(format!(
+                    "`{event}` is past the largest turn number a kept log may hold \
+                     ({TURN_MAX}): the resumed agent would run out of numbers"
                 ))),
                 None if *turn > self.last_turn => {
                     self.open = Some(Open {
@@ -364,6 +376,32 @@ mod tests {
             assert_eq!(error.index, index, "{error}");
             assert!(error.reason.contains(reason), "{error}");
         }
+    }
+
+    /// A kept turn number so large that the resumed agent could run out
+    /// of numbers is refused, not resumed (the largest it keeps still
+    /// resumes): before, `turn/start` of
+    /// `u64::MAX - 1` resumed, and the second turn after it overflowed
+    /// `last_turn + 1` in `open_turn` (a panic in a debug build, turn 0 in
+    /// a release one).
+    #[test]
+    fn a_turn_number_near_the_end_of_u64_is_refused() {
+        let turn = u64::MAX - 1;
+        let kept = [
+            Output::TurnStart { turn },
+            Output::TurnEnd {
+                turn,
+                reason: TurnEnd::Interrupted,
+            },
+        ];
+        let largest = [Output::TurnStart { turn: TURN_MAX }];
+        assert_eq!(
+            resume(&largest).map(|agent| agent.last_turn()),
+            Ok(TURN_MAX)
+        );
+        let error = resume(&kept).expect_err("no numbers for two more turns");
+        assert_eq!(error.index, 0, "{error}");
+        assert!(error.reason.contains("largest turn number"), "{error}");
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub use file::{
     BLOCK_BYTES_MAX, Block, Item, Items, LayoutError, Mismatch, Outline, Rewriter, Script,
     Unreadable,
 };
-pub use kept::{Kept, TailLog, WholeLog};
+pub use kept::{RunnerLog, TailLog, WholeLog};
 
 /// One parsed transcript command: a core input or a harness command.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -443,7 +443,7 @@ impl Runner<TailLog> {
     }
 }
 
-impl<L: Kept> Runner<L> {
+impl<L: RunnerLog> Runner<L> {
     /// The agent as it stands.
     pub fn agent(&self) -> &Agent {
         &self.agent
@@ -624,11 +624,18 @@ mod tests {
             "pre-step reject",
             "step tool-calls",
         ];
+        let mut kinds = Vec::new();
         for line in inputs {
             let Ok(Command::Input(input)) = parse_command(line) else {
                 panic!("`{line}` did not parse");
             };
             assert_eq!(command_line(&input), line);
+            kinds.push(crate::InputKind::from(&input));
+        }
+        // The parser is not a match the compiler checks: a new input kind
+        // fails here until it has a line above.
+        for kind in <crate::InputKind as strum::VariantArray>::VARIANTS {
+            assert!(kinds.contains(kind), "no transcript line for {kind:?}");
         }
     }
 

@@ -123,5 +123,5 @@ fn an_append_is_the_splice_at_the_end_of_its_list() {
         message: Message::from("D"),
     });
     assert_eq!(append, Err(Refusal::Disposed(MessageId::from("D"))));
-    assert!(!appended.has_output(), "a refusal emits nothing");
+    assert_eq!(appended.poll_output(), None, "a refusal emits nothing");
 }

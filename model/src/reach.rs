@@ -5,7 +5,7 @@
 //! spent, the goal tags and facts, so the model's unique-state count is not
 //! the denominator the simulator needs. This walks the model's own space with
 //! the deterministic [`breadth_first`] search and keeps each state's
-//! [`crate::fingerprint`] of the agent and ghost alone, the very number the
+//! [`courier_check::fingerprint()`] of the agent and ghost alone, the very number the
 //! simulator records per state.
 
 use std::collections::BTreeSet;
@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 use crate::search::breadth_first;
 use crate::space::Space;
 
-/// The [`crate::fingerprint`] of every state reachable in `space` where every
+/// The [`courier_check::fingerprint()`] of every state reachable in `space` where every
 /// property holds (the simulator stops at a violation, so it never counts a
 /// violating state either), without restarts: the bounded workload draws
 /// only inputs, so a state only a restart reaches would count against it.

@@ -1,11 +1,12 @@
 //! The stateright model: every interleaving of client inputs and driver
-//! completions up to a bound, fed through the core and the [`Checker`].
+//! completions up to a bound, fed through the core and the checker by the
+//! shared [`Harness`].
 //!
-//! A state is the core agent, the checker's ghost, the budget spent so far,
-//! the goal tags and the goals the incoming transition reached, and the first
-//! violation (which makes the state terminal). `next_state` is clone, then
-//! [`Checker::step`]. Ids are opaque, so states are hashed canonically over
-//! ids ([`crate::fingerprint`]): renamed twins count once, whatever the search
+//! A state is the harness (the core agent, the checker's ghost and the first
+//! violation, which makes the state terminal), the budget spent so far, the
+//! goal tags and the goals the incoming transition reached. `next_state` is
+//! [`Space::next`]: clone, then one [`Move`] through the harness. Ids are opaque, so states are hashed canonically over
+//! ids ([`courier_check::fingerprint()`]): renamed twins count once, whatever the search
 //! order (this is stateright's symmetry reduction without `symmetry_fn`, so it
 //! holds for BFS too).
 //!
@@ -100,7 +101,7 @@ impl State {
         &self.harness
     }
 
-    /// The abstract state's [`crate::fingerprint`]: the agent and the
+    /// The abstract state's [`courier_check::fingerprint()`]: the agent and the
     /// checker's ghost, without the budget, tags and goals the model keeps.
     pub(crate) fn fingerprint(&self) -> u64 {
         self.harness.fingerprint()
@@ -143,8 +144,9 @@ impl Hash for State {
     }
 }
 
-/// What the pre-step listener does in the model.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+/// What the pre-step listener does in the model (explored in declaration
+/// order, `Decision::VARIANTS`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, VariantArray)]
 pub enum Decision {
     /// Enter the claimed batch as is.
     Pass,
@@ -160,18 +162,6 @@ pub enum Decision {
     Reorder,
     /// Enter the batch plus a pending message (the core must fail the turn).
     EnterPending,
-}
-
-impl Decision {
-    const ALL: [Decision; 7] = [
-        Self::Pass,
-        Self::Reject,
-        Self::Fail,
-        Self::Drop,
-        Self::Add,
-        Self::Reorder,
-        Self::EnterPending,
-    ];
 }
 
 /// One model action; [`Space::input`] turns it into a core [`Input`].
@@ -225,13 +215,6 @@ impl From<Action> for Move {
         Self::Input(action)
     }
 }
-
-const OUTCOMES: [StepOutcome; 4] = [
-    StepOutcome::Completed,
-    StepOutcome::MaxTokens,
-    StepOutcome::ToolCalls,
-    StepOutcome::Fail,
-];
 
 const SENDS: [(Target, Wakeup); 4] = [
     (Target::NextTurn, Wakeup::Wake),
@@ -426,7 +409,7 @@ impl Space {
             Decision::EnterPending => pending,
             Decision::Pass | Decision::Reject | Decision::Fail | Decision::Add => true,
         };
-        let decisions = Decision::ALL.into_iter().filter(useful);
+        let decisions = Decision::VARIANTS.iter().copied().filter(useful);
         actions.extend(decisions.map(Action::PreStep));
     }
 
@@ -442,7 +425,7 @@ impl Space {
             return;
         };
         let tools = step < u64::from(self.bounds.steps);
-        let outcomes = OUTCOMES.into_iter();
+        let outcomes = StepOutcome::VARIANTS.iter().copied();
         let outcomes = outcomes.filter(|o| tools || *o != StepOutcome::ToolCalls);
         actions.extend(outcomes.map(Action::Step));
     }
@@ -565,8 +548,8 @@ impl Space {
     fn feed(&self, state: &State, action: Action) -> Option<State> {
         let input = self.input(state, action);
         let mut next = state.clone();
-        let step = next.harness.feed(input);
-        if let Some(violation) = &step.violation {
+        let fed = next.harness.feed(input);
+        if let Some(violation) = &fed.violation {
             // A property the model has no `always` for would pass unseen.
             assert!(
                 !crate::conditions::LOG_ONLY.contains(&violation.property),
@@ -575,7 +558,7 @@ impl Space {
             next.facts = Facts::default();
             return Some(next);
         }
-        if step.transition.answer.is_err() {
+        if fed.transition.answer.is_err() {
             return None;
         }
         let may_idle = matches!(
@@ -591,7 +574,7 @@ impl Space {
             checker: state.harness.checker(),
             tags: &state.tags,
         };
-        (next.facts, next.tags) = vacuity::observe(&before, &step.transition, next.harness.agent());
+        (next.facts, next.tags) = vacuity::observe(&before, &fed.transition, next.harness.agent());
         Some(next)
     }
 }

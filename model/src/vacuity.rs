@@ -155,7 +155,7 @@ impl Tags {
     pub(crate) fn hash_ranked<H: std::hash::Hasher>(&self, ranks: &Ranks<'_>, hasher: &mut H) {
         let tagged = self.0.iter().map(|(id, tags)| {
             let rank = ranks.rank(id) as u64;
-            courier_check::mix(rank << 8 | u64::from(*tags))
+            courier_core::hashing::mix(rank << 8 | u64::from(*tags))
         });
         hasher.write_usize(self.0.len());
         hasher.write_u64(tagged.fold(0, u64::wrapping_add));
@@ -189,13 +189,7 @@ pub(crate) fn observe(
             ..
         }
     );
-    let waking = matches!(
-        transition.input,
-        Input::Send {
-            wakeup: Wakeup::Wake,
-            ..
-        }
-    );
+    let waking = transition.input.wakes();
     for output in &transition.outputs {
         let Output::Claimed { message, turn } = output else {
             continue;

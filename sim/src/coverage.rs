@@ -1,5 +1,5 @@
 //! Coverage: the distinct abstract states a sweep reached, counted with the
-//! model checker's own fingerprint ([`courier_check::fingerprint`]: the
+//! model checker's own fingerprint ([`courier_check::fingerprint()`]: the
 //! agent plus the checker's ghost, canonical over id renaming), so the two
 //! numbers measure the same thing. A free sweep's count has no denominator
 //! (its workloads leave every bound the checker explores); a sweep kept
@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use courier_check::{Harness, Hooks, Restarted, Step};
+use courier_check::{Fed, Harness, Hooks, Restarted};
 
 /// The fingerprints are already hashes: store them through an identity
 /// hasher (fixed, no process entropy; the set is only ever counted).
@@ -100,8 +100,8 @@ impl Coverage {
 
 /// A refused input changes nothing, so its state is already counted.
 impl Hooks for Coverage {
-    fn after(&mut self, harness: &Harness, step: &Step) {
-        if step.transition.answer.is_ok() {
+    fn after(&mut self, harness: &Harness, fed: &Fed) {
+        if fed.transition.answer.is_ok() {
             self.visit(harness);
         }
     }
@@ -146,8 +146,8 @@ mod tests {
         coverage.visit(&harness);
         assert_eq!(coverage.states(), 1);
         let send = Input::inject(Message::text("A", Source::user()));
-        let step = harness.feed_with(send.clone(), &mut coverage);
-        assert_eq!(step.violation, None);
+        let fed = harness.feed_with(send.clone(), &mut coverage);
+        assert_eq!(fed.violation, None);
         assert_eq!(coverage.states(), 2);
         let refused = harness.feed_with(send, &mut coverage);
         assert!(refused.transition.answer.is_err(), "A is pending");

@@ -9,13 +9,13 @@
 //! run under `courier run`.
 
 use courier_core::{
-    Agent, AwaitPoint, CancelCause, Input, InputKind, Message, PreStepDecision, Source, Status,
-    StepOutcome, Target, Wakeup,
+    Agent, AwaitPoint, CancelCause, Input, InputKind, Message, PreStepDecision, PreStepKind,
+    Source, Status, StepOutcome, Target, Wakeup,
 };
 use strum::VariantArray;
 
 use crate::prng::{Prng, running_totals};
-use crate::swarm::{InputWeights, POOL_SIZE_MAX, Swarm};
+use crate::swarm::{InputWeights, POOL_SIZE_MAX, PreStepWeights, StepWeights, Swarm};
 
 /// The ids a pool draws from, in order.
 const POOL_IDS: [&str; POOL_SIZE_MAX as usize] = ["A", "B", "C", "D", "E", "F", "G", "H"];
@@ -97,6 +97,28 @@ fn weight(kind: Kind, weights: &InputWeights) -> u32 {
         Kind::WhenIdle => weights.when_idle,
         Kind::Completion => weights.completion,
         Kind::StrayCompletion => weights.stray_completion,
+    }
+}
+
+/// The swarm's weight of a kind of pre-step decision; exhaustive, so a new
+/// decision does not compile until the simulator weighs it.
+fn pre_step_weight(kind: PreStepKind, weights: &PreStepWeights) -> u32 {
+    match kind {
+        PreStepKind::Pass => weights.pass,
+        PreStepKind::Enter => weights.enter,
+        PreStepKind::Reject => weights.reject,
+        PreStepKind::Fail => weights.fail,
+    }
+}
+
+/// The swarm's weight of a step outcome; exhaustive, so a new outcome does
+/// not compile until the simulator weighs it.
+fn step_weight(outcome: StepOutcome, weights: &StepWeights) -> u32 {
+    match outcome {
+        StepOutcome::Completed => weights.completed,
+        StepOutcome::MaxTokens => weights.max_tokens,
+        StepOutcome::ToolCalls => weights.tool_calls,
+        StepOutcome::Fail => weights.fail,
     }
 }
 
@@ -301,14 +323,20 @@ impl Generator {
         }
     }
 
+    /// A decision drawn by the swarm's weights (`pass` when all are zero),
+    /// over every kind of decision the core has.
     fn pre_step(&mut self, agent: &Agent) -> PreStepDecision {
         let weights = &self.swarm.pre_step;
-        let table = [weights.pass, weights.enter, weights.reject, weights.fail];
-        match self.prng.pick(&table) {
-            Some(1) => PreStepDecision::Enter(self.entering(agent.claimed().unwrap_or(&[]))),
-            Some(2) => PreStepDecision::Reject,
-            Some(3) => PreStepDecision::Fail,
-            _ => PreStepDecision::Pass,
+        let table: [u32; PreStepKind::VARIANTS.len()] =
+            std::array::from_fn(|index| pre_step_weight(PreStepKind::VARIANTS[index], weights));
+        let drawn = self.prng.pick(&table);
+        match drawn.and_then(|index| PreStepKind::VARIANTS.get(index).copied()) {
+            Some(PreStepKind::Pass) | None => PreStepDecision::Pass,
+            Some(PreStepKind::Enter) => {
+                PreStepDecision::Enter(self.entering(agent.claimed().unwrap_or(&[])))
+            }
+            Some(PreStepKind::Reject) => PreStepDecision::Reject,
+            Some(PreStepKind::Fail) => PreStepDecision::Fail,
         }
     }
 
@@ -343,19 +371,15 @@ impl Generator {
             .unwrap_or_else(|| Message::text(message.id().clone(), Source::of_kind("plugin")))
     }
 
+    /// An outcome drawn by the swarm's weights (`completed` when all are
+    /// zero), over every outcome the core has.
     fn step(&mut self) -> StepOutcome {
         let weights = &self.swarm.step;
-        let table = [
-            weights.completed,
-            weights.max_tokens,
-            weights.tool_calls,
-            weights.fail,
-        ];
-        match self.prng.pick(&table) {
-            Some(1) => StepOutcome::MaxTokens,
-            Some(2) => StepOutcome::ToolCalls,
-            Some(3) => StepOutcome::Fail,
-            _ => StepOutcome::Completed,
-        }
+        let table: [u32; StepOutcome::VARIANTS.len()] =
+            std::array::from_fn(|index| step_weight(StepOutcome::VARIANTS[index], weights));
+        self.prng
+            .pick(&table)
+            .and_then(|index| StepOutcome::VARIANTS.get(index).copied())
+            .unwrap_or(StepOutcome::Completed)
     }
 }

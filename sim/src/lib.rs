@@ -7,7 +7,7 @@
 //! [`courier_check::Checker`] before the next;
 //! a liveness phase then requires the agent to settle idle with nothing owed.
 //! A failure becomes a [`Report`] that replays exactly ([`evaluate`]) and
-//! shrinks to a minimal trace ([`shrink`]). No clock, threads or entropy
+//! shrinks to a minimal trace ([`shrink()`]). No clock, threads or entropy
 //! reach a result: only the seed does.
 #![warn(missing_docs)]
 

@@ -9,7 +9,7 @@
 //! and the weighted pick are written out below and pinned by a golden test.
 //! No floats: every probability is an integer ratio.
 
-use courier_check::mix;
+use courier_core::hashing::mix;
 use rand_core::Rng;
 use rand_pcg::Pcg64Mcg;
 
@@ -20,7 +20,8 @@ pub struct Prng(Pcg64Mcg);
 impl Prng {
     /// The stream of `seed`. Nearby seeds start far apart: the 64-bit seed is
     /// spread over the 128-bit state with two rounds of SplitMix64's
-    /// finalizer, the checker's own [`mix`], so there is one copy to trust
+    /// finalizer, the core's [`mix`] (the checker's fingerprint and the
+    /// inbox's treap use it too), so there is one copy to trust
     /// (a change to `mix` changes every stream; the golden test catches it).
     pub fn new(seed: u64) -> Self {
         let low = mix(seed);

@@ -98,8 +98,10 @@ pub fn simulate(seed: u64, restarts: Restarts, prototype: &Agent, record: Record
 /// Runs `seed` as [`simulate`] does, with the same swarm configuration,
 /// but draws only inputs the model checker explores within `bounds`, so
 /// every state reached is in the checker's set at `bounds` (see
-/// `courier_model::reachable_fingerprints`). It never restarts: the model
-/// checker does not explore restarts yet.
+/// `courier_model::reachable_fingerprints`). It never restarts: that set is
+/// the checker's space without restarts (the model's restarts crash at the
+/// end of its log or inside one input's writes, never the simulator's cut
+/// anywhere in the log, so a restarted seed could leave the set).
 pub fn simulate_within(
     seed: u64,
     bounds: Bounds,
@@ -175,7 +177,7 @@ pub struct Evaluation {
 
 /// Feeds `trace` to a clone of `prototype` and settles it. A report's trace
 /// evaluates to the report's violation and hash; a shrinking candidate is
-/// kept when it evaluates to the same property (see [`judge`]).
+/// kept when it evaluates to the same property (see `judge`).
 pub fn evaluate(prototype: &Agent, trace: &[Stimulus]) -> Evaluation {
     let record = Record {
         trace: true,

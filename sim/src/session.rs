@@ -4,7 +4,7 @@
 //! evaluates a shrinking candidate, so all three judge a trace identically.
 //! A trace is a sequence of [`Stimulus`]: inputs and restarts.
 
-use courier_check::{Harness, NoHooks, Property, Step, Violation};
+use courier_check::{Fed, Harness, NoHooks, Property, Violation};
 use courier_core::transcript::default_completion;
 use courier_core::{Activity, Agent, Input, Output, Stimulus};
 
@@ -119,7 +119,7 @@ impl<'a> Session<'a> {
     /// Feeds one input and checks the transition. Returns whether it made
     /// liveness progress (a claim or a retirement).
     pub fn feed(&mut self, input: Input) -> Result<bool, Violation> {
-        let Step {
+        let Fed {
             transition,
             violation,
         } = match &mut self.coverage {

@@ -156,8 +156,8 @@ fn seed_zero_is_pinned() {
     );
     // The input stream is the one seed 0 drew before restarts existed: the
     // restart rate comes from the seed's own fault stream.
-    let seed_one = simulate(25, Restarts::Drawn, &Agent::new(), traced());
-    let restarts: Vec<(usize, String)> = seed_one
+    let seed_25 = simulate(25, Restarts::Drawn, &Agent::new(), traced());
+    let restarts: Vec<(usize, String)> = seed_25
         .trace
         .iter()
         .enumerate()
@@ -174,7 +174,7 @@ fn seed_zero_is_pinned() {
     assert_eq!(restarts, pinned, "seed 25: shallow cuts, then a deep one");
     assert_eq!(run.output_hash.as_deref(), Some("fnv1a64:7f0c40fd559e372d"));
     assert_eq!(
-        seed_one.output_hash.as_deref(),
+        seed_25.output_hash.as_deref(),
         Some("fnv1a64:e5e16cdf488de112"),
         "closers hashed too"
     );

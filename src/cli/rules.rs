@@ -172,23 +172,6 @@ fn first_difference<'a>(
         .find(|(_, expected, actual)| expected != actual)
 }
 
-/// The messages an input inserts; empty for one that inserts none.
-fn inserted(input: &Input) -> Vec<&Message> {
-    match input {
-        Input::Send { message, .. }
-        | Input::Append { message, .. }
-        | Input::Prepend { message, .. }
-        | Input::Replace { message, .. } => vec![message],
-        Input::Splice { inserted, .. } => inserted.iter().collect(),
-        Input::Remove { .. }
-        | Input::Cancel { .. }
-        | Input::Dispose
-        | Input::WhenIdle
-        | Input::PreStep(_)
-        | Input::Step(_) => Vec::new(),
-    }
-}
-
 /// Gap 1: the command is a pre-step `pass` or `enter`; the contract's first
 /// differing line is its `~error` (the step failed) where the other side
 /// opened the step; and the entering batch (the claimed one under `pass`)
@@ -259,7 +242,7 @@ fn dispose_is_final(divergence: &Divergence<'_>) -> bool {
     let Some(Command::Input(input)) = divergence.command else {
         return false;
     };
-    let ids: Vec<&str> = inserted(input).iter().map(|m| m.id().as_str()).collect();
+    let ids: Vec<&str> = input.supplied().iter().map(|m| m.id().as_str()).collect();
     let disposed = disposed_since_restart(divergence.earlier);
     let Some((0, Some(expected), _)) = first_difference(divergence.expected, divergence.actual)
     else {

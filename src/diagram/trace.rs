@@ -2,7 +2,7 @@
 //! harness, so the picture shows what this build does (not what a file once
 //! said) and marks the first row where a SPEC §7 property broke.
 
-use courier_check::{Harness, Hooks, Restarted, Step, Violation};
+use courier_check::{Fed, Harness, Hooks, Restarted, Violation};
 use courier_core::transcript::{Script, Stalled};
 use courier_core::{Agent, Input, Stimulus};
 
@@ -32,9 +32,9 @@ impl Rows {
 }
 
 impl Hooks for Rows {
-    fn after(&mut self, _: &Harness, step: &Step) {
-        let row = Row::Input(step.transition.clone());
-        self.push(row, step.violation.as_ref());
+    fn after(&mut self, _: &Harness, fed: &Fed) {
+        let row = Row::Input(fed.transition.clone());
+        self.push(row, fed.violation.as_ref());
     }
 
     fn restarted(&mut self, _: &Harness, restarted: &Restarted) {

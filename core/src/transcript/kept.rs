@@ -12,7 +12,7 @@ use crate::event::Output;
 use crate::resume::{CorruptLog, Replay};
 
 /// A durable log as a runner keeps it.
-pub trait Kept {
+pub trait RunnerLog {
     /// Appends a durable event.
     fn push(&mut self, event: Output);
 
@@ -26,7 +26,7 @@ pub trait Kept {
 #[derive(Clone, Default, Debug)]
 pub struct WholeLog(pub(super) Vec<Output>);
 
-impl Kept for WholeLog {
+impl RunnerLog for WholeLog {
     fn push(&mut self, event: Output) {
         self.0.push(event);
     }
@@ -77,7 +77,7 @@ impl TailLog {
     }
 }
 
-impl Kept for TailLog {
+impl RunnerLog for TailLog {
     fn push(&mut self, event: Output) {
         let Some(lose_total) = self.lose_total else {
             return;

@@ -4,7 +4,7 @@
 //! lists, the phase and awaited point, and the checker's ghost bookkeeping
 //! (what a waking send is still owed), one labelled line each.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use courier_core::transcript::{Runner, stimulus_line};
 use courier_core::{AwaitPoint, Message, MessageId, Status, Stimulus, Target, Wakeup};
@@ -161,7 +161,8 @@ pub(crate) fn step(space: &Space, last: &State, step: Move) -> Option<String> {
     let next = space.next(last, step)?;
     let mut text = String::new();
     for stimulus in space.stimuli(last, step) {
-        let _ = writeln!(text, "{}\n----", stimulus_line(&stimulus));
+        text.push_str(&stimulus_line(&stimulus));
+        text.push_str("\n----\n");
         let printed = match stimulus {
             Stimulus::Input(input) => Runner::new(last.harness().agent().clone()).feed(input),
             Stimulus::Restart { .. } => {
@@ -170,11 +171,12 @@ pub(crate) fn step(space: &Space, last: &State, step: Move) -> Option<String> {
             }
         };
         for line in printed {
-            let _ = writeln!(text, "{line}");
+            text.push_str(&line);
+            text.push('\n');
         }
         text.push('\n');
     }
-    let _ = write!(text, "{next:?}");
+    text.push_str(&format!("{next:?}"));
     Some(text)
 }
 
