@@ -403,10 +403,23 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String, String> {
         let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|byte| **byte == b'\n').count() + 1;
         format!(
-            "line {line}: not UTF-8 text (byte {} of the file is invalid)",
-            valid.len() + 1
+            "line {line}: not UTF-8 text (byte {} of the file is invalid){}",
+            valid.len() + 1,
+            utf16_hint(error.as_bytes())
         )
     })
+}
+
+/// What to say of a file that starts with a UTF-16 byte order mark (an
+/// editor on Windows saves one so): every byte after it reads as invalid
+/// UTF-8, and "byte 1 is invalid" alone would not say why.
+fn utf16_hint(start: &[u8]) -> &'static str {
+    match start {
+        [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..] => {
+            " (it starts with a UTF-16 byte order mark: save it as UTF-8)"
+        }
+        _ => "",
+    }
 }
 
 /// A file's lines as written (line endings kept), read one at a time as
@@ -479,8 +492,13 @@ impl<'a> Lines<'a> {
         self.hash.write(&bytes);
         let line = self.number;
         String::from_utf8(bytes).map(Some).map_err(|error| {
+            let hint = if start == 0 {
+                utf16_hint(error.as_bytes())
+            } else {
+                ""
+            };
             format!(
-                "line {line}: not UTF-8 text (byte {} of the file is invalid)",
+                "line {line}: not UTF-8 text (byte {} of the file is invalid){hint}",
                 start + error.utf8_error().valid_up_to() as u64 + 1
             )
         })
@@ -616,13 +634,41 @@ pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
         .collect()
 }
 
+impl Named<'_> {
+    /// The name as a word of a space-separated list prints it: as written
+    /// when [`Named::plain`] and a word no reader could split or miss (not
+    /// empty, no whitespace, not `reserved`: what the list prints for
+    /// nothing), else quoted as [`named`] quotes, so an id `a b` reads as
+    /// one and an empty id as `""`.
+    pub fn word(&self, reserved: &str) -> String {
+        match self.plain() {
+            Some(text)
+                if !text.is_empty() && text != reserved && !text.contains(char::is_whitespace) =>
+            {
+                text.to_owned()
+            }
+            _ => Quoted(*self).to_string(),
+        }
+    }
+}
+
+/// A name always quoted and escaped (see [`named`]).
+struct Quoted<'a>(Named<'a>);
+
 impl std::fmt::Display for Named<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if let Some(text) = self.plain() {
-            return f.write_str(text);
+        match self.plain() {
+            Some(text) => f.write_str(text),
+            None => Quoted(*self).fmt(f),
         }
+    }
+}
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Quoted(Named(name)) = self;
         f.write_str("\"")?;
-        for chunk in self.0.as_encoded_bytes().utf8_chunks() {
+        for chunk in name.as_encoded_bytes().utf8_chunks() {
             for c in chunk.valid().chars() {
                 match c {
                     '"' | '\\' => write!(f, "\\{c}")?,

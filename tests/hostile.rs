@@ -773,7 +773,7 @@ fn truthful_a_protocol_line_names_what_is_wrong_with_it() {
         "line 3: duplicate key `id`",
         "line 4: not a JSON object: an array",
         "line 5: an object with exactly one of the keys `input`, `restart`, `query`, `bench`, got input, query",
-        r#"line 6: restart: not `{\"restart\":{\"lose\":N}}` with N a non-negative integer"#,
+        r#"line 6: restart: not `{\"restart\":{\"lose\":N}}` with N an integer from 0 to 18446744073709551615"#,
         "line 7: input: unknown variant `nope`",
     ];
     assert_eq!(answers.len(), expected.len(), "{stdout}");
@@ -1128,7 +1128,8 @@ fn truthful_an_output_the_disk_cannot_take_names_its_flag() {
         text(&report)
     ));
     assert_eq!(code, Some(2), "{stdout}{stderr}");
-    assert!(stderr.contains("cannot write the report"), "{stderr}");
+    let expected = format!("error: --report {}: cannot write the report", text(&report));
+    assert!(stderr.contains(&expected), "{stderr}");
     assert!(stdout.contains("rerun: courier sim --seeds 0"), "{stdout}");
     assert!(!report.exists(), "no half report");
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -1642,4 +1643,218 @@ fn truthful_a_stdout_failure_is_said_once_and_keeps_the_documented_code() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
+}
+
+// The fourth audit: the wire protocol, mixed inputs, help and listing.
+
+/// A protocol line with a key the input does not keep, at any depth, is
+/// refused naming its path: the core's message has four fields, so a
+/// fifth vanished from the outputs and the log, and a cancel's cause with
+/// a misspelt `reason` was done as a plain cancel. Before: each line was
+/// answered as if the key were not there (`message.zz` gone from the
+/// spliced message). What `source` and `content` hold is kept as sent.
+#[test]
+fn truthful_a_protocol_key_an_input_would_drop_is_refused_by_its_path() {
+    let message = |id: &str, extra: &str| {
+        format!(
+            r#"{{"id":"{id}","role":"user","content":[{{"type":"text","text":"{id}","x":{{"y":1}}}}],"source":{{"kind":"user","via":"mail"}}{extra}}}"#
+        )
+    };
+    let lines = [
+        format!(
+            r#"{{"input":"send","message":{},"target":"next-turn","wakeup":"no-wake"}}"#,
+            message("A", r#","zz":1"#)
+        ),
+        r#"{"input":"cancel","cause":{"kind":"user","reason":"veto"},"keep_inbox":true}"#
+            .to_owned(),
+        format!(
+            r#"{{"input":"splice","target":"next-turn","start":0,"removed":0,"inserted":[{},{}]}}"#,
+            message("B", ""),
+            message("C", r#","when":3"#)
+        ),
+        format!(
+            r#"{{"input":"send","message":{},"target":"next-turn","wakeup":"no-wake"}}"#,
+            message("D", "")
+        ),
+        r#"{"query":"inbox"}"#.to_owned(),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let (code, stdout) = serve(&lines);
+    assert_eq!(code, Some(0), "{stdout}");
+    let answers: Vec<&str> = stdout
+        .lines()
+        .filter(|line| *line != r#"{"settled":true}"#)
+        .collect();
+    assert_eq!(
+        answers[..3],
+        [
+            r#"{"error":"line 1: input: unknown key `message.zz`"}"#,
+            r#"{"error":"line 2: input: unknown key `cause.reason`"}"#,
+            r#"{"error":"line 3: input: unknown key `inserted[1].when`"}"#,
+        ]
+    );
+    // The message's own content and source come back as sent.
+    assert!(answers[3].contains(r#""x":{"y":1}"#), "{stdout}");
+    assert!(answers[3].contains(r#""via":"mail""#), "{stdout}");
+    assert_eq!(
+        answers.last(),
+        Some(&r#"{"inbox":{"next-step":[],"next-turn":["D"]}}"#),
+        "{stdout}"
+    );
+}
+
+/// Over the protocol a message id is any JSON string, as dsh takes it
+/// (SPEC §10's grammar is the transcript's): empty, NUL, a newline,
+/// `----`, a space, `none`, a megabyte. The log it answers reads back
+/// (`courier validate` passes it) and `courier repair` lists each id as
+/// one word a reader cannot split or miss. Ids that are not strings,
+/// and `lose` counts that are not integers from 0 to 2^64-1, are errors
+/// naming the line. Before: `repair` listed the id `a b` as two ids, and
+/// the empty id and the id `none` as nothing (`claimed and lost: `).
+#[test]
+fn truthful_a_protocol_id_is_any_string_and_its_log_reads_back() {
+    let send = |id: &str| {
+        format!(
+            r#"{{"input":"send","message":{{"id":{id},"role":"user","content":[],"source":{{"kind":"user"}}}},"target":"next-turn","wakeup":"wake"}}"#
+        )
+    };
+    let long = format!("\"{}\"", "x".repeat(1 << 20));
+    let mut lines: Vec<String> = [r#""""#, r#""a\u0000b""#, r#""a\nb""#, r#""----""#]
+        .into_iter()
+        .chain([r#""a b""#, r#""none""#, &long])
+        .map(send)
+        .collect();
+    lines.extend(["1", "null", "{}"].map(send));
+    lines.extend(
+        ["-1", "1.5", "1e3", r#""2""#, "null", "18446744073709551616"]
+            .map(|lose| format!(r#"{{"restart":{{"lose":{lose}}}}}"#)),
+    );
+    lines.push(r#"{"query":"log"}"#.to_owned());
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let (code, stdout) = serve(&lines);
+    assert_eq!(code, Some(0));
+    let errors: Vec<String> = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|answer| Some(answer.get("error")?.as_str()?.to_owned()))
+        .collect();
+    let expected: Vec<String> = (8..=16).map(|line| format!("line {line}: ")).collect();
+    assert_eq!(errors.len(), expected.len(), "{errors:?}");
+    for (error, prefix) in errors.iter().zip(&expected) {
+        assert!(error.starts_with(prefix), "{error}");
+    }
+    assert!(errors[0].contains("expected a string"), "{errors:?}");
+    assert!(
+        errors[3].contains("from 0 to 18446744073709551615"),
+        "{errors:?}"
+    );
+    let log = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find_map(|answer| answer.get("log").cloned())
+        .expect("a log answer");
+    let log: Vec<String> = serde_json::from_value(log).expect("log lines");
+    let folder = folder();
+    let path = write(&folder, "ids.jsonl", log.join("\n") + "\n");
+    let (code, stdout, stderr) = run(&["validate", &text(&path)]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let (code, stdout, stderr) = run(&["repair", &text(&path)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let pending = stdout
+        .lines()
+        .find(|line| line.starts_with("pending next-turn: "))
+        .expect("a pending line");
+    let long = "x".repeat(1 << 20);
+    assert_eq!(
+        pending,
+        format!(r#"pending next-turn: "a\u{{0}}b" "a\nb" ---- "a b" "none" {long}"#)
+    );
+    assert!(
+        stdout.contains("claimed and lost: \"\"\n"),
+        "{}",
+        &stdout[..stdout.len().min(400)]
+    );
+}
+
+/// Help that stdout cannot take is an error and exit 2, as any other
+/// output. Before: `courier --help > /dev/full` exited 0 silently (clap's
+/// `exit` drops the write error).
+#[test]
+fn never_panic_help_stdout_cannot_take_is_an_error() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return;
+    };
+    for arguments in [&["--help"][..], &["run", "--help"], &["--version"]] {
+        let output = courier()
+            .args(arguments)
+            .stdout(full.try_clone().expect("a second handle"))
+            .output()
+            .expect("courier runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: cannot write to stdout: "),
+            "{arguments:?}: {stderr}"
+        );
+    }
+    // A usage error still goes to stderr, exit 2; help to stdout, exit 0.
+    assert_eq!(run(&["--bogus"]).0, Some(2));
+    let (code, stdout, _) = run(&["--help"]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("Exit codes (every command)"), "{stdout}");
+}
+
+/// A transcript saved as UTF-16 (with its byte order mark, as an editor on
+/// Windows writes it) is refused saying so, by `run` (a file and a pipe)
+/// and `diagram`. Before: "not UTF-8 text (byte 1 of the file is
+/// invalid)", which does not say why.
+#[test]
+fn truthful_a_utf16_file_is_named_as_such() {
+    let folder = folder();
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(PASSING.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    let path = write(&folder, "wide.txn", &utf16);
+    for arguments in [vec!["run", &text(&path)], vec!["diagram", &text(&path)]] {
+        let (code, _, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+        assert!(
+            stderr.contains("line 1: not UTF-8 text (byte 1 of the file is invalid) (it starts with a UTF-16 byte order mark: save it as UTF-8)"),
+            "{arguments:?}: {stderr}"
+        );
+    }
+    let (code, _, stderr) = run_piped(&["run", "/dev/stdin"], &utf16);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("UTF-16 byte order mark"), "{stderr}");
+}
+
+/// A report stimulus whose message a transcript command cannot spell (its
+/// content is not the text of its id, its source has more than a kind) is
+/// refused saying what a command can say, not blaming a valid id. Before:
+/// a message `none` whose content was `B` was refused as "(ids match
+/// `[A-Za-z0-9][A-Za-z0-9_.-]*`, SPEC §10)", which `none` does.
+#[test]
+fn truthful_a_report_stimulus_a_command_cannot_spell_says_why() {
+    let mut message = serde_json::to_value(Message::text("none", Source::user())).unwrap();
+    message["content"] = serde_json::json!([{ "type": "text", "text": "B" }]);
+    let message: Message = serde_json::from_value(message).unwrap();
+    let folder = folder();
+    let path = write(
+        &folder,
+        "r.json",
+        report(vec![Stimulus::Input(Input::followup(message))]),
+    );
+    let (code, _, stderr) = run(&["replay", &text(&path)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            r#"trace[0] is not a transcript command: it prints as "followup none", which reads back as another stimulus or none"#
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("its content is one text block of its id"),
+        "{stderr}"
+    );
 }

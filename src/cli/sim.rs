@@ -310,8 +310,14 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     println!("detail: {}", violation.detail);
     println!("outputs: {}", report.output_hash);
     if let Err(error) = files::replace(&path, report.to_json()) {
+        // Named by its flag when the user gave it, as every output is.
+        let flag = if args.report.is_some() {
+            "--report "
+        } else {
+            ""
+        };
         eprintln!(
-            "error: {}: cannot write the report: {error}",
+            "error: {flag}{}: cannot write the report: {error}",
             files::named(&path)
         );
         // The run is deterministic: the seed alone brings the report back.
