@@ -1858,3 +1858,49 @@ fn truthful_a_report_stimulus_a_command_cannot_spell_says_why() {
         "{stderr}"
     );
 }
+
+/// A label wider than the room beside its lane (a splice of a dozen ids, a
+/// `pre-step enter` of many) is drawn inside the picture, cut past what
+/// fits and saying how long it was; a crash that loses it strikes the cut
+/// label. Before: `attempt to subtract with overflow` at
+/// src/diagram/svg.rs (a panic and a backtrace, exit 101) for a splice of
+/// 12 ten-character ids, and a wrapped, huge `x` in a release build.
+#[test]
+fn never_panic_a_label_wider_than_its_lane_is_drawn_cut() {
+    let ids: Vec<String> = (0..40).map(|k| format!("message{k:02}")).collect();
+    let folder = folder();
+    let path = write(
+        &folder,
+        "wide.txn",
+        format!(
+            "splice next-turn 0 0 {}\n----\n\nrestart lose=1\n----\n",
+            ids.join(" ")
+        ),
+    );
+    let (code, stdout, stderr) = run(&["diagram", &text(&path)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Every coordinate is a number inside the picture.
+    let width: usize = stdout
+        .split("width=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|number| number.parse().ok())
+        .expect("the picture's width");
+    for attribute in [" x=\"", " x1=\"", " x2=\""] {
+        for value in stdout.split(attribute).skip(1) {
+            let number = value.split('"').next().unwrap_or_default();
+            let x: usize = number
+                .parse()
+                .unwrap_or_else(|_| panic!("{attribute}{number}"));
+            assert!(x <= width, "{attribute}{number} in a picture {width} wide");
+        }
+    }
+    let label = format!("spliced next-turn@0 +{}", ids.join(","));
+    let cut = format!("… ({} characters)", label.chars().count());
+    assert!(stdout.contains(&cut), "{stdout}");
+    // The mermaid text keeps the label whole.
+    let (code, stdout, stderr) = run(&["diagram", &text(&path), "--format", "mermaid"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains(&label), "{stdout}");
+}
