@@ -98,6 +98,20 @@ pub fn check_folder(flag: &str, path: &Path) -> Result<(), String> {
     }
 }
 
+/// Refuses `--diagram` beside an output (`flag` names it) that is a device
+/// or a pipe (`--out /dev/stdout`): the picture is written beside a file,
+/// named after it, and `/dev/stdout.svg` is no place for it.
+pub fn check_beside(flag: &str, path: &Path) -> Result<(), String> {
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => Err(format!(
+            "--diagram beside {flag} {}: a device or a pipe, not a file to draw beside: \
+             refused (name a file)",
+            named(path)
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Why `path` cannot be an output, if it cannot: a folder, or a read-only
 /// file (a rename over it would go around its mode).
 fn unwritable(path: &Path) -> Option<&'static str> {

@@ -1904,3 +1904,116 @@ fn never_panic_a_label_wider_than_its_lane_is_drawn_cut() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains(&label), "{stdout}");
 }
+
+/// Waits for `child` at most a minute (killing it then): whether it ended.
+fn ends_within_a_minute(child: &mut std::process::Child) -> bool {
+    for _ in 0..600 {
+        if child.try_wait().expect("a child to wait for").is_some() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    false
+}
+
+/// `--diagram` beside an output that is a device or a pipe (`--out
+/// /dev/stdout`) is refused before any work: the picture goes beside a
+/// file. Before: `check --mutant no-latch --out /dev/stdout --diagram |
+/// tail` wrote the counterexample into the pipe, then opened `/dev/stdout`
+/// to read it back for the picture and waited on its own pipe forever
+/// (seen blocked in `pipe_wait_readable` for ten minutes); on a terminal it
+/// would have written `/dev/stdout.svg`. The picture is now drawn from the
+/// counterexample in memory, and the refusal names the flag.
+#[test]
+fn never_hang_a_diagram_beside_a_pipe_is_refused() {
+    for arguments in [
+        &[
+            "check",
+            "--messages",
+            "1",
+            "--restarts",
+            "0",
+            "--out",
+            "/dev/stdout",
+            "--diagram",
+        ][..],
+        &[
+            "sim",
+            "--seeds",
+            "0..2",
+            "--no-coverage",
+            "--report",
+            "/dev/stdout",
+            "--diagram",
+        ],
+    ] {
+        let mut child = courier()
+            .args(arguments)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("courier runs");
+        assert!(ends_within_a_minute(&mut child), "{arguments:?} hangs");
+        let output = child.wait_with_output().expect("courier ends");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
+        let flag = if arguments[0] == "check" {
+            "--out"
+        } else {
+            "--report"
+        };
+        assert!(
+            stderr.contains(&format!(
+                "error: --diagram beside {flag} /dev/stdout: a device or a pipe"
+            )),
+            "{stderr}"
+        );
+    }
+    // Without `--diagram` a counterexample goes into the pipe, with no hint
+    // to draw it beside there; drawn beside a file, the picture is the one
+    // `courier diagram` draws of that file.
+    #[cfg(feature = "mutants")]
+    {
+        let check = [
+            "check",
+            "--mutant",
+            "no-latch",
+            "--messages",
+            "2",
+            "--restarts",
+            "0",
+        ];
+        let mut child = courier()
+            .args(check)
+            .args(["--out", "/dev/stdout"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("courier runs");
+        assert!(
+            ends_within_a_minute(&mut child),
+            "check --out /dev/stdout hangs"
+        );
+        let output = child.wait_with_output().expect("courier ends");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(1), "{stdout}");
+        assert!(
+            stdout.contains("# replay: courier run --mutant no-latch"),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("add --diagram"), "{stdout}");
+        let folder = folder();
+        let out = folder.path().join("cex.txn");
+        let (code, stdout, stderr) =
+            run(&[&check[..], &["--out", &text(&out), "--diagram"]].concat());
+        assert_eq!(code, Some(1), "{stdout}{stderr}");
+        let drawn = folder.path().join("drawn.svg");
+        let (code, _, stderr) = run(&["diagram", &text(&out), "--out", &text(&drawn)]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert_eq!(
+            std::fs::read(folder.path().join("cex.svg")).expect("the picture beside"),
+            std::fs::read(&drawn).expect("the picture drawn")
+        );
+    }
+}

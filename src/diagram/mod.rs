@@ -17,7 +17,7 @@ pub mod trace;
 use courier_check::Violation;
 use courier_core::{Output, Transition};
 
-pub use load::{INPUTS_DRAWN_MAX, from_report, load, svg_beside, title};
+pub use load::{INPUTS_DRAWN_MAX, from_report, from_transcript, load, svg_beside, title};
 pub use sequence::{Lane, ROWS_DRAWN_MAX};
 
 /// A whole run, ready to draw.
