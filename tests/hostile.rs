@@ -2017,3 +2017,16 @@ fn never_hang_a_diagram_beside_a_pipe_is_refused() {
         );
     }
 }
+
+/// `sim --against` runs its seeds one after another: a `--jobs` beside it
+/// is refused, naming both flags, as the other flags it does not use are,
+/// rather than ignored while the user waits for workers that never run.
+#[test]
+fn truthful_a_flag_sim_against_does_not_use_is_refused() {
+    let (code, _, stderr) = run(&["sim", "--seeds", "0..2", "--against", "true", "--jobs", "2"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("'--against <CMD>' cannot be used with '--jobs <JOBS>'"),
+        "{stderr}"
+    );
+}

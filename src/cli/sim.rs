@@ -72,7 +72,7 @@ pub(crate) struct Args {
     #[arg(
         long,
         value_name = "CMD",
-        conflicts_with_all = ["coverage_bound", "check_determinism", "report", "diagram"],
+        conflicts_with_all = ["coverage_bound", "check_determinism", "report", "diagram", "jobs"],
     )]
     against: Option<String>,
     /// With `--against`: the directory the first unexplained divergence is
