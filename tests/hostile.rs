@@ -2030,3 +2030,62 @@ fn truthful_a_flag_sim_against_does_not_use_is_refused() {
         "{stderr}"
     );
 }
+
+/// What another implementation printed is quoted short wherever a line of
+/// ours quotes it: `sim --against`'s divergence and property lines, and
+/// `diagram`'s verdict on the divergence transcript it wrote (which keeps
+/// the lines whole, in its comments). Before: an implementation that
+/// answered with a 300,000-character id had each of those lines print all
+/// of it (a 2 MB id printed 2 MB lines).
+#[test]
+fn truthful_another_implementations_long_line_is_quoted_short() {
+    let folder = folder();
+    let id = "y".repeat(300_000);
+    let answer = format!(
+        r#"{{"type":"agent/inbox/inserted","data":{{"message":{{"id":"{id}","role":"user","content":[],"source":{{"kind":"user"}}}}}}}}"#
+    );
+    let script = write(
+        &folder,
+        "other.sh",
+        format!("while read -r line; do\n  echo '{answer}'\n  echo '{{\"settled\":true}}'\ndone\n"),
+    );
+    let command = format!("sh {}", text(&script));
+    let out = folder.path().join("out");
+    let (code, stdout, stderr) = run(&[
+        "sim",
+        "--seeds",
+        "0",
+        "--no-restarts",
+        "--against",
+        &command,
+        "--out",
+        &text(&out),
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stdout.contains("divergence: seed=0 stimulus=0"), "{stderr}");
+    assert!(stdout.contains(" bytes in all)`"), "{}", &stdout[..stdout.len().min(2000)]);
+    for line in stdout.lines().chain(stderr.lines()) {
+        assert!(line.len() < 1000, "a line of {} bytes", line.len());
+    }
+    let divergence = out.join("divergence-0.txn");
+    assert!(text(&divergence).len() < 1000);
+    assert!(
+        std::fs::read_to_string(&divergence)
+            .expect("the divergence transcript")
+            .contains(&id),
+        "the transcript keeps the line whole"
+    );
+    let (code, stdout, stderr) = run(&["diagram", &text(&divergence)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with("diverges at row 1 of 1: "),
+        "{}",
+        &stderr[..200]
+    );
+    assert!(stderr.len() < 1000, "a verdict of {} bytes", stderr.len());
+    assert!(
+        stdout.len() < 100_000,
+        "a picture of {} bytes",
+        stdout.len()
+    );
+}

@@ -103,7 +103,7 @@ fn draw_rows(body: &mut impl Write, diagram: &Diagram, width: usize) -> Result<u
             .broken
             .as_ref()
             .filter(|(row, _)| *row == index)
-            .map(|(_, violation)| format!("BROKEN here: {violation}"));
+            .map(|(_, violation)| format!("BROKEN here: {}", crate::files::shown(violation)));
         let diverged = diagram
             .diverged
             .as_ref()
