@@ -1905,16 +1905,29 @@ fn never_panic_a_label_wider_than_its_lane_is_drawn_cut() {
     assert!(stdout.contains(&label), "{stdout}");
 }
 
-/// Waits for `child` at most a minute (killing it then): whether it ended.
-fn ends_within_a_minute(child: &mut std::process::Child) -> bool {
+/// Runs `courier` with `arguments`, its stdout a pipe, for at most a
+/// minute (killed then, failing the test): its exit code, stdout and stderr.
+fn run_bounded(arguments: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = courier()
+        .args(arguments)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("courier runs");
     for _ in 0..600 {
         if child.try_wait().expect("a child to wait for").is_some() {
-            return true;
+            let output = child.wait_with_output().expect("courier ends");
+            let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+            return (
+                output.status.code(),
+                text(output.stdout),
+                text(output.stderr),
+            );
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let _ = child.kill();
-    false
+    panic!("{arguments:?} hangs");
 }
 
 /// `--diagram` beside an output that is a device or a pipe (`--out
@@ -1948,16 +1961,8 @@ fn never_hang_a_diagram_beside_a_pipe_is_refused() {
             "--diagram",
         ],
     ] {
-        let mut child = courier()
-            .args(arguments)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("courier runs");
-        assert!(ends_within_a_minute(&mut child), "{arguments:?} hangs");
-        let output = child.wait_with_output().expect("courier ends");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
+        let (code, _, stderr) = run_bounded(arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
         let flag = if arguments[0] == "check" {
             "--out"
         } else {
@@ -1984,20 +1989,8 @@ fn never_hang_a_diagram_beside_a_pipe_is_refused() {
             "--restarts",
             "0",
         ];
-        let mut child = courier()
-            .args(check)
-            .args(["--out", "/dev/stdout"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("courier runs");
-        assert!(
-            ends_within_a_minute(&mut child),
-            "check --out /dev/stdout hangs"
-        );
-        let output = child.wait_with_output().expect("courier ends");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert_eq!(output.status.code(), Some(1), "{stdout}");
+        let (code, stdout, _) = run_bounded(&[&check[..], &["--out", "/dev/stdout"]].concat());
+        assert_eq!(code, Some(1), "{stdout}");
         assert!(
             stdout.contains("# replay: courier run --mutant no-latch"),
             "{stdout}"
@@ -2063,7 +2056,11 @@ fn truthful_another_implementations_long_line_is_quoted_short() {
     ]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stdout.contains("divergence: seed=0 stimulus=0"), "{stderr}");
-    assert!(stdout.contains(" bytes in all)`"), "{}", &stdout[..stdout.len().min(2000)]);
+    assert!(
+        stdout.contains(" bytes in all)`"),
+        "{}",
+        &stdout[..stdout.len().min(2000)]
+    );
     for line in stdout.lines().chain(stderr.lines()) {
         assert!(line.len() < 1000, "a line of {} bytes", line.len());
     }
