@@ -752,9 +752,24 @@ pub fn is_report(path: &Path) -> Result<bool, String> {
 /// Reads a race report, streamed (see [`courier_sim::Report::read`]): a
 /// report of a million stimuli needs memory for its trace, not for its text.
 /// It is read twice (its version first), so `path` must be [`Rereadable`].
+/// A byte order mark an editor saved before the report is passed over, as
+/// [`is_report`] passes over it when it tells the report apart.
 pub fn read_report(path: &Rereadable) -> Result<courier_sim::Report, String> {
-    let open = || File::open(path.path()).map_err(|error| format!("cannot read: {error}"));
+    let open = || past_bom(path.path()).map_err(|error| format!("cannot read: {error}"));
     courier_sim::Report::read(open()?, open()?).map_err(|error| error.to_string())
+}
+
+/// `path` opened and read past a UTF-8 byte order mark, if it starts with
+/// one (its first bytes are given back when it does not).
+fn past_bom(path: &Path) -> io::Result<impl Read> {
+    const BOM: &[u8] = "\u{feff}".as_bytes();
+    let mut file = File::open(path)?;
+    let mut start = Vec::with_capacity(BOM.len());
+    (&mut file).take(BOM.len() as u64).read_to_end(&mut start)?;
+    if start == BOM {
+        start.clear();
+    }
+    Ok(io::Cursor::new(start).chain(file))
 }
 
 /// An input a command reads more than once (a report: its version, then

@@ -2086,3 +2086,29 @@ fn truthful_another_implementations_long_line_is_quoted_short() {
         stdout.len()
     );
 }
+
+/// A race report an editor saved with a UTF-8 byte order mark reads as the
+/// report it is, by `replay`, `shrink` and `diagram` alike (the BOM was
+/// already passed over when a report is told apart from a transcript).
+/// Before: "not a race report: expected value at line 1 column 1".
+#[test]
+fn truthful_a_report_with_a_byte_order_mark_reads() {
+    let folder = folder();
+    let path = write(
+        &folder,
+        "bom.json",
+        format!("\u{feff}{}", report(vec![followup("A")])),
+    );
+    let (code, stdout, stderr) = run(&["replay", &text(&path)]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("no violation: the trace passes"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = run(&["diagram", &text(&path)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let out = folder.path().join("s.txn");
+    let (code, _, stderr) = run(&["shrink", &text(&path), "--out", &text(&out)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!stderr.contains("not a race report"), "{stderr}");
+}
