@@ -756,7 +756,21 @@ pub fn is_report(path: &Path) -> Result<bool, String> {
 /// [`is_report`] passes over it when it tells the report apart.
 pub fn read_report(path: &Rereadable) -> Result<courier_sim::Report, String> {
     let open = || past_bom(path.path()).map_err(|error| format!("cannot read: {error}"));
-    courier_sim::Report::read(open()?, open()?).map_err(|error| error.to_string())
+    courier_sim::Report::read(open()?, open()?).map_err(|error| {
+        // A session log is JSON too, a line at a time: say what it is.
+        let log = open().ok().and_then(|file| {
+            let line = io::BufRead::lines(io::BufReader::new(file.take(1 << 20))).next()?;
+            let first: serde_json::Value = serde_json::from_str(&line.ok()?).ok()?;
+            Some(first.get("type")?.is_string())
+        });
+        match log {
+            Some(true) => format!(
+                "{error} (it reads as a JSONL session log, an event a line: `courier \
+                 validate` and `courier repair` read those)"
+            ),
+            Some(false) | None => error.to_string(),
+        }
+    })
 }
 
 /// `path` opened and read past a UTF-8 byte order mark, if it starts with

@@ -2112,3 +2112,26 @@ fn truthful_a_report_with_a_byte_order_mark_reads() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(!stderr.contains("not a race report"), "{stderr}");
 }
+
+/// A session log given where a race report goes (both are JSON) is refused
+/// saying what it is and which commands read it. Before: only "not a race
+/// report: trailing characters at line 2 column 1".
+#[test]
+fn truthful_a_session_log_given_for_a_report_is_named() {
+    let log = common::workspace().join("tests/logs/admission-outside-step.jsonl");
+    let folder = folder();
+    let out = folder.path().join("s.txn");
+    for arguments in [
+        vec!["replay", log.to_str().unwrap()],
+        vec!["diagram", log.to_str().unwrap()],
+        vec!["shrink", log.to_str().unwrap(), "--out", &text(&out)],
+    ] {
+        let (code, _, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+        assert!(
+            stderr.contains("not a race report: ")
+                && stderr.contains("(it reads as a JSONL session log, an event a line: `courier validate` and `courier repair` read those)"),
+            "{arguments:?}: {stderr}"
+        );
+    }
+}
