@@ -144,6 +144,16 @@ fn uncreatable(path: &Path) -> Option<String> {
     }
 }
 
+/// Whether `path` names this process's stdout (`/dev/stdout`, or the file
+/// or pipe stdout is): a protocol server's answers go there, and a file
+/// written there would be read as answers, or replace them.
+pub fn is_stdout(path: &Path) -> bool {
+    match (Identity::of(path), Identity::of(Path::new("/dev/stdout"))) {
+        (Some(path), Some(stdout)) => path.same(&stdout),
+        _ => false,
+    }
+}
+
 /// Which file a path names: its canonical path (for a file not written yet,
 /// its canonical folder joined with its name) and, for a file that exists,
 /// its device and inode, so a hard link to an input is that input too.

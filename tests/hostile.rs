@@ -2135,3 +2135,30 @@ fn truthful_a_session_log_given_for_a_report_is_named() {
         );
     }
 }
+
+/// A protocol `bench` whose log path is the server's own stdout is refused:
+/// the log's lines would reach the client as answers to the bench line.
+/// Before: `"log":"/dev/stdout"` put nine session-log lines between the
+/// bench line and its answer.
+#[test]
+fn truthful_a_protocol_bench_log_on_its_own_stdout_is_refused() {
+    let (code, stdout) = serve(&[
+        r#"{"bench":{"batch":1,"cycles":1,"log":"/dev/stdout"}}"#,
+        r#"{"bench":{"batch":1,"cycles":1,"log":"/proc/self/fd/1"}}"#,
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    let error = |path: &str| {
+        format!(
+            r#"{{"error":"line {}: bench log {path}: this server's stdout, where its answers go: refused"}}"#,
+            if path == "/dev/stdout" { 1 } else { 2 }
+        )
+    };
+    let settled = r#"{"settled":true}"#;
+    let expected = [
+        &error("/dev/stdout")[..],
+        settled,
+        &error("/proc/self/fd/1"),
+        settled,
+    ];
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), expected);
+}

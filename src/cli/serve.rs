@@ -339,6 +339,12 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
     };
     // Refused as every command's output is, before the cycles run.
     if let Some(path) = log {
+        if files::is_stdout(path) {
+            return Err(format!(
+                "bench log {}: this server's stdout, where its answers go: refused",
+                files::named(path)
+            ));
+        }
         let output = files::Output {
             flag: "bench log",
             path,
