@@ -98,6 +98,20 @@ pub fn check_folder(flag: &str, path: &Path) -> Result<(), String> {
     }
 }
 
+/// Refuses `--diagram` beside an output (`flag` names it) that is a device
+/// or a pipe (`--out /dev/stdout`): the picture is written beside a file,
+/// named after it, and `/dev/stdout.svg` is no place for it.
+pub fn check_beside(flag: &str, path: &Path) -> Result<(), String> {
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => Err(format!(
+            "--diagram beside {flag} {}: a device or a pipe, not a file to draw beside: \
+             refused (name a file)",
+            named(path)
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Why `path` cannot be an output, if it cannot: a folder, or a read-only
 /// file (a rename over it would go around its mode).
 fn unwritable(path: &Path) -> Option<&'static str> {
@@ -127,6 +141,16 @@ fn uncreatable(path: &Path) -> Option<String> {
             "cannot create a file in its folder: {}",
             unnamed(error)
         )),
+    }
+}
+
+/// Whether `path` names this process's stdout (`/dev/stdout`, or the file
+/// or pipe stdout is): a protocol server's answers go there, and a file
+/// written there would be read as answers, or replace them.
+pub fn is_stdout(path: &Path) -> bool {
+    match (Identity::of(path), Identity::of(Path::new("/dev/stdout"))) {
+        (Some(path), Some(stdout)) => path.same(&stdout),
+        _ => false,
     }
 }
 
@@ -403,10 +427,23 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String, String> {
         let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|byte| **byte == b'\n').count() + 1;
         format!(
-            "line {line}: not UTF-8 text (byte {} of the file is invalid)",
-            valid.len() + 1
+            "line {line}: not UTF-8 text (byte {} of the file is invalid){}",
+            valid.len() + 1,
+            utf16_hint(error.as_bytes())
         )
     })
+}
+
+/// What to say of a file that starts with a UTF-16 byte order mark (an
+/// editor on Windows saves one so): every byte after it reads as invalid
+/// UTF-8, and "byte 1 is invalid" alone would not say why.
+fn utf16_hint(start: &[u8]) -> &'static str {
+    match start {
+        [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..] => {
+            " (it starts with a UTF-16 byte order mark: save it as UTF-8)"
+        }
+        _ => "",
+    }
 }
 
 /// A file's lines as written (line endings kept), read one at a time as
@@ -479,8 +516,13 @@ impl<'a> Lines<'a> {
         self.hash.write(&bytes);
         let line = self.number;
         String::from_utf8(bytes).map(Some).map_err(|error| {
+            let hint = if start == 0 {
+                utf16_hint(error.as_bytes())
+            } else {
+                ""
+            };
             format!(
-                "line {line}: not UTF-8 text (byte {} of the file is invalid)",
+                "line {line}: not UTF-8 text (byte {} of the file is invalid){hint}",
                 start + error.utf8_error().valid_up_to() as u64 + 1
             )
         })
@@ -616,13 +658,41 @@ pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
         .collect()
 }
 
+impl Named<'_> {
+    /// The name as a word of a space-separated list prints it: as written
+    /// when [`Named::plain`] and a word no reader could split or miss (not
+    /// empty, no whitespace, not `reserved`: what the list prints for
+    /// nothing), else quoted as [`named`] quotes, so an id `a b` reads as
+    /// one and an empty id as `""`.
+    pub fn word(&self, reserved: &str) -> String {
+        match self.plain() {
+            Some(text)
+                if !text.is_empty() && text != reserved && !text.contains(char::is_whitespace) =>
+            {
+                text.to_owned()
+            }
+            _ => Quoted(*self).to_string(),
+        }
+    }
+}
+
+/// A name always quoted and escaped (see [`named`]).
+struct Quoted<'a>(Named<'a>);
+
 impl std::fmt::Display for Named<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if let Some(text) = self.plain() {
-            return f.write_str(text);
+        match self.plain() {
+            Some(text) => f.write_str(text),
+            None => Quoted(*self).fmt(f),
         }
+    }
+}
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Quoted(Named(name)) = self;
         f.write_str("\"")?;
-        for chunk in self.0.as_encoded_bytes().utf8_chunks() {
+        for chunk in name.as_encoded_bytes().utf8_chunks() {
             for c in chunk.valid().chars() {
                 match c {
                     '"' | '\\' => write!(f, "\\{c}")?,
@@ -692,9 +762,38 @@ pub fn is_report(path: &Path) -> Result<bool, String> {
 /// Reads a race report, streamed (see [`courier_sim::Report::read`]): a
 /// report of a million stimuli needs memory for its trace, not for its text.
 /// It is read twice (its version first), so `path` must be [`Rereadable`].
+/// A byte order mark an editor saved before the report is passed over, as
+/// [`is_report`] passes over it when it tells the report apart.
 pub fn read_report(path: &Rereadable) -> Result<courier_sim::Report, String> {
-    let open = || File::open(path.path()).map_err(|error| format!("cannot read: {error}"));
-    courier_sim::Report::read(open()?, open()?).map_err(|error| error.to_string())
+    let open = || past_bom(path.path()).map_err(|error| format!("cannot read: {error}"));
+    courier_sim::Report::read(open()?, open()?).map_err(|error| {
+        // A session log is JSON too, a line at a time: say what it is.
+        let log = open().ok().and_then(|file| {
+            let line = io::BufRead::lines(io::BufReader::new(file.take(1 << 20))).next()?;
+            let first: serde_json::Value = serde_json::from_str(&line.ok()?).ok()?;
+            Some(first.get("type")?.is_string())
+        });
+        match log {
+            Some(true) => format!(
+                "{error} (it reads as a JSONL session log, an event a line: `courier \
+                 validate` and `courier repair` read those)"
+            ),
+            Some(false) | None => error.to_string(),
+        }
+    })
+}
+
+/// `path` opened and read past a UTF-8 byte order mark, if it starts with
+/// one (its first bytes are given back when it does not).
+fn past_bom(path: &Path) -> io::Result<impl Read> {
+    const BOM: &[u8] = "\u{feff}".as_bytes();
+    let mut file = File::open(path)?;
+    let mut start = Vec::with_capacity(BOM.len());
+    (&mut file).take(BOM.len() as u64).read_to_end(&mut start)?;
+    if start == BOM {
+        start.clear();
+    }
+    Ok(io::Cursor::new(start).chain(file))
 }
 
 /// An input a command reads more than once (a report: its version, then

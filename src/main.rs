@@ -60,7 +60,10 @@ enum Command {
     )]
     Demo(cli::demo::Args),
     /// The kill -9 tests' child: a seeded workload on the runtime, logged.
-    #[command(hide = true)]
+    #[command(
+        hide = true,
+        after_help = "Prints each acknowledged send's id, one a line. Exit 0: every call made and the agent disposed; 2: the log cannot be created, resumed or written."
+    )]
     Soak(cli::soak::Args),
     /// Model-check every SPEC §7 property over every interleaving up to a bound.
     Check(cli::check::Args),
@@ -83,8 +86,27 @@ enum Command {
 
 fn main() -> ExitCode {
     courier::files::exit_on_environment_failure();
-    let code = run(Courier::parse().command);
+    let code = match Courier::try_parse() {
+        Ok(courier) => run(courier.command),
+        Err(error) => usage(&error),
+    };
     courier::files::flush_stdout().unwrap_or(code)
+}
+
+/// Help, the version, or a usage error, printed as clap would, but a help
+/// that stdout cannot take (`courier --help > /dev/full`) is an error and
+/// exit 2, not a silent exit 0 (clap's `exit` drops the write error).
+fn usage(error: &clap::Error) -> ExitCode {
+    match error.print() {
+        Ok(()) => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2)),
+        Err(failure) => {
+            // A usage error stderr cannot take has nowhere left to go.
+            if !error.use_stderr() {
+                courier::files::stdout_failed(&failure);
+            }
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn run(command: Command) -> ExitCode {

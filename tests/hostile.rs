@@ -773,7 +773,7 @@ fn truthful_a_protocol_line_names_what_is_wrong_with_it() {
         "line 3: duplicate key `id`",
         "line 4: not a JSON object: an array",
         "line 5: an object with exactly one of the keys `input`, `restart`, `query`, `bench`, got input, query",
-        r#"line 6: restart: not `{\"restart\":{\"lose\":N}}` with N a non-negative integer"#,
+        r#"line 6: restart: not `{\"restart\":{\"lose\":N}}` with N an integer from 0 to 18446744073709551615"#,
         "line 7: input: unknown variant `nope`",
     ];
     assert_eq!(answers.len(), expected.len(), "{stdout}");
@@ -1128,7 +1128,8 @@ fn truthful_an_output_the_disk_cannot_take_names_its_flag() {
         text(&report)
     ));
     assert_eq!(code, Some(2), "{stdout}{stderr}");
-    assert!(stderr.contains("cannot write the report"), "{stderr}");
+    let expected = format!("error: --report {}: cannot write the report", text(&report));
+    assert!(stderr.contains(&expected), "{stderr}");
     assert!(stdout.contains("rerun: courier sim --seeds 0"), "{stdout}");
     assert!(!report.exists(), "no half report");
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -1642,4 +1643,522 @@ fn truthful_a_stdout_failure_is_said_once_and_keeps_the_documented_code() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
+}
+
+// The fourth audit: the wire protocol, mixed inputs, help and listing.
+
+/// A protocol line with a key the input does not keep, at any depth, is
+/// refused naming its path: the core's message has four fields, so a
+/// fifth vanished from the outputs and the log, and a cancel's cause with
+/// a misspelt `reason` was done as a plain cancel. Before: each line was
+/// answered as if the key were not there (`message.zz` gone from the
+/// spliced message). What `source` and `content` hold is kept as sent.
+#[test]
+fn truthful_a_protocol_key_an_input_would_drop_is_refused_by_its_path() {
+    let message = |id: &str, extra: &str| {
+        format!(
+            r#"{{"id":"{id}","role":"user","content":[{{"type":"text","text":"{id}","x":{{"y":1}}}}],"source":{{"kind":"user","via":"mail"}}{extra}}}"#
+        )
+    };
+    let lines = [
+        format!(
+            r#"{{"input":"send","message":{},"target":"next-turn","wakeup":"no-wake"}}"#,
+            message("A", r#","zz":1"#)
+        ),
+        r#"{"input":"cancel","cause":{"kind":"user","reason":"veto"},"keep_inbox":true}"#
+            .to_owned(),
+        format!(
+            r#"{{"input":"splice","target":"next-turn","start":0,"removed":0,"inserted":[{},{}]}}"#,
+            message("B", ""),
+            message("C", r#","when":3"#)
+        ),
+        format!(
+            r#"{{"input":"send","message":{},"target":"next-turn","wakeup":"no-wake"}}"#,
+            message("D", "")
+        ),
+        r#"{"query":"inbox"}"#.to_owned(),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let (code, stdout) = serve(&lines);
+    assert_eq!(code, Some(0), "{stdout}");
+    let answers: Vec<&str> = stdout
+        .lines()
+        .filter(|line| *line != r#"{"settled":true}"#)
+        .collect();
+    assert_eq!(
+        answers[..3],
+        [
+            r#"{"error":"line 1: input: unknown key `message.zz`"}"#,
+            r#"{"error":"line 2: input: unknown key `cause.reason`"}"#,
+            r#"{"error":"line 3: input: unknown key `inserted[1].when`"}"#,
+        ]
+    );
+    // The message's own content and source come back as sent.
+    assert!(answers[3].contains(r#""x":{"y":1}"#), "{stdout}");
+    assert!(answers[3].contains(r#""via":"mail""#), "{stdout}");
+    assert_eq!(
+        answers.last(),
+        Some(&r#"{"inbox":{"next-step":[],"next-turn":["D"]}}"#),
+        "{stdout}"
+    );
+}
+
+/// Over the protocol a message id is any JSON string, as dsh takes it
+/// (SPEC §10's grammar is the transcript's): empty, NUL, a newline,
+/// `----`, a space, `none`, a megabyte. The log it answers reads back
+/// (`courier validate` passes it) and `courier repair` lists each id as
+/// one word a reader cannot split or miss. Ids that are not strings,
+/// and `lose` counts that are not integers from 0 to 2^64-1, are errors
+/// naming the line. Before: `repair` listed the id `a b` as two ids, and
+/// the empty id and the id `none` as nothing (`claimed and lost: `).
+#[test]
+fn truthful_a_protocol_id_is_any_string_and_its_log_reads_back() {
+    let send = |id: &str| {
+        format!(
+            r#"{{"input":"send","message":{{"id":{id},"role":"user","content":[],"source":{{"kind":"user"}}}},"target":"next-turn","wakeup":"wake"}}"#
+        )
+    };
+    let long = format!("\"{}\"", "x".repeat(1 << 20));
+    let mut lines: Vec<String> = [r#""""#, r#""a\u0000b""#, r#""a\nb""#, r#""----""#]
+        .into_iter()
+        .chain([r#""a b""#, r#""none""#, &long])
+        .map(send)
+        .collect();
+    lines.extend(["1", "null", "{}"].map(send));
+    lines.extend(
+        ["-1", "1.5", "1e3", r#""2""#, "null", "18446744073709551616"]
+            .map(|lose| format!(r#"{{"restart":{{"lose":{lose}}}}}"#)),
+    );
+    lines.push(r#"{"query":"log"}"#.to_owned());
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let (code, stdout) = serve(&lines);
+    assert_eq!(code, Some(0));
+    let errors: Vec<String> = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|answer| Some(answer.get("error")?.as_str()?.to_owned()))
+        .collect();
+    let expected: Vec<String> = (8..=16).map(|line| format!("line {line}: ")).collect();
+    assert_eq!(errors.len(), expected.len(), "{errors:?}");
+    for (error, prefix) in errors.iter().zip(&expected) {
+        assert!(error.starts_with(prefix), "{error}");
+    }
+    assert!(errors[0].contains("expected a string"), "{errors:?}");
+    assert!(
+        errors[3].contains("from 0 to 18446744073709551615"),
+        "{errors:?}"
+    );
+    let log = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find_map(|answer| answer.get("log").cloned())
+        .expect("a log answer");
+    let log: Vec<String> = serde_json::from_value(log).expect("log lines");
+    let folder = folder();
+    let path = write(&folder, "ids.jsonl", log.join("\n") + "\n");
+    let (code, stdout, stderr) = run(&["validate", &text(&path)]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let (code, stdout, stderr) = run(&["repair", &text(&path)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let pending = stdout
+        .lines()
+        .find(|line| line.starts_with("pending next-turn: "))
+        .expect("a pending line");
+    let long = "x".repeat(1 << 20);
+    assert_eq!(
+        pending,
+        format!(r#"pending next-turn: "a\u{{0}}b" "a\nb" ---- "a b" "none" {long}"#)
+    );
+    assert!(
+        stdout.contains("claimed and lost: \"\"\n"),
+        "{}",
+        &stdout[..stdout.len().min(400)]
+    );
+}
+
+/// Help that stdout cannot take is an error and exit 2, as any other
+/// output. Before: `courier --help > /dev/full` exited 0 silently (clap's
+/// `exit` drops the write error).
+#[test]
+fn never_panic_help_stdout_cannot_take_is_an_error() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return;
+    };
+    for arguments in [&["--help"][..], &["run", "--help"], &["--version"]] {
+        let output = courier()
+            .args(arguments)
+            .stdout(full.try_clone().expect("a second handle"))
+            .output()
+            .expect("courier runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: cannot write to stdout: "),
+            "{arguments:?}: {stderr}"
+        );
+    }
+    // A usage error still goes to stderr, exit 2; help to stdout, exit 0.
+    assert_eq!(run(&["--bogus"]).0, Some(2));
+    let (code, stdout, _) = run(&["--help"]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("Exit codes (every command)"), "{stdout}");
+}
+
+/// A transcript saved as UTF-16 (with its byte order mark, as an editor on
+/// Windows writes it) is refused saying so, by `run` (a file and a pipe)
+/// and `diagram`. Before: "not UTF-8 text (byte 1 of the file is
+/// invalid)", which does not say why.
+#[test]
+fn truthful_a_utf16_file_is_named_as_such() {
+    let folder = folder();
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(PASSING.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    let path = write(&folder, "wide.txn", &utf16);
+    for arguments in [vec!["run", &text(&path)], vec!["diagram", &text(&path)]] {
+        let (code, _, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+        assert!(
+            stderr.contains("line 1: not UTF-8 text (byte 1 of the file is invalid) (it starts with a UTF-16 byte order mark: save it as UTF-8)"),
+            "{arguments:?}: {stderr}"
+        );
+    }
+    let (code, _, stderr) = run_piped(&["run", "/dev/stdin"], &utf16);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("UTF-16 byte order mark"), "{stderr}");
+}
+
+/// A report stimulus whose message a transcript command cannot spell (its
+/// content is not the text of its id, its source has more than a kind) is
+/// refused saying what a command can say, not blaming a valid id. Before:
+/// a message `none` whose content was `B` was refused as "(ids match
+/// `[A-Za-z0-9][A-Za-z0-9_.-]*`, SPEC §10)", which `none` does.
+#[test]
+fn truthful_a_report_stimulus_a_command_cannot_spell_says_why() {
+    let mut message = serde_json::to_value(Message::text("none", Source::user())).unwrap();
+    message["content"] = serde_json::json!([{ "type": "text", "text": "B" }]);
+    let message: Message = serde_json::from_value(message).unwrap();
+    let folder = folder();
+    let path = write(
+        &folder,
+        "r.json",
+        report(vec![Stimulus::Input(Input::followup(message))]),
+    );
+    let (code, _, stderr) = run(&["replay", &text(&path)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            r#"trace[0] is not a transcript command: it prints as "followup none", which reads back as another stimulus or none"#
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("its content is one text block of its id"),
+        "{stderr}"
+    );
+}
+
+/// A label wider than the room beside its lane (a splice of a dozen ids, a
+/// `pre-step enter` of many) is drawn inside the picture, cut past what
+/// fits and saying how long it was; a crash that loses it strikes the cut
+/// label. Before: `attempt to subtract with overflow` at
+/// src/diagram/svg.rs (a panic and a backtrace, exit 101) for a splice of
+/// 12 ten-character ids, and a wrapped, huge `x` in a release build.
+#[test]
+fn never_panic_a_label_wider_than_its_lane_is_drawn_cut() {
+    let ids: Vec<String> = (0..40).map(|k| format!("message{k:02}")).collect();
+    let folder = folder();
+    let path = write(
+        &folder,
+        "wide.txn",
+        format!(
+            "splice next-turn 0 0 {}\n----\n\nrestart lose=1\n----\n",
+            ids.join(" ")
+        ),
+    );
+    let (code, stdout, stderr) = run(&["diagram", &text(&path)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Every coordinate is a number inside the picture.
+    let width: usize = stdout
+        .split("width=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|number| number.parse().ok())
+        .expect("the picture's width");
+    for attribute in [" x=\"", " x1=\"", " x2=\""] {
+        for value in stdout.split(attribute).skip(1) {
+            let number = value.split('"').next().unwrap_or_default();
+            let x: usize = number
+                .parse()
+                .unwrap_or_else(|_| panic!("{attribute}{number}"));
+            assert!(x <= width, "{attribute}{number} in a picture {width} wide");
+        }
+    }
+    let label = format!("spliced next-turn@0 +{}", ids.join(","));
+    let cut = format!("… ({} characters)", label.chars().count());
+    assert!(stdout.contains(&cut), "{stdout}");
+    // The mermaid text keeps the label whole.
+    let (code, stdout, stderr) = run(&["diagram", &text(&path), "--format", "mermaid"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains(&label), "{stdout}");
+}
+
+/// Runs `courier` with `arguments`, its stdout a pipe, for at most a
+/// minute (killed then, failing the test): its exit code, stdout and stderr.
+fn run_bounded(arguments: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = courier()
+        .args(arguments)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("courier runs");
+    for _ in 0..600 {
+        if child.try_wait().expect("a child to wait for").is_some() {
+            let output = child.wait_with_output().expect("courier ends");
+            let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+            return (
+                output.status.code(),
+                text(output.stdout),
+                text(output.stderr),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    panic!("{arguments:?} hangs");
+}
+
+/// `--diagram` beside an output that is a device or a pipe (`--out
+/// /dev/stdout`) is refused before any work: the picture goes beside a
+/// file. Before: `check --mutant no-latch --out /dev/stdout --diagram |
+/// tail` wrote the counterexample into the pipe, then opened `/dev/stdout`
+/// to read it back for the picture and waited on its own pipe forever
+/// (seen blocked in `pipe_wait_readable` for ten minutes); on a terminal it
+/// would have written `/dev/stdout.svg`. The picture is now drawn from the
+/// counterexample in memory, and the refusal names the flag.
+#[test]
+fn never_hang_a_diagram_beside_a_pipe_is_refused() {
+    for arguments in [
+        &[
+            "check",
+            "--messages",
+            "1",
+            "--restarts",
+            "0",
+            "--out",
+            "/dev/stdout",
+            "--diagram",
+        ][..],
+        &[
+            "sim",
+            "--seeds",
+            "0..2",
+            "--no-coverage",
+            "--report",
+            "/dev/stdout",
+            "--diagram",
+        ],
+    ] {
+        let (code, _, stderr) = run_bounded(arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+        let flag = if arguments[0] == "check" {
+            "--out"
+        } else {
+            "--report"
+        };
+        assert!(
+            stderr.contains(&format!(
+                "error: --diagram beside {flag} /dev/stdout: a device or a pipe"
+            )),
+            "{stderr}"
+        );
+    }
+    // Without `--diagram` a counterexample goes into the pipe, with no hint
+    // to draw it beside there; drawn beside a file, the picture is the one
+    // `courier diagram` draws of that file.
+    #[cfg(feature = "mutants")]
+    {
+        let check = [
+            "check",
+            "--mutant",
+            "no-latch",
+            "--messages",
+            "2",
+            "--restarts",
+            "0",
+        ];
+        let (code, stdout, _) = run_bounded(&[&check[..], &["--out", "/dev/stdout"]].concat());
+        assert_eq!(code, Some(1), "{stdout}");
+        assert!(
+            stdout.contains("# replay: courier run --mutant no-latch"),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("add --diagram"), "{stdout}");
+        let folder = folder();
+        let out = folder.path().join("cex.txn");
+        let (code, stdout, stderr) =
+            run(&[&check[..], &["--out", &text(&out), "--diagram"]].concat());
+        assert_eq!(code, Some(1), "{stdout}{stderr}");
+        let drawn = folder.path().join("drawn.svg");
+        let (code, _, stderr) = run(&["diagram", &text(&out), "--out", &text(&drawn)]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert_eq!(
+            std::fs::read(folder.path().join("cex.svg")).expect("the picture beside"),
+            std::fs::read(&drawn).expect("the picture drawn")
+        );
+    }
+}
+
+/// `sim --against` runs its seeds one after another: a `--jobs` beside it
+/// is refused, naming both flags, as the other flags it does not use are,
+/// rather than ignored while the user waits for workers that never run.
+#[test]
+fn truthful_a_flag_sim_against_does_not_use_is_refused() {
+    let (code, _, stderr) = run(&["sim", "--seeds", "0..2", "--against", "true", "--jobs", "2"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("'--against <CMD>' cannot be used with '--jobs <JOBS>'"),
+        "{stderr}"
+    );
+}
+
+/// What another implementation printed is quoted short wherever a line of
+/// ours quotes it: `sim --against`'s divergence and property lines, and
+/// `diagram`'s verdict on the divergence transcript it wrote (which keeps
+/// the lines whole, in its comments). Before: an implementation that
+/// answered with a 300,000-character id had each of those lines print all
+/// of it (a 2 MB id printed 2 MB lines).
+#[test]
+fn truthful_another_implementations_long_line_is_quoted_short() {
+    let folder = folder();
+    let id = "y".repeat(300_000);
+    let answer = format!(
+        r#"{{"type":"agent/inbox/inserted","data":{{"message":{{"id":"{id}","role":"user","content":[],"source":{{"kind":"user"}}}}}}}}"#
+    );
+    let script = write(
+        &folder,
+        "other.sh",
+        format!("while read -r line; do\n  echo '{answer}'\n  echo '{{\"settled\":true}}'\ndone\n"),
+    );
+    let command = format!("sh {}", text(&script));
+    let out = folder.path().join("out");
+    let (code, stdout, stderr) = run(&[
+        "sim",
+        "--seeds",
+        "0",
+        "--no-restarts",
+        "--against",
+        &command,
+        "--out",
+        &text(&out),
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stdout.contains("divergence: seed=0 stimulus=0"), "{stderr}");
+    assert!(
+        stdout.contains(" bytes in all)`"),
+        "{}",
+        &stdout[..stdout.len().min(2000)]
+    );
+    for line in stdout.lines().chain(stderr.lines()) {
+        assert!(line.len() < 1000, "a line of {} bytes", line.len());
+    }
+    let divergence = out.join("divergence-0.txn");
+    assert!(text(&divergence).len() < 1000);
+    assert!(
+        std::fs::read_to_string(&divergence)
+            .expect("the divergence transcript")
+            .contains(&id),
+        "the transcript keeps the line whole"
+    );
+    let (code, stdout, stderr) = run(&["diagram", &text(&divergence)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with("diverges at row 1 of 1: "),
+        "{}",
+        &stderr[..200]
+    );
+    assert!(stderr.len() < 1000, "a verdict of {} bytes", stderr.len());
+    assert!(
+        stdout.len() < 100_000,
+        "a picture of {} bytes",
+        stdout.len()
+    );
+}
+
+/// A race report an editor saved with a UTF-8 byte order mark reads as the
+/// report it is, by `replay`, `shrink` and `diagram` alike (the BOM was
+/// already passed over when a report is told apart from a transcript).
+/// Before: "not a race report: expected value at line 1 column 1".
+#[test]
+fn truthful_a_report_with_a_byte_order_mark_reads() {
+    let folder = folder();
+    let path = write(
+        &folder,
+        "bom.json",
+        format!("\u{feff}{}", report(vec![followup("A")])),
+    );
+    let (code, stdout, stderr) = run(&["replay", &text(&path)]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("no violation: the trace passes"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = run(&["diagram", &text(&path)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let out = folder.path().join("s.txn");
+    let (code, _, stderr) = run(&["shrink", &text(&path), "--out", &text(&out)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!stderr.contains("not a race report"), "{stderr}");
+}
+
+/// A session log given where a race report goes (both are JSON) is refused
+/// saying what it is and which commands read it. Before: only "not a race
+/// report: trailing characters at line 2 column 1".
+#[test]
+fn truthful_a_session_log_given_for_a_report_is_named() {
+    let log = common::workspace().join("tests/logs/admission-outside-step.jsonl");
+    let folder = folder();
+    let out = folder.path().join("s.txn");
+    for arguments in [
+        vec!["replay", log.to_str().unwrap()],
+        vec!["diagram", log.to_str().unwrap()],
+        vec!["shrink", log.to_str().unwrap(), "--out", &text(&out)],
+    ] {
+        let (code, _, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+        assert!(
+            stderr.contains("not a race report: ")
+                && stderr.contains("(it reads as a JSONL session log, an event a line: `courier validate` and `courier repair` read those)"),
+            "{arguments:?}: {stderr}"
+        );
+    }
+}
+
+/// A protocol `bench` whose log path is the server's own stdout is refused:
+/// the log's lines would reach the client as answers to the bench line.
+/// Before: `"log":"/dev/stdout"` put nine session-log lines between the
+/// bench line and its answer.
+#[test]
+fn truthful_a_protocol_bench_log_on_its_own_stdout_is_refused() {
+    let (code, stdout) = serve(&[
+        r#"{"bench":{"batch":1,"cycles":1,"log":"/dev/stdout"}}"#,
+        r#"{"bench":{"batch":1,"cycles":1,"log":"/proc/self/fd/1"}}"#,
+    ]);
+    assert_eq!(code, Some(0), "{stdout}");
+    let error = |path: &str| {
+        format!(
+            r#"{{"error":"line {}: bench log {path}: this server's stdout, where its answers go: refused"}}"#,
+            if path == "/dev/stdout" { 1 } else { 2 }
+        )
+    };
+    let settled = r#"{"settled":true}"#;
+    let expected = [
+        &error("/dev/stdout")[..],
+        settled,
+        &error("/proc/self/fd/1"),
+        settled,
+    ];
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), expected);
 }

@@ -60,10 +60,13 @@ pub enum ReportError {
         found: u64,
     },
     /// A stimulus that is not a transcript command (an id outside SPEC
-    /// §10's alphabet, a space in a source).
+    /// §10's alphabet, a space in a source, content other than its id's
+    /// text: the line would name a different message).
     #[error(
-        "trace[{index}] is not a transcript command: {line:?} (ids match \
-         `[A-Za-z0-9][A-Za-z0-9_.-]*`, SPEC §10)"
+        "trace[{index}] is not a transcript command: it prints as {line:?}, \
+         which reads back as another stimulus or none (a command names a message by its id, matching \
+         `[A-Za-z0-9][A-Za-z0-9_.-]*` (SPEC §10), and by its source's kind \
+         alone; its content is one text block of its id)"
     )]
     Stimulus {
         /// Its 0-based position in the trace.

@@ -83,6 +83,12 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         steps: args.steps,
         restarts: args.restarts,
     };
+    if args.diagram
+        && let Err(error) = files::check_beside("--out", args.out())
+    {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
     let svg = courier::diagram::svg_beside(args.out());
     let mut outputs = vec![Output {
         flag: "--out",
@@ -167,7 +173,7 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
-            print_diagram(args);
+            print_diagram(args, &text);
             ExitCode::from(1)
         }
     }
@@ -185,22 +191,28 @@ fn transcript(args: &Args, space: &Space, counterexample: &Counterexample) -> St
 }
 
 /// Prints where the counterexample's diagram goes; writes it with `--diagram`,
-/// drawn from the transcript just written (its restarts included, which a
-/// list of inputs cannot carry).
-fn print_diagram(args: &Args) {
+/// drawn from `text`, the transcript just written (its restarts included,
+/// which a list of inputs cannot carry), not read back from `--out`: a pipe
+/// there (`--out /dev/stdout`) would be read from its own write end, a
+/// wait that never ends.
+fn print_diagram(args: &Args, text: &str) {
     let svg = courier::diagram::svg_beside(args.out());
     if !args.diagram {
-        println!(
-            "diagram: {} (not written; add --diagram)",
-            files::named(&svg)
-        );
+        // Beside a device or a pipe no picture can go: no hint to add one.
+        if files::check_beside("--out", args.out()).is_ok() {
+            println!(
+                "diagram: {} (not written; add --diagram)",
+                files::named(&svg)
+            );
+        }
         return;
     }
     let drawn =
-        courier::diagram::load(args.out(), args.mutant.map(MutantArg::name)).and_then(|diagram| {
-            let text = diagram.render(courier::diagram::Format::Svg);
-            files::replace(&svg, text).map_err(|error| error.to_string())
-        });
+        courier::diagram::from_transcript(args.out(), text, args.mutant.map(MutantArg::name))
+            .and_then(|diagram| {
+                let text = diagram.render(courier::diagram::Format::Svg);
+                files::replace(&svg, text).map_err(|error| error.to_string())
+            });
     match drawn {
         Ok(()) => println!("diagram: {}", files::named(&svg)),
         Err(error) => eprintln!(

@@ -96,7 +96,7 @@ fn report(kept: &KeptLog) -> String {
             .inbox()
             .list(target)
             .iter()
-            .map(|message| files::named(message.id().as_str()).to_string())
+            .map(|message| files::named(message.id().as_str()).word(NONE))
             .collect();
         text.push_str(&format!("pending {target}: {}\n", listed(&ids)));
     }
@@ -104,15 +104,18 @@ fn report(kept: &KeptLog) -> String {
     let lost: Vec<String> = kept
         .lost
         .iter()
-        .map(|id| files::named(id.as_str()).to_string())
+        .map(|id| files::named(id.as_str()).word(NONE))
         .collect();
     text.push_str(&format!("claimed and lost: {}\n", listed(&lost)));
     text
 }
 
+/// What an empty list prints (an id spelt so prints quoted).
+const NONE: &str = "none";
+
 fn listed(ids: &[String]) -> String {
     match ids {
-        [] => "none".into(),
+        [] => NONE.into(),
         ids => ids.join(" "),
     }
 }

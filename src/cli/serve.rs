@@ -134,13 +134,10 @@ fn answer(
     // `"log"` beside a query) would be ignored, so the line would not be
     // done as written: refuse it, naming the key.
     let extra = match kinds[0] {
-        "input" => {
-            let known = serde_json::from_value::<Input>(value.clone())
-                .ok()
-                .and_then(|input| serde_json::to_value(input).ok());
-            let known = known.as_ref().and_then(Value::as_object);
-            known.and_then(|known| first_unknown(&value, |key| known.contains_key(key)))
-        }
+        "input" => serde_json::from_value::<Input>(value.clone())
+            .ok()
+            .and_then(|input| serde_json::to_value(input).ok())
+            .and_then(|read| first_dropped(&value, &read)),
         "restart" => first_unknown(&value, |key| key == "restart")
             .or_else(|| first_unknown(&value["restart"], |key| key == "lose")),
         "bench" => first_unknown(&value, |key| key == "bench").or_else(|| {
@@ -179,7 +176,9 @@ fn answer(
         Ok(Stimulus::Restart { lose }) => Some(restart(runner, lose)),
         Ok(Stimulus::Input(input)) => Some(feed(runner, input)),
         Err(_) => error(
-            "restart: not `{\"restart\":{\"lose\":N}}` with N a non-negative integer".to_owned(),
+            "restart: not `{\"restart\":{\"lose\":N}}` with N an integer from 0 to \
+             18446744073709551615"
+                .to_owned(),
         ),
     }
 }
@@ -191,6 +190,36 @@ fn first_unknown(object: &Value, known: impl Fn(&str) -> bool) -> Option<String>
         .keys()
         .find(|key| !known(key))
         .map(files::shown)
+}
+
+/// The first key of `line`, at any depth, that `read` (the line read as an
+/// input and written back) lacks: one serde ignored (a misspelt `reason` in
+/// a cancel's cause, a field a message does not have, which would vanish
+/// from the log), named by its path (`message.zz`, `inserted[1].zz`).
+fn first_dropped(line: &Value, read: &Value) -> Option<String> {
+    let inside = |step: String, inner: String| match inner.starts_with('[') {
+        true => format!("{step}{inner}"),
+        false => format!("{step}.{inner}"),
+    };
+    match (line, read) {
+        (Value::Object(line), Value::Object(read)) => {
+            line.iter().find_map(|(key, value)| match read.get(key) {
+                None => Some(files::shown(key)),
+                Some(kept) => {
+                    first_dropped(value, kept).map(|inner| inside(files::shown(key), inner))
+                }
+            })
+        }
+        (Value::Array(line), Value::Array(read)) => {
+            line.iter()
+                .zip(read)
+                .enumerate()
+                .find_map(|(index, (value, kept))| {
+                    first_dropped(value, kept).map(|inner| inside(format!("[{index}]"), inner))
+                })
+        }
+        _ => None,
+    }
 }
 
 /// What a JSON value is, for an error.
@@ -310,6 +339,12 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
     };
     // Refused as every command's output is, before the cycles run.
     if let Some(path) = log {
+        if files::is_stdout(path) {
+            return Err(format!(
+                "bench log {}: this server's stdout, where its answers go: refused",
+                files::named(path)
+            ));
+        }
         let output = files::Output {
             flag: "bench log",
             path,

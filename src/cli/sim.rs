@@ -72,7 +72,7 @@ pub(crate) struct Args {
     #[arg(
         long,
         value_name = "CMD",
-        conflicts_with_all = ["coverage_bound", "check_determinism", "report", "diagram"],
+        conflicts_with_all = ["coverage_bound", "check_determinism", "report", "diagram", "jobs"],
     )]
     against: Option<String>,
     /// With `--against`: the directory the first unexplained divergence is
@@ -131,6 +131,12 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         return against::main(seeds, args.restarts(), &prototype, &command, written);
     }
     if let Some(report) = &args.report {
+        if args.diagram
+            && let Err(error) = files::check_beside("--report", report)
+        {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
         let svg = courier::diagram::svg_beside(report);
         let mut outputs = vec![Output {
             flag: "--report",
@@ -263,10 +269,13 @@ fn progress_bar(seeds: u64) -> ProgressBar {
 fn print_diagram(args: &Args, path: &Path, report: &Report) {
     let svg = courier::diagram::svg_beside(path);
     if !args.diagram {
-        println!(
-            "diagram: {} (not written; add --diagram)",
-            files::named(&svg)
-        );
+        // Beside a device or a pipe no picture can go: no hint to add one.
+        if files::check_beside("--report", path).is_ok() {
+            println!(
+                "diagram: {} (not written; add --diagram)",
+                files::named(&svg)
+            );
+        }
         return;
     }
     let drawn = courier::diagram::from_report(path, report, None).and_then(|diagram| {
@@ -310,8 +319,14 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     println!("detail: {}", violation.detail);
     println!("outputs: {}", report.output_hash);
     if let Err(error) = files::replace(&path, report.to_json()) {
+        // Named by its flag when the user gave it, as every output is.
+        let flag = if args.report.is_some() {
+            "--report "
+        } else {
+            ""
+        };
         eprintln!(
-            "error: {}: cannot write the report: {error}",
+            "error: {flag}{}: cannot write the report: {error}",
             files::named(&path)
         );
         // The run is deterministic: the seed alone brings the report back.

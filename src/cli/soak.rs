@@ -90,7 +90,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let (agent, driver) = match started {
         Ok(started) => started,
         Err(error) => {
-            eprintln!("error: {}: {error}", files::named(&args.log));
+            eprintln!("error: --log {}: {error}", files::named(&args.log));
             return ExitCode::from(2);
         }
     };
@@ -112,7 +112,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     match disposed {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: writing {}: {error}", files::named(&args.log));
+            eprintln!(
+                "error: --log {}: cannot write: {error}",
+                files::named(&args.log)
+            );
             ExitCode::from(2)
         }
     }

@@ -30,9 +30,15 @@ pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
         return from_report(file, &report, mutant);
     }
     let text = crate::files::read_capped(source.path(), crate::files::TRANSCRIPT_MAX)?;
-    let script = Script::parse(&text).map_err(|error| error.to_string())?;
+    from_transcript(file, &text, mutant)
+}
+
+/// A transcript's `text` (read from `file`, which titles it), run on a fresh
+/// agent of `mutant`, else of the variant it names, else the correct design.
+pub fn from_transcript(file: &Path, text: &str, mutant: Option<&str>) -> Result<Diagram, String> {
+    let script = Script::parse(text).map_err(|error| error.to_string())?;
     drawable(script.blocks().count())?;
-    let named = named_variant(&text);
+    let named = named_variant(text);
     let (agent, variant, note) = match (mutant, &named) {
         (Some(flag), _) => (flagged(flag)?, Some(flag), None),
         (None, None) => (fresh_agent(None)?, None, None),
@@ -56,7 +62,7 @@ pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
     diagram.stalled = stalled.map(|(line, stalled)| format!("line {line}: {stalled}"));
     diagram.notes.extend(note);
     diagram.notes.extend(not_commands(&script));
-    diagram.diverged = diverged(&text, diagram.rows.len());
+    diagram.diverged = diverged(text, diagram.rows.len());
     Ok(diagram)
 }
 

@@ -17,7 +17,7 @@ pub mod trace;
 use courier_check::Violation;
 use courier_core::{Output, Transition};
 
-pub use load::{INPUTS_DRAWN_MAX, from_report, load, svg_beside, title};
+pub use load::{INPUTS_DRAWN_MAX, from_report, from_transcript, load, svg_beside, title};
 pub use sequence::{Lane, ROWS_DRAWN_MAX};
 
 /// A whole run, ready to draw.
@@ -53,9 +53,11 @@ pub struct Diverged {
 impl Diverged {
     /// One line for the picture and the verdict.
     pub(crate) fn text(&self) -> String {
+        // Another program's lines: each at most 200 characters, escaped.
+        let other: Vec<String> = self.other.iter().map(crate::files::shown).collect();
         format!(
             "the other implementation printed instead: {}",
-            self.other.join(" | ")
+            other.join(" | ")
         )
     }
 }
@@ -114,7 +116,8 @@ impl Diagram {
                 violation.property,
                 row + 1,
                 self.rows.len(),
-                violation.detail
+                // A detail may list every pending id: at most 200 characters.
+                crate::files::shown(&violation.detail)
             ),
         }
     }

@@ -2,6 +2,7 @@
 //! text escaped, so it opens the same in a browser, an image viewer or a
 //! review tool that refuses active content.
 
+use std::borrow::Cow;
 use std::fmt::{self, Write};
 
 use super::Diagram;
@@ -102,7 +103,7 @@ fn draw_rows(body: &mut impl Write, diagram: &Diagram, width: usize) -> Result<u
             .broken
             .as_ref()
             .filter(|(row, _)| *row == index)
-            .map(|(_, violation)| format!("BROKEN here: {violation}"));
+            .map(|(_, violation)| format!("BROKEN here: {}", crate::files::shown(violation)));
         let diverged = diagram
             .diverged
             .as_ref()
@@ -181,10 +182,38 @@ fn draw(body: &mut impl Write, mark: &Mark, top: usize) -> fmt::Result {
             to,
             label,
             style,
-        } => draw_arrow(body, (*from, *to), label, *style, top),
-        Mark::Note { lane, label, style } => draw_note(body, *lane, label, *style, top),
-        Mark::Crash { label } => draw_crash(body, label, top),
+        } => draw_arrow(body, (*from, *to), &fitted(label), *style, top),
+        Mark::Note { lane, label, style } => draw_note(body, *lane, &fitted(label), *style, top),
+        Mark::Crash { label } => draw_crash(body, &fitted(label), top),
     }
+}
+
+/// The most characters a label shows: about what fits across the lanes.
+const LABEL_MAX: usize = (WIDTH - 2 * GUTTER) * 10 / 73;
+
+/// A label cut to [`LABEL_MAX`] characters, saying how long it was (a
+/// splice of a few dozen ids is wider than the picture), so its box stays
+/// inside the picture; the mermaid text keeps it whole.
+fn fitted(label: &str) -> Cow<'_, str> {
+    let length = label.chars().count();
+    if length <= LABEL_MAX {
+        return Cow::Borrowed(label);
+    }
+    let note = format!("… ({length} characters)");
+    let kept: String = label
+        .chars()
+        .take(LABEL_MAX - note.chars().count())
+        .collect();
+    Cow::Owned(format!("{kept}{note}"))
+}
+
+/// Where a label `width` wide is centered: at `x`, moved in as far as the
+/// picture's edges ask (a note on the first lanes is wider than the room
+/// left of it). Never left of `GUTTER + width / 2`, so its left edge is no
+/// negative number.
+fn inside(x: usize, width: usize) -> usize {
+    let half = width / 2;
+    x.min(WIDTH.saturating_sub(8 + half)).max(GUTTER + half)
 }
 
 /// The band across every lane that opens a restart row.
@@ -204,6 +233,7 @@ fn draw_crash(body: &mut impl Write, label: &str, top: usize) -> fmt::Result {
 /// event never happened (drawn, not styled, so every renderer shows it).
 fn strike(body: &mut impl Write, label: &str, x: usize, y: usize) -> fmt::Result {
     let half = text_width(label) / 2;
+    let x = inside(x, 2 * half);
     write!(
         body,
         r##"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#8a8a8a" stroke-width="1.2"/>"##,
@@ -231,7 +261,7 @@ fn draw_arrow(
         Style::Lost => ("#8a8a8a", r#" stroke-dasharray="3 3""#, "lost"),
     };
     let width = if style == Style::Input { 2 } else { 1 };
-    let middle = (x1 + x2) / 2;
+    let middle = inside((x1 + x2) / 2, text_width(label));
     write!(
         body,
         r##"<line x1="{x1}" y1="{line_y}" x2="{x2}" y2="{line_y}" stroke="{color}" stroke-width="{width}"{dash} marker-end="url(#{head})"/><text{} x="{middle}" y="{}" text-anchor="middle">{}</text>"##,
@@ -258,7 +288,7 @@ fn draw_note(
         Style::Lost => ("#f2f2f2", "#b0b0b0"),
         Style::Input | Style::Durable | Style::Live | Style::Await => ("#fff8d6", "#c9b458"),
     };
-    let x = center(lane);
+    let x = inside(center(lane), width);
     write!(
         body,
         r##"<rect x="{}" y="{}" width="{width}" height="19" rx="3" fill="{fill}" stroke="{stroke}"/><text{} x="{x}" y="{}" text-anchor="middle">{}</text>"##,

@@ -231,9 +231,11 @@ pub(crate) fn main(
         stimuli += compared.trace.len();
         if let Some((index, violation)) = &compared.broke {
             let line = stimulus_line(&compared.trace[*index]);
+            // The detail quotes the other side's ids: at most 200 characters.
             println!(
                 "property: seed={seed} stimulus={index} `{line}`: its own outputs break {}: {}",
-                violation.property, violation.detail
+                violation.property,
+                files::shown(&violation.detail)
             );
             broke += 1;
         }
@@ -242,9 +244,12 @@ pub(crate) fn main(
             match log {
                 LogVerdict::Invalid(finding) => println!(
                     "log: seed={seed} its session log, line {}: breaks {}: {}",
-                    finding.line, finding.violation.property, finding.violation.detail
+                    finding.line,
+                    finding.violation.property,
+                    files::shown(&finding.violation.detail)
                 ),
                 LogVerdict::Unreadable(unreadable) => {
+                    let unreadable = files::shown(unreadable);
                     println!("log: seed={seed} its session log is unreadable: {unreadable}");
                 }
                 LogVerdict::Unasked(reason) if logs[4] == 1 => {
@@ -265,7 +270,9 @@ pub(crate) fn main(
                 actual,
             }) => {
                 let line = stimulus_line(&compared.trace[*index]);
-                let shown = actual.first().map_or("(nothing)", String::as_str);
+                let shown = actual
+                    .first()
+                    .map_or_else(|| "(nothing)".to_owned(), files::shown);
                 println!(
                     "divergence: seed={seed} stimulus={index} `{line}`: {} (it printed `{shown}`...)",
                     judged.describe()
