@@ -2162,3 +2162,38 @@ fn truthful_a_protocol_bench_log_on_its_own_stdout_is_refused() {
     ];
     assert_eq!(stdout.lines().collect::<Vec<_>>(), expected);
 }
+
+/// A lone UTF-16 surrogate escaped in an id is read losslessly: ids
+/// `a\ud800` and `a\ud801` (two ids to dsh, which compares code units) may
+/// be pending at once, while one of them pending twice, however its escape
+/// is written, still breaks unique-pending. Before, both read as
+/// `a\u{FFFD}` and the first log was `unique-pending: a\u{FFFD} inserted
+/// ... while pending`.
+#[test]
+fn truthful_ids_differing_in_a_lone_surrogate_are_two_ids() {
+    let header = r#"{"type":"session","version":0,"id":"s","createdAt":0,"cwd":"","delegationDepth":0}"#;
+    let splice = |target: &str, id: &str| {
+        format!(
+            r#"{{"type":"agent/inbox/spliced","data":{{"target":"{target}","start":0,"inserted":[{{"id":"{id}","role":"user","content":"x","source":{{"kind":"user"}}}}]}}}}"#
+        )
+    };
+    let folder = folder();
+    let log = |name: &str, second: &str| {
+        let lines = [
+            header.to_owned(),
+            splice("next-turn", r"a\ud800"),
+            splice("next-step", second),
+        ];
+        text(&write(&folder, name, lines.join("\n") + "\n"))
+    };
+    let two = log("two.jsonl", r"a\ud801");
+    let (code, stdout, stderr) = run(&["validate", &two]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    for twice in [r"a\ud800", r"a\uD800", r"\u0061\ud800"] {
+        let once = log("once.jsonl", twice);
+        let (code, stdout, stderr) = run(&["validate", &once]);
+        assert_eq!(code, Some(1), "{twice}: {stdout}{stderr}");
+        assert!(stdout.contains("unique-pending"), "{twice}: {stdout}");
+        assert!(stdout.contains("once.jsonl:3"), "{twice}: {stdout}");
+    }
+}

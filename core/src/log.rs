@@ -249,8 +249,10 @@ impl Reader {
     /// A string escaping half of a UTF-16 surrogate pair (`"\ud83d"`) is
     /// JSON that dsh writes (`JSON.stringify` of a string cut inside an
     /// emoji) and reads (`JSON.parse`), but serde_json refuses; such a line
-    /// is read again with each lone half as U+FFFD, as a JavaScript string
-    /// printed to UTF-8 shows it. Only the failing path looks for them.
+    /// is read again with each lone half as its `lone_surrogate` stand-in,
+    /// one private-use character per code unit, so two ids that differ in a
+    /// lone half (which differ to dsh, comparing UTF-16 code units) stay two.
+    /// Only the failing path looks for them.
     ///
     /// Likewise a number written with a fraction or an exponent that is a
     /// safe integer (`1.0`, `1e0`) is the integer to `JSON.parse`, so dsh
@@ -621,10 +623,26 @@ impl<'a> KeySet<'a> {
     }
 }
 
+/// The character a lone UTF-16 surrogate code unit `unit` (U+D800 to
+/// U+DFFF) is read as: U+F0000 + `unit`, U+FD800 to U+FDFFF, in the
+/// supplementary private-use area A, so its last four hex digits are the
+/// unit's. The mapping is one to one, so the reading is lossless and the
+/// same escape (`\ud83d`, `\uD83D`) is always the same character. A real
+/// string collides with it only by holding that private-use character
+/// itself (written as is, or as the pair `\udbb6\udc00` to
+/// `\udbb7\udfff`), which no text a person types does.
+fn lone_surrogate(unit: u16) -> Option<char> {
+    (0xD800..0xE000)
+        .contains(&unit)
+        .then(|| char::from_u32(0xF0000 + u32::from(unit)))
+        .flatten()
+}
+
 /// `text` with every `\uXXXX` escape of a lone UTF-16 surrogate (a high
 /// half not followed by an escaped low half, or a low half alone) replaced
-/// by `\ufffd`; `None` when it has none. Backslashes only occur inside
-/// JSON strings, so escapes are found without tracking strings.
+/// by its [`lone_surrogate`] stand-in; `None` when it has none.
+/// Backslashes only occur inside JSON strings, so escapes are found without
+/// tracking strings.
 fn lone_surrogates_replaced(text: &str) -> Option<String> {
     let unit = |at: usize| -> Option<u16> {
         let hex = text.get(at..at + 6)?.strip_prefix("\\u")?;
@@ -647,9 +665,9 @@ fn lone_surrogates_replaced(text: &str) -> Option<String> {
             && unit(at + 6).is_some_and(|second| (0xDC00..0xE000).contains(&second));
         if pair {
             at += 12;
-        } else if (0xD800..0xE000).contains(&first) {
+        } else if let Some(stand_in) = lone_surrogate(first) {
             mended.push_str(&text[copied..at]);
-            mended.push_str("\\ufffd");
+            mended.push(stand_in);
             at += 6;
             copied = at;
         } else {
@@ -794,7 +812,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_surrogate_escape_reads_as_the_replacement_character() {
+    fn a_lone_surrogate_escape_reads_as_its_own_private_use_character() {
         let line = |text: &str| {
             format!(
                 r#"{{"type":"user/message","data":{{"id":"m","role":"user","content":"{text}","source":{{"kind":"user"}}}}}}"#
@@ -807,11 +825,16 @@ mod tests {
             }
             other => panic!("{text}: {other:?}"),
         };
-        assert_eq!(content(r"a\ud83d"), "a\u{fffd}");
+        assert_eq!(content(r"a\ud83d"), "a\u{fd83d}");
         assert_eq!(
             content(r"\ude00b\ud83d\ud83d\ude00"),
-            "\u{fffd}b\u{fffd}\u{1f600}"
+            "\u{fde00}b\u{fd83d}\u{1f600}"
         );
+        // One character per code unit, whatever the escape's case: two
+        // lone halves stay two, one written twice stays one.
+        assert_ne!(content(r"a\ud800"), content(r"a\ud801"));
+        assert_eq!(content(r"a\uDBFF"), content(r"a\udbff"));
+        assert_eq!(content(r"\udfff"), "\u{fdfff}");
         // Escapes around them are left as they are.
         assert_eq!(content(r#"\\ud83d \" \u0041"#), r#"\ud83d " A"#);
         // A line that is not JSON stays so, lone surrogate or not.

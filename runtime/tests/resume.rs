@@ -460,7 +460,7 @@ fn resumed_text(path: &Path, text: &str, kept: usize) -> (Handle, String) {
 }
 
 #[test]
-fn a_lone_surrogate_escape_reads_as_fffd_and_its_line_is_never_rewritten() {
+fn a_lone_surrogate_escape_reads_as_its_private_use_stand_in_and_its_line_is_never_rewritten() {
     let (_folder, path) = cut_session(r#""turn/start""#, 1, 0);
     let text = fs::read_to_string(&path).expect("readable");
     let lone = text.replace(r#""text":"B""#, r#""text":"B\ud83d""#);
@@ -474,7 +474,7 @@ fn a_lone_surrogate_escape_reads_as_fffd_and_its_line_is_never_rewritten() {
         .chain(inbox.list(Target::NextTurn));
     let json: Vec<&str> = pending.map(|message| message.json()).collect();
     assert!(
-        json.iter().any(|json| json.contains("B\u{fffd}")),
+        json.iter().any(|json| json.contains("B\u{fd83d}")),
         "{json:?}"
     );
     drop(handle);
