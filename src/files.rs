@@ -429,21 +429,9 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String, String> {
         format!(
             "line {line}: not UTF-8 text (byte {} of the file is invalid){}",
             valid.len() + 1,
-            utf16_hint(error.as_bytes())
+            courier_core::log::utf16_hint(error.as_bytes())
         )
     })
-}
-
-/// What to say of a file that starts with a UTF-16 byte order mark (an
-/// editor on Windows saves one so): every byte after it reads as invalid
-/// UTF-8, and "byte 1 is invalid" alone would not say why.
-fn utf16_hint(start: &[u8]) -> &'static str {
-    match start {
-        [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..] => {
-            " (it starts with a UTF-16 byte order mark: save it as UTF-8)"
-        }
-        _ => "",
-    }
 }
 
 /// A file's lines as written (line endings kept), read one at a time as
@@ -517,7 +505,7 @@ impl<'a> Lines<'a> {
         let line = self.number;
         String::from_utf8(bytes).map(Some).map_err(|error| {
             let hint = if start == 0 {
-                utf16_hint(error.as_bytes())
+                courier_core::log::utf16_hint(error.as_bytes())
             } else {
                 ""
             };

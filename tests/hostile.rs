@@ -2197,3 +2197,37 @@ fn truthful_ids_differing_in_a_lone_surrogate_are_two_ids() {
         assert!(stdout.contains("once.jsonl:3"), "{twice}: {stdout}");
     }
 }
+
+/// A log saved as UTF-16 (a byte order mark FF FE or FE FF first) is named
+/// as such by `validate` and `repair`, in `run`'s words, and `repair`
+/// leaves it untouched. Before, both said only `line 1: not UTF-8: invalid
+/// utf-8 sequence of 1 bytes from index 0`.
+#[test]
+fn truthful_a_utf16_log_is_named_as_one() {
+    let folder = folder();
+    let log = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"cwd\":\"\",\"delegationDepth\":0}\n";
+    let little: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(log.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    let big: Vec<u8> = [0xFE, 0xFF]
+        .into_iter()
+        .chain(log.encode_utf16().flat_map(u16::to_be_bytes))
+        .collect();
+    let said = "line 1: not UTF-8: invalid utf-8 sequence of 1 bytes from index 0 \
+                (it starts with a UTF-16 byte order mark: save it as UTF-8)";
+    for (name, bytes) in [("le.jsonl", little), ("be.jsonl", big)] {
+        let path = write(&folder, name, &bytes);
+        let (code, stdout, stderr) = run(&["validate", &text(&path)]);
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!("{name}:1: not UTF-8"))
+                && stderr.contains("(it starts with a UTF-16 byte order mark: save it as UTF-8)"),
+            "{stderr}"
+        );
+        let (code, stdout, stderr) = run(&["repair", &text(&path)]);
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(stderr.contains(said), "{stderr}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{name} untouched");
+    }
+}

@@ -40,7 +40,7 @@ use std::io::{BufRead, Read};
 
 use crate::goal::GoalRounds;
 use crate::{History, Mode, Violation};
-use courier_core::log::{Conversions, LineError, LogLine, Reader};
+use courier_core::log::{Conversions, LineError, LogLine, Reader, utf16_hint};
 
 /// The longest line read; a longer one makes the file unreadable rather
 /// than memory unbounded (dsh inlines images, so this is generous).
@@ -197,7 +197,11 @@ fn next_line<'b, R: BufRead>(
     }
     std::str::from_utf8(buffer)
         .map(|text| Some((text, terminated)))
-        .map_err(|error| unreadable(format!("not UTF-8: {error}")))
+        .map_err(|error| {
+            // Only the file's first bytes can be its byte order mark.
+            let hint = if line == 1 { utf16_hint(buffer) } else { "" };
+            unreadable(format!("not UTF-8: {error}{hint}"))
+        })
 }
 
 /// The ghost replay of one session.

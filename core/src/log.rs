@@ -623,6 +623,20 @@ impl<'a> KeySet<'a> {
     }
 }
 
+/// What to add to "not UTF-8" about a file whose first bytes are `start`,
+/// when they are a UTF-16 byte order mark (an editor on Windows saves one
+/// so): every byte after it reads as invalid UTF-8, and "byte 1 is
+/// invalid" alone would not say why. One wording for every reader of a
+/// user's file (transcripts, `validate`, `repair`, resume).
+pub fn utf16_hint(start: &[u8]) -> &'static str {
+    match start {
+        [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..] => {
+            " (it starts with a UTF-16 byte order mark: save it as UTF-8)"
+        }
+        _ => "",
+    }
+}
+
 /// The character a lone UTF-16 surrogate code unit `unit` (U+D800 to
 /// U+DFFF) is read as: U+F0000 + `unit`, U+FD800 to U+FDFFF, in the
 /// supplementary private-use area A, so its last four hex digits are the

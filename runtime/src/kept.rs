@@ -23,7 +23,9 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
-use courier_core::log::{END_SEED_LINE, LineError, LogLine, Reader, SessionHeader, durable_line};
+use courier_core::log::{
+    END_SEED_LINE, LineError, LogLine, Reader, SessionHeader, durable_line, utf16_hint,
+};
 use courier_core::{Agent, MessageId, Output, Replay, Target};
 
 /// The longest line read; a longer one is refused rather than buffered.
@@ -152,7 +154,13 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
         let corrupt = |reason: String| Unresumable { line, reason };
         let last = !complete || at_end(&mut reader, line)?;
         let parsed = std::str::from_utf8(trim_end(&buffer))
-            .map_err(|error| Bad::NotJson(format!("not UTF-8: {error}")))
+            .map_err(|error| match (line, utf16_hint(&buffer)) {
+                // A UTF-16 file is no torn tail to cut, even as one line.
+                (1, hint) if !hint.is_empty() => {
+                    Bad::Shape(format!("not UTF-8: {error}{hint}"))
+                }
+                _ => Bad::NotJson(format!("not UTF-8: {error}")),
+            })
             .and_then(|text| parse(&mut lines, text));
         match (complete, parsed) {
             (false, _) => {
