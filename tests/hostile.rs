@@ -2231,3 +2231,29 @@ fn truthful_a_utf16_log_is_named_as_one() {
         assert_eq!(std::fs::read(&path).unwrap(), bytes, "{name} untouched");
     }
 }
+
+/// `run`'s diff quotes another implementation's lines as every error does:
+/// a line of 100,000 characters shows as its first 200 and its length,
+/// while `--rewrite` still writes it whole. Before, the diff printed the
+/// whole line (the output grew with what the other side printed).
+#[cfg(unix)]
+#[test]
+fn bounded_memory_a_diff_line_of_another_implementation_is_capped() {
+    let folder = folder();
+    let id = "x".repeat(100_000);
+    let answer = format!(
+        "{{\"type\":\"agent/inbox/inserted\",\"data\":{{\"message\":{{\"id\":\"{id}\",\"role\":\"user\",\"content\":\"x\",\"source\":{{\"kind\":\"user\"}}}}}}}}\n{{\"settled\":true}}\n"
+    );
+    let answers = write(&folder, "answer.jsonl", answer);
+    let command = format!("while read -r line; do cat '{}'; done", text(&answers));
+    let transcript = text(&write(&folder, "t.txn", "followup A\n----\n~idle\n"));
+    let (code, stdout, stderr) = run(&["run", "--against", &command, &transcript]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stdout.contains("- ~idle"), "{stdout}");
+    assert!(stdout.contains("bytes in all)"), "{stdout}");
+    assert!(stdout.len() < 2_000, "{} bytes of diff", stdout.len());
+    let (code, _, stderr) = run(&["run", "--rewrite", "--against", &command, &transcript]);
+    assert_eq!(code, Some(0), "rewritten: {stderr}");
+    let rewritten = std::fs::read_to_string(&transcript).unwrap();
+    assert!(rewritten.contains(&id), "the line, whole");
+}

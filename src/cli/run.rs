@@ -603,7 +603,8 @@ fn print_mismatch(
 }
 
 /// A diff line whose trailing whitespace shows: spaces as `·` and tabs as
-/// `→` after the last visible character (the line ending dropped), so an
+/// `→` after the last visible character (the line ending dropped), capped
+/// as every quoted text is ([`files::shown`]), so an
 /// implementation's output line that ends in whitespace (`run --against`)
 /// does not print like the contract's.
 fn visible_trailing_whitespace(line: &str) -> String {
@@ -618,8 +619,10 @@ fn visible_trailing_whitespace(line: &str) -> String {
         })
         .collect();
     // A control character (an escape sequence in the file) shows as
-    // written in Rust (`\u{1b}`), not acted on by the terminal.
-    format!("{}{trailing}", files::escaped(text))
+    // written in Rust (`\u{1b}`), not acted on by the terminal, and a line
+    // past 200 characters (another implementation's, `run --against`) as
+    // its start and length: `--rewrite` writes it whole.
+    files::shown(&format!("{text}{trailing}"))
 }
 
 fn lines_text(lines: &[String]) -> String {
