@@ -774,7 +774,7 @@ fn truthful_a_protocol_line_names_what_is_wrong_with_it() {
         "line 4: not a JSON object: an array",
         "line 5: an object with exactly one of the keys `input`, `restart`, `query`, `bench`, got input, query",
         r#"line 6: restart: not `{\"restart\":{\"lose\":N}}` with N an integer from 0 to 18446744073709551615"#,
-        "line 7: input: unknown variant `nope`",
+        "line 7: input nope: unknown variant `nope`",
     ];
     assert_eq!(answers.len(), expected.len(), "{stdout}");
     for (answer, expected) in answers.iter().zip(expected) {
@@ -2171,7 +2171,8 @@ fn truthful_a_protocol_bench_log_on_its_own_stdout_is_refused() {
 /// ... while pending`.
 #[test]
 fn truthful_ids_differing_in_a_lone_surrogate_are_two_ids() {
-    let header = r#"{"type":"session","version":0,"id":"s","createdAt":0,"cwd":"","delegationDepth":0}"#;
+    let header =
+        r#"{"type":"session","version":0,"id":"s","createdAt":0,"cwd":"","delegationDepth":0}"#;
     let splice = |target: &str, id: &str| {
         format!(
             r#"{{"type":"agent/inbox/spliced","data":{{"target":"{target}","start":0,"inserted":[{{"id":"{id}","role":"user","content":"x","source":{{"kind":"user"}}}}]}}}}"#
@@ -2256,4 +2257,106 @@ fn bounded_memory_a_diff_line_of_another_implementation_is_capped() {
     assert_eq!(code, Some(0), "rewritten: {stderr}");
     let rewritten = std::fs::read_to_string(&transcript).unwrap();
     assert!(rewritten.contains(&id), "the line, whole");
+}
+
+/// Every protocol input error is in the protocol's words: it names the
+/// input's kind, and says what a field must be as docs/PROTOCOL.md does (a
+/// message, a cause, an integer, an array), never serde's Rust names;
+/// a lone surrogate escape is named as one. Before: `expected struct
+/// Fields`, `expected internally tagged enum CancelCause`, `expected
+/// usize`, `expected variant identifier`, `expected map with a single
+/// key`, and `not JSON: unexpected end of hex escape`.
+#[test]
+fn truthful_a_protocol_input_error_is_in_the_protocols_words() {
+    let message = |id: &str| {
+        format!(r#"{{"id":{id},"role":"user","content":"x","source":{{"kind":"user"}}}}"#)
+    };
+    let lines = [
+        (
+            r#"{"input":"send","message":1,"target":"next-turn","wakeup":"wake"}"#.to_owned(),
+            "input send: invalid type: integer `1`, expected a message: an object with `id`, `role`, `content` and `source`",
+        ),
+        (
+            format!(
+                r#"{{"input":"send","message":{},"target":"next-turn","wakeup":"wake"}}"#,
+                message("1")
+            ),
+            "input send: invalid type: integer `1`, expected a string",
+        ),
+        (
+            r#"{"input":"pre-step","decision":"enter","batch":[1]}"#.to_owned(),
+            "input pre-step: invalid type: integer `1`, expected a message",
+        ),
+        (
+            r#"{"input":"pre-step","decision":"enter","batch":1}"#.to_owned(),
+            "input pre-step: invalid type: integer `1`, expected an array",
+        ),
+        (
+            r#"{"input":"pre-step","decision":1}"#.to_owned(),
+            "input pre-step: invalid type: integer `1`, expected a kind's name (a string)",
+        ),
+        (
+            r#"{"input":"cancel","cause":"user","keep_inbox":true}"#.to_owned(),
+            "input cancel: invalid type: string \"user\", expected a cause: an object whose `kind` is `user`, `parent` or `hook`",
+        ),
+        (
+            r#"{"input":"splice","target":"next-turn","start":-1,"removed":0,"inserted":[]}"#
+                .to_owned(),
+            "input splice: invalid value: integer `-1`, expected an integer from 0 to 18446744073709551615",
+        ),
+        (
+            r#"{"input":"splice","target":"next-turn","start":0,"removed":0,"inserted":{}}"#
+                .to_owned(),
+            "input splice: invalid type: an object, expected an array",
+        ),
+        (
+            r#"{"input":"step"}"#.to_owned(),
+            "input step: invalid value: an object, expected exactly one step outcome key",
+        ),
+        (
+            r#"{"input":"step","completed":1}"#.to_owned(),
+            "input step: invalid type: integer `1`, expected null",
+        ),
+        (
+            r#"{"input":1}"#.to_owned(),
+            "input: invalid type: integer `1`, expected a kind's name (a string)",
+        ),
+        (
+            format!(
+                r#"{{"input":"send","message":{},"target":"next-turn","wakeup":"wake"}}"#,
+                message(r#""a\ud800""#)
+            ),
+            "a string escapes half a UTF-16 surrogate pair alone (`\\ud800` at byte 35)",
+        ),
+        (
+            r#"{"query":"\udc00"}"#.to_owned(),
+            "a string escapes half a UTF-16 surrogate pair alone (`\\udc00` at byte 11)",
+        ),
+    ];
+    let sent: Vec<&str> = lines.iter().map(|(line, _)| line.as_str()).collect();
+    let (code, stdout) = serve(&sent);
+    assert_eq!(code, Some(0), "{stdout}");
+    let answers: Vec<&str> = stdout
+        .lines()
+        .filter(|line| *line != r#"{"settled":true}"#)
+        .collect();
+    assert_eq!(answers.len(), lines.len(), "{stdout}");
+    for (number, (answer, (_, expected))) in answers.iter().zip(&lines).enumerate() {
+        let answer: serde_json::Value = serde_json::from_str(answer).unwrap();
+        let answer = answer["error"].as_str().unwrap_or_default();
+        let expected = format!("line {}: {expected}", number + 1);
+        assert!(answer.contains(&expected), "{answer} lacks {expected}");
+        for internal in [
+            "struct",
+            "enum ",
+            "usize",
+            "identifier",
+            "map",
+            "sequence",
+            "unit",
+            "hex escape",
+        ] {
+            assert!(!answer.contains(internal), "{answer} says {internal}");
+        }
+    }
 }

@@ -652,41 +652,48 @@ fn lone_surrogate(unit: u16) -> Option<char> {
         .flatten()
 }
 
-/// `text` with every `\uXXXX` escape of a lone UTF-16 surrogate (a high
-/// half not followed by an escaped low half, or a low half alone) replaced
-/// by its [`lone_surrogate`] stand-in; `None` when it has none.
-/// Backslashes only occur inside JSON strings, so escapes are found without
-/// tracking strings.
-fn lone_surrogates_replaced(text: &str) -> Option<String> {
+/// Where `text` escapes a lone UTF-16 surrogate (`\uXXXX`, a high half not
+/// followed by an escaped low half, or a low half alone): each escape's
+/// byte offset and code unit, in order. Backslashes only occur inside JSON
+/// strings, so escapes are found without tracking strings.
+pub fn lone_surrogate_escapes(text: &str) -> impl Iterator<Item = (usize, u16)> + '_ {
     let unit = |at: usize| -> Option<u16> {
         let hex = text.get(at..at + 6)?.strip_prefix("\\u")?;
         u16::from_str_radix(hex, 16).ok()
     };
     let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            if bytes[at] != b'\\' {
+                at += 1;
+                continue;
+            }
+            let Some(first) = unit(at) else {
+                at += 2; // `\\`, `\"` or another two-character escape
+                continue;
+            };
+            let pair = (0xD800..0xDC00).contains(&first)
+                && unit(at + 6).is_some_and(|second| (0xDC00..0xE000).contains(&second));
+            let found = at;
+            at += if pair { 12 } else { 6 };
+            if !pair && (0xD800..0xE000).contains(&first) {
+                return Some((found, first));
+            }
+        }
+        None
+    })
+}
+
+/// `text` with every [`lone_surrogate_escapes`] escape replaced by its
+/// `lone_surrogate` stand-in; `None` when it has none.
+fn lone_surrogates_replaced(text: &str) -> Option<String> {
     let mut mended = String::new();
     let mut copied = 0;
-    let mut at = 0;
-    while at < bytes.len() {
-        if bytes[at] != b'\\' {
-            at += 1;
-            continue;
-        }
-        let Some(first) = unit(at) else {
-            at += 2; // `\\`, `\"` or another two-character escape
-            continue;
-        };
-        let pair = (0xD800..0xDC00).contains(&first)
-            && unit(at + 6).is_some_and(|second| (0xDC00..0xE000).contains(&second));
-        if pair {
-            at += 12;
-        } else if let Some(stand_in) = lone_surrogate(first) {
-            mended.push_str(&text[copied..at]);
-            mended.push(stand_in);
-            at += 6;
-            copied = at;
-        } else {
-            at += 6;
-        }
+    for (at, unit) in lone_surrogate_escapes(text) {
+        mended.push_str(&text[copied..at]);
+        mended.extend(lone_surrogate(unit));
+        copied = at + 6;
     }
     (copied > 0).then(|| {
         mended.push_str(&text[copied..]);

@@ -14,7 +14,7 @@ use std::time::Instant;
 use courier::claim;
 use courier::files;
 use courier::variant::MutantArg;
-use courier_core::log::{SessionHeader, durable_line};
+use courier_core::log::{SessionHeader, durable_line, lone_surrogate_escapes};
 use courier_core::transcript::Runner;
 use courier_core::{Agent, Input, Output, Status, Stimulus, Target};
 use serde_json::{Value, json};
@@ -110,7 +110,17 @@ fn answer(
     let value = match serde_json::from_str(text) {
         Ok(Unique(value)) => value,
         Err(reason) if reason.is_data() => return error(reason.to_string()),
-        Err(reason) => return error(format!("not JSON: {reason}")),
+        Err(reason) => match lone_surrogate_escapes(text).next() {
+            // serde_json's word for it is "unexpected end of hex escape".
+            Some((at, unit)) => {
+                return error(format!(
+                    "a string escapes half a UTF-16 surrogate pair alone (`\\u{unit:04x}` at \
+                     byte {}): protocol text is Unicode, so send both halves or neither",
+                    at + 1
+                ));
+            }
+            None => return error(format!("not JSON: {reason}")),
+        },
     };
     let Some(object) = value.as_object() else {
         return error(format!("not a JSON object: {}", kind_of(&value)));
@@ -167,9 +177,13 @@ fn answer(
     // An input is read as one, so the error says what is wrong with it
     // (serde's untagged `Stimulus` only says that no kind matched).
     if object.contains_key("input") {
+        let kind = match &value["input"] {
+            Value::String(kind) => format!("input {}", files::shown(kind)),
+            _ => "input".to_owned(),
+        };
         return match serde_json::from_value::<Input>(value) {
             Ok(input) => Some(feed(runner, input)),
-            Err(reason) => error(format!("input: {reason}")),
+            Err(reason) => error(format!("{kind}: {}", in_protocol_words(&reason))),
         };
     }
     match serde_json::from_value::<Stimulus>(value) {
@@ -181,6 +195,57 @@ fn answer(
                 .to_owned(),
         ),
     }
+}
+
+/// serde's reason an input did not read, in docs/PROTOCOL.md's words: what
+/// serde expected is named by Rust types (`struct Fields`, `internally
+/// tagged enum CancelCause`, `usize`) and JSON by serde's data model (`map`,
+/// `sequence`, `unit`), none of which a client of the protocol has heard of.
+fn in_protocol_words(reason: &serde_json::Error) -> String {
+    /// serde's phrase, then the protocol's, longest phrases first where one
+    /// holds another.
+    const WORDS: [(&str, &str); 13] = [
+        (
+            "expected struct Fields",
+            "expected a message: an object with `id`, `role`, `content` and `source`",
+        ),
+        (
+            "expected internally tagged enum CancelCause",
+            "expected a cause: an object whose `kind` is `user`, `parent` or `hook`",
+        ),
+        (
+            "expected map with a single key",
+            "expected exactly one step outcome key: `completed`, `max-tokens`, \
+             `tool-calls` or `fail` (each with null)",
+        ),
+        (
+            "expected usize",
+            "expected an integer from 0 to 18446744073709551615",
+        ),
+        (
+            "expected u64",
+            "expected an integer from 0 to 18446744073709551615",
+        ),
+        (
+            "expected variant identifier",
+            "expected a kind's name (a string)",
+        ),
+        (
+            "expected string or map",
+            "expected a kind's name (a string)",
+        ),
+        ("expected unit", "expected null"),
+        ("expected a sequence", "expected an array"),
+        ("expected a map", "expected an object"),
+        ("invalid type: map", "invalid type: an object"),
+        ("invalid type: sequence", "invalid type: an array"),
+        ("invalid value: map", "invalid value: an object"),
+    ];
+    WORDS
+        .iter()
+        .fold(reason.to_string(), |text, (serde, protocol)| {
+            text.replace(serde, protocol)
+        })
 }
 
 /// The first key of `object` (when it is one) that `known` does not take.
