@@ -8,7 +8,7 @@
 mod bench_line;
 mod common;
 
-use bench_line::check_bench_line;
+use bench_line::{check_bench_line, check_ids_are_strings};
 use common::{
     courier, files_with_extension, shared_restart_scenarios, shared_scenarios, stdout, workspace,
 };
@@ -168,6 +168,26 @@ fn the_adapter_answers_the_bench_line() {
     }
     let driver = adapter.join("dist/driver.mjs").display().to_string();
     check_bench_line(std::path::Path::new("node"), &[&driver]);
+}
+
+/// The adapter refuses a message id that is not a string as the core does
+/// (tests/protocol.rs); dsh's inbox alone would take `1` and deliver it.
+#[test]
+fn the_adapter_refuses_an_id_that_is_not_a_string() {
+    if skipped() {
+        return;
+    }
+    let adapter = workspace().join("adapters/dsh");
+    if adapter.join("node_modules").is_dir() {
+        // The check must be the driver's of this checkout.
+        let built = std::process::Command::new("npm")
+            .args(["run", "--silent", "build"])
+            .current_dir(&adapter)
+            .status();
+        assert!(built.is_ok_and(|status| status.success()), "npm run build");
+    }
+    let driver = adapter.join("dist/driver.mjs").display().to_string();
+    check_ids_are_strings(std::path::Path::new("node"), &[&driver]);
 }
 
 /// `sim --against dsh` over 200 seeds (restarts on): every divergence is

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use bench_line::check_bench_line;
+use bench_line::{check_bench_line, check_ids_are_strings};
 use common::{courier, files_with_extension, shared_restart_scenarios, shared_scenarios, stdout};
 
 /// The command that serves the core (with `extra` arguments) over the protocol.
@@ -115,4 +115,12 @@ fn the_server_names_bad_lines_and_goes_on() {
     for marker in [1, 3, 5, 7, 9] {
         assert_eq!(lines[marker], settled);
     }
+}
+
+/// A message id that is not a string is a protocol error naming its line
+/// and input kind, as at the dsh adapter's end (tests/dsh.rs).
+#[test]
+fn the_served_core_refuses_an_id_that_is_not_a_string() {
+    let binary = std::path::PathBuf::from(env!("CARGO_BIN_EXE_courier"));
+    check_ids_are_strings(&binary, &["serve-protocol"]);
 }

@@ -344,6 +344,26 @@ function complete(input) {
   return undefined
 }
 
+/**
+ * Why an input's ids are not what the protocol takes, or undefined: every
+ * message id (`message`, `inserted[i]`, `batch[i]`) and a `replace` or
+ * `remove` id must be a JSON string (docs/PROTOCOL.md), as `courier
+ * serve-protocol` reads them; dsh itself would take `1` and deliver it.
+ */
+function badId(input) {
+  const where = []
+  if (input.message !== undefined) where.push(['message.id', input.message?.id])
+  for (const key of ['inserted', 'batch']) {
+    if (Array.isArray(input[key])) input[key].forEach((message, index) => where.push([`${key}[${index}].id`, message?.id]))
+  }
+  if (input.input === 'replace' || input.input === 'remove') where.push(['id', input.id])
+  const found = where.find(([, id]) => typeof id !== 'string')
+  if (found === undefined) return undefined
+  const [path, id] = found
+  const got = id === undefined ? 'nothing' : Array.isArray(id) ? 'an array' : id === null ? 'null' : typeof id === 'object' ? 'an object' : `${typeof id} \`${JSON.stringify(id)}\``
+  return `input ${input.input}: ${path}: invalid type: ${got}, expected a string`
+}
+
 /** Feeds one core input to dsh; returns a refusal text or undefined. */
 function feed(live, input) {
   const { agent, handle } = live
@@ -416,6 +436,8 @@ async function answer(live, line, number) {
     return restart(live, value.restart.lose)
   }
   if (typeof value.input !== 'string') return [{ error: `line ${number}: neither an input, a restart, a query nor a bench` }]
+  const bad = badId(value)
+  if (bad !== undefined) return [{ error: `line ${number}: ${bad}` }]
   const refused = feed(live, value)
   return refused === undefined ? null : [{ refused }]
 }

@@ -1,5 +1,6 @@
-//! The protocol's `bench` line checked from either end (tests/protocol.rs
-//! for the served core, tests/dsh.rs for the dsh adapter). Only the
+//! Protocol lines checked from either end (tests/protocol.rs for the
+//! served core, tests/dsh.rs for the dsh adapter): the `bench` line, and
+//! ids that are not strings. Only the
 //! `courier` package's tests include it: it runs the `courier` binary.
 
 use std::path::Path;
@@ -77,4 +78,73 @@ pub(crate) fn check_bench_line(program: &Path, arguments: &[&str]) {
     assert_eq!(claims, [4, 4, 4], "one claim of the whole batch per cycle");
     assert_eq!(of_type("user/message").count(), 12, "every message enters");
     assert_eq!(of_type("turn/end").count(), 3, "one turn per cycle");
+}
+
+/// A message id (or a `remove` id) that is not a JSON string is a protocol
+/// error at either end (docs/PROTOCOL.md), naming its line and input kind,
+/// and changes nothing; the same id as a string is taken. dsh's own inbox
+/// would take `1` and deliver it, so its adapter checks.
+pub(crate) fn check_ids_are_strings(program: &Path, arguments: &[&str]) {
+    use std::io::Write;
+    let message = |id: &str| {
+        format!(
+            r#"{{"id":{id},"role":"user","content":[{{"type":"text","text":"x"}}],"source":{{"kind":"user"}}}}"#
+        )
+    };
+    let lines = [
+        format!(
+            r#"{{"input":"send","message":{},"target":"next-turn","wakeup":"no-wake"}}"#,
+            message("1")
+        ),
+        format!(
+            r#"{{"input":"splice","target":"next-step","start":0,"removed":0,"inserted":[{},{}]}}"#,
+            message(r#""a""#),
+            message("null")
+        ),
+        r#"{"input":"remove","id":{}}"#.to_owned(),
+        r#"{"query":"inbox"}"#.to_owned(),
+        format!(
+            r#"{{"input":"send","message":{},"target":"next-turn","wakeup":"no-wake"}}"#,
+            message(r#""1""#)
+        ),
+        r#"{"query":"inbox"}"#.to_owned(),
+    ];
+    let mut child = std::process::Command::new(program)
+        .args(arguments)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the implementation starts");
+    let mut stdin = child.stdin.take().expect("a stdin pipe");
+    stdin
+        .write_all((lines.join("\n") + "\n").as_bytes())
+        .expect("it reads its stdin");
+    drop(stdin);
+    let output = child.wait_with_output().expect("it runs");
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let settled = serde_json::json!({ "settled": true });
+    let answers: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON lines"))
+        .filter(|answer| *answer != settled)
+        .collect();
+    let errors: Vec<&str> = answers
+        .iter()
+        .filter_map(|answer| answer["error"].as_str())
+        .collect();
+    let [send, splice, remove] = errors[..] else {
+        panic!("three errors:\n{text}");
+    };
+    for (error, start) in [
+        (send, "line 1: input send: "),
+        (splice, "line 2: input splice: "),
+        (remove, "line 3: input remove: "),
+    ] {
+        assert!(error.starts_with(start), "{error} is not {start}...");
+        assert!(error.contains("expected a string"), "{error}");
+    }
+    let inbox = |next_turn: &[&str]| serde_json::json!({ "inbox": { "next-turn": next_turn, "next-step": [] } });
+    assert_eq!(answers[3], inbox(&[]), "nothing changed:\n{text}");
+    assert_eq!(answers.last(), Some(&inbox(&["1"])), "{text}");
 }
