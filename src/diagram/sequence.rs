@@ -2,7 +2,7 @@
 //! the picture's shape, shared by the SVG and Mermaid renderers.
 
 use courier_core::transcript::command_line;
-use courier_core::{Input, MessageId, Output, Target, Transition};
+use courier_core::{Input, MessageId, Output, PreStepDecision, Splice, Target, Transition};
 use strum::{IntoStaticStr, VariantArray};
 
 use super::Row;
@@ -96,6 +96,17 @@ enum Awaiting {
     Nothing,
     PreStep(u64, Vec<MessageId>),
     Step(u64, u64),
+}
+
+/// The most ids one mark lists, and the most marks of one kind in a run a
+/// row draws, before the rest are only counted (`… and N more`): a splice
+/// of 80,000 messages is one row of a few marks, not 80,000 marks and a
+/// label of 80,000 ids, so a picture's size follows its rows, not its ids.
+pub(super) const IDS_SHOWN: usize = 5;
+
+/// What stands for `count` ids or marks left out.
+fn more(count: usize) -> String {
+    format!("… and {count} more")
 }
 
 /// The most rows a picture draws: beyond it a picture is scrolled, not
@@ -197,10 +208,85 @@ fn restart_marks(lose: usize, lost: &[Output], closers: &[Output]) -> Vec<Mark> 
         let mark = output_mark(output, list, false);
         marks.push(if lost { mark.struck() } else { mark });
     }
-    marks
+    collapsed(marks)
+}
+
+/// `marks` with every run of more than [`IDS_SHOWN`] marks of one kind (the
+/// same lanes, style and first word: one `~inserted` per message of a
+/// splice, one `~claimed` and one `user/message` per message of a claim)
+/// cut to its first [`IDS_SHOWN`] and one mark counting the rest.
+fn collapsed(marks: Vec<Mark>) -> Vec<Mark> {
+    let mut kept: Vec<Mark> = Vec::new();
+    let mut run = 0;
+    let mut left_out = 0;
+    for mark in marks {
+        let same = kept.last().is_some_and(|last| last.kind() == mark.kind());
+        if !same {
+            flush_left_out(&mut kept, &mut left_out);
+            run = 0;
+        }
+        run += 1;
+        if run > IDS_SHOWN && mark.kind().is_some() {
+            left_out += 1;
+        } else {
+            kept.push(mark);
+        }
+    }
+    flush_left_out(&mut kept, &mut left_out);
+    kept
+}
+
+/// A label's first word: what a run's marks have in common.
+fn first_word(label: &str) -> &str {
+    label.split(' ').next().unwrap_or_default()
+}
+
+/// After a run cut short: one mark like its last, counting the `left_out`.
+fn flush_left_out(kept: &mut Vec<Mark>, left_out: &mut usize) {
+    if *left_out == 0 {
+        return;
+    }
+    let word = first_word;
+    let counted = match kept.last() {
+        Some(Mark::Arrow {
+            from,
+            to,
+            label,
+            style,
+        }) => Mark::Arrow {
+            from: *from,
+            to: *to,
+            label: format!("{} {}", more(*left_out), word(label)),
+            style: *style,
+        },
+        Some(Mark::Note { lane, label, style }) => Mark::Note {
+            lane: *lane,
+            label: format!("{} {}", more(*left_out), word(label)),
+            style: *style,
+        },
+        Some(Mark::Crash { .. }) | None => return,
+    };
+    kept.push(counted);
+    *left_out = 0;
 }
 
 impl Mark {
+    /// What marks of one run share (lanes, style and the label's first
+    /// word); `None` for a crash, which is never cut.
+    fn kind(&self) -> Option<(Lane, Lane, Style, &str)> {
+        let word = first_word;
+        match self {
+            Mark::Arrow {
+                from,
+                to,
+                label,
+                style,
+            } => Some((*from, *to, *style, word(label))),
+            Mark::Note { lane, label, style } => Some((*lane, *lane, *style, word(label))),
+            Mark::Crash { .. } => None,
+        }
+    }
+
     /// The same mark, drawn as lost.
     fn struck(self) -> Self {
         match self {
@@ -224,7 +310,7 @@ impl Mark {
 
 fn row_marks(row: &Transition, awaiting: &mut Awaiting) -> Vec<Mark> {
     let (from, to) = input_lanes(row);
-    let label = command_line(&row.input);
+    let label = input_label(&row.input);
     let outputs = match &row.answer {
         Err(refusal) => {
             return vec![
@@ -261,7 +347,76 @@ fn row_marks(row: &Transition, awaiting: &mut Awaiting) -> Vec<Mark> {
     if *awaiting != before {
         marks.extend(await_mark(awaiting));
     }
-    marks
+    collapsed(marks)
+}
+
+/// The input's transcript line, a list of more than [`IDS_SHOWN`] messages
+/// cut to its first ones and a count of the rest.
+fn input_label(input: &Input) -> String {
+    let cut = |messages: &[courier_core::Message]| messages[..IDS_SHOWN].to_vec();
+    let (shorter, left_out) = match input {
+        Input::Splice {
+            target,
+            start,
+            removed,
+            inserted,
+        } if inserted.len() > IDS_SHOWN => (
+            Input::Splice {
+                target: *target,
+                start: *start,
+                removed: *removed,
+                inserted: cut(inserted),
+            },
+            inserted.len() - IDS_SHOWN,
+        ),
+        Input::PreStep(PreStepDecision::Enter(batch)) if batch.len() > IDS_SHOWN => (
+            Input::PreStep(PreStepDecision::Enter(cut(batch))),
+            batch.len() - IDS_SHOWN,
+        ),
+        Input::Send { .. }
+        | Input::Append { .. }
+        | Input::Prepend { .. }
+        | Input::Replace { .. }
+        | Input::Remove { .. }
+        | Input::Splice { .. }
+        | Input::Cancel { .. }
+        | Input::Dispose
+        | Input::WhenIdle
+        | Input::PreStep(_)
+        | Input::Step(_) => return command_line(input),
+    };
+    format!("{} {}", command_line(&shorter), more(left_out))
+}
+
+/// An output's transcript line, a splice of more than [`IDS_SHOWN`]
+/// messages cut as [`input_label`] cuts one.
+fn output_label(output: &Output) -> String {
+    match output {
+        Output::Spliced(splice) if splice.inserted.len() > IDS_SHOWN => {
+            let shorter = Splice {
+                inserted: splice.inserted[..IDS_SHOWN].iter().cloned().collect(),
+                outcome: splice.outcome.clone(),
+                ..*splice
+            };
+            format!(
+                "{} ({} inserted)",
+                Output::Spliced(shorter),
+                more(splice.inserted.len() - IDS_SHOWN)
+            )
+        }
+        Output::Spliced(_)
+        | Output::TurnStart { .. }
+        | Output::StepStart { .. }
+        | Output::UserMessage(_)
+        | Output::StepEnd { .. }
+        | Output::TurnEnd { .. }
+        | Output::Inserted { .. }
+        | Output::Claimed { .. }
+        | Output::Discarded { .. }
+        | Output::Status { .. }
+        | Output::Error { .. }
+        | Output::Idle => output.to_string(),
+    }
 }
 
 /// Where the input's arrow starts and ends.
@@ -299,7 +454,7 @@ fn edited_list(row: &Transition, otherwise: Lane) -> Lane {
 /// One output's mark; `list` is the lane of the latest splice, which the
 /// `inserted`/`discarded` notifications after it are about.
 fn output_mark(output: &Output, list: Lane, by_completion: bool) -> Mark {
-    let label = output.to_string();
+    let label = output_label(output);
     let arrow = |from, to, style| Mark::Arrow {
         from,
         to,
@@ -364,7 +519,13 @@ fn await_mark(awaiting: &Awaiting) -> Option<Mark> {
     let (to, label) = match awaiting {
         Awaiting::Nothing => return None,
         Awaiting::PreStep(_, batch) => {
-            let ids: Vec<&str> = batch.iter().map(MessageId::as_str).collect();
+            let mut ids: Vec<&str> = batch
+                .iter()
+                .take(IDS_SHOWN)
+                .map(MessageId::as_str)
+                .collect();
+            let counted = (batch.len() > IDS_SHOWN).then(|| more(batch.len() - IDS_SHOWN));
+            ids.extend(counted.as_deref());
             (
                 Lane::PreStepHook,
                 format!("awaits pre-step [{}]", ids.join(" ")),
