@@ -395,7 +395,6 @@ fn output_label(output: &Output) -> String {
         Output::Spliced(splice) if splice.inserted.len() > IDS_SHOWN => {
             let shorter = Splice {
                 inserted: splice.inserted[..IDS_SHOWN].iter().cloned().collect(),
-                outcome: splice.outcome.clone(),
                 ..*splice
             };
             format!(
