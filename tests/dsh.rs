@@ -148,6 +148,21 @@ fn every_project_scenario_matches_dsh_but_the_ones_readme_names() {
     }
 }
 
+/// The adapter's bundle, rebuilt first when it can be (as `courier run
+/// --against dsh` does when the bundle is older than the driver): a
+/// protocol line is checked against the driver of this checkout.
+fn built_driver() -> String {
+    let adapter = workspace().join("adapters/dsh");
+    if adapter.join("node_modules").is_dir() {
+        let built = std::process::Command::new("npm")
+            .args(["run", "--silent", "build"])
+            .current_dir(&adapter)
+            .status();
+        assert!(built.is_ok_and(|status| status.success()), "npm run build");
+    }
+    adapter.join("dist/driver.mjs").display().to_string()
+}
+
 /// The adapter answers the protocol's `bench` line (the claim bench's dsh
 /// row) as the core does (tests/protocol.rs): claim cycles it checked, timed
 /// inside node, and dsh's own session log of them, valid.
@@ -156,18 +171,7 @@ fn the_adapter_answers_the_bench_line() {
     if skipped() {
         return;
     }
-    let adapter = workspace().join("adapters/dsh");
-    if adapter.join("node_modules").is_dir() {
-        // As `courier run --against dsh` does when the bundle is older than
-        // the driver: the bench line must be the driver's of this checkout.
-        let built = std::process::Command::new("npm")
-            .args(["run", "--silent", "build"])
-            .current_dir(&adapter)
-            .status();
-        assert!(built.is_ok_and(|status| status.success()), "npm run build");
-    }
-    let driver = adapter.join("dist/driver.mjs").display().to_string();
-    check_bench_line(std::path::Path::new("node"), &[&driver]);
+    check_bench_line(std::path::Path::new("node"), &[&built_driver()]);
 }
 
 /// The adapter refuses a message id that is not a string as the core does
@@ -177,17 +181,7 @@ fn the_adapter_refuses_an_id_that_is_not_a_string() {
     if skipped() {
         return;
     }
-    let adapter = workspace().join("adapters/dsh");
-    if adapter.join("node_modules").is_dir() {
-        // The check must be the driver's of this checkout.
-        let built = std::process::Command::new("npm")
-            .args(["run", "--silent", "build"])
-            .current_dir(&adapter)
-            .status();
-        assert!(built.is_ok_and(|status| status.success()), "npm run build");
-    }
-    let driver = adapter.join("dist/driver.mjs").display().to_string();
-    check_ids_are_strings(std::path::Path::new("node"), &[&driver]);
+    check_ids_are_strings(std::path::Path::new("node"), &[&built_driver()]);
 }
 
 /// `sim --against dsh` over 200 seeds (restarts on): every divergence is

@@ -14,27 +14,13 @@ use crate::common::{courier, stdout};
 /// answers a protocol error naming its line; the protocol's own agent is
 /// left idle.
 pub(crate) fn check_bench_line(program: &Path, arguments: &[&str]) {
-    use std::io::Write;
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let log = scratch.path().join("bench.jsonl");
     let request = serde_json::json!({ "bench": { "batch": 4, "cycles": 3, "log": log } });
     let lines = format!(
         "{request}\n{{\"bench\":{{\"batch\":0,\"cycles\":3}}}}\n{{\"query\":\"status\"}}\n"
     );
-    let mut child = std::process::Command::new(program)
-        .args(arguments)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("the implementation starts");
-    let mut stdin = child.stdin.take().expect("a stdin pipe");
-    stdin
-        .write_all(lines.as_bytes())
-        .expect("it reads its stdin");
-    drop(stdin);
-    let output = child.wait_with_output().expect("it runs");
-    let text = stdout(&output);
-    assert_eq!(output.status.code(), Some(0), "{text}");
+    let text = served(program, arguments, &lines);
     let answers: Vec<serde_json::Value> = text
         .lines()
         .map(|line| serde_json::from_str(line).expect("JSON lines"))
@@ -85,7 +71,6 @@ pub(crate) fn check_bench_line(program: &Path, arguments: &[&str]) {
 /// and changes nothing; the same id as a string is taken. dsh's own inbox
 /// would take `1` and deliver it, so its adapter checks.
 pub(crate) fn check_ids_are_strings(program: &Path, arguments: &[&str]) {
-    use std::io::Write;
     let message = |id: &str| {
         format!(
             r#"{{"id":{id},"role":"user","content":[{{"type":"text","text":"x"}}],"source":{{"kind":"user"}}}}"#
@@ -109,20 +94,7 @@ pub(crate) fn check_ids_are_strings(program: &Path, arguments: &[&str]) {
         ),
         r#"{"query":"inbox"}"#.to_owned(),
     ];
-    let mut child = std::process::Command::new(program)
-        .args(arguments)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("the implementation starts");
-    let mut stdin = child.stdin.take().expect("a stdin pipe");
-    stdin
-        .write_all((lines.join("\n") + "\n").as_bytes())
-        .expect("it reads its stdin");
-    drop(stdin);
-    let output = child.wait_with_output().expect("it runs");
-    let text = stdout(&output);
-    assert_eq!(output.status.code(), Some(0), "{text}");
+    let text = served(program, arguments, &(lines.join("\n") + "\n"));
     let settled = serde_json::json!({ "settled": true });
     let answers: Vec<serde_json::Value> = text
         .lines()
@@ -147,4 +119,25 @@ pub(crate) fn check_ids_are_strings(program: &Path, arguments: &[&str]) {
     let inbox = |next_turn: &[&str]| serde_json::json!({ "inbox": { "next-turn": next_turn, "next-step": [] } });
     assert_eq!(answers[3], inbox(&[]), "nothing changed:\n{text}");
     assert_eq!(answers.last(), Some(&inbox(&["1"])), "{text}");
+}
+
+/// What `program` with `arguments` answers to `lines` on its stdin, once
+/// it ended with exit 0 at their end.
+fn served(program: &Path, arguments: &[&str], lines: &str) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new(program)
+        .args(arguments)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the implementation starts");
+    let mut stdin = child.stdin.take().expect("a stdin pipe");
+    stdin
+        .write_all(lines.as_bytes())
+        .expect("it reads its stdin");
+    drop(stdin);
+    let output = child.wait_with_output().expect("it runs");
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    text
 }
