@@ -2263,7 +2263,7 @@ fn bounded_memory_a_diff_line_of_another_implementation_is_capped() {
 }
 
 /// Every protocol input error is in the protocol's words: it names the
-/// input's kind, and says what a field must be as docs/PROTOCOL.md does (a
+/// input's kind and the field by its path, and says what a field must be as docs/PROTOCOL.md does (a
 /// message, a cause, an integer, an array), never serde's Rust names;
 /// a lone surrogate escape is named as one. Before: `expected struct
 /// Fields`, `expected internally tagged enum CancelCause`, `expected
@@ -2277,22 +2277,22 @@ fn truthful_a_protocol_input_error_is_in_the_protocols_words() {
     let lines = [
         (
             r#"{"input":"send","message":1,"target":"next-turn","wakeup":"wake"}"#.to_owned(),
-            "input send: invalid type: integer `1`, expected a message: an object with `id`, `role`, `content` and `source`",
+            "input send: message: invalid type: integer `1`, expected a message: an object with `id`, `role`, `content` and `source`",
         ),
         (
             format!(
                 r#"{{"input":"send","message":{},"target":"next-turn","wakeup":"wake"}}"#,
                 message("1")
             ),
-            "input send: invalid type: integer `1`, expected a string",
+            "input send: message.id: invalid type: integer `1`, expected a string",
         ),
         (
             r#"{"input":"pre-step","decision":"enter","batch":[1]}"#.to_owned(),
-            "input pre-step: invalid type: integer `1`, expected a message",
+            "input pre-step: batch[0]: invalid type: integer `1`, expected a message",
         ),
         (
             r#"{"input":"pre-step","decision":"enter","batch":1}"#.to_owned(),
-            "input pre-step: invalid type: integer `1`, expected an array",
+            "input pre-step: batch: invalid type: integer `1`, expected an array",
         ),
         (
             r#"{"input":"pre-step","decision":1}"#.to_owned(),
@@ -2300,17 +2300,17 @@ fn truthful_a_protocol_input_error_is_in_the_protocols_words() {
         ),
         (
             r#"{"input":"cancel","cause":"user","keep_inbox":true}"#.to_owned(),
-            "input cancel: invalid type: string \"user\", expected a cause: an object whose `kind` is `user`, `parent` or `hook`",
+            "input cancel: cause: invalid type: string \"user\", expected a cause: an object whose `kind` is `user`, `parent` or `hook`",
         ),
         (
             r#"{"input":"splice","target":"next-turn","start":-1,"removed":0,"inserted":[]}"#
                 .to_owned(),
-            "input splice: invalid value: integer `-1`, expected an integer from 0 to 18446744073709551615",
+            "input splice: start: invalid value: integer `-1`, expected an integer from 0 to 18446744073709551615",
         ),
         (
             r#"{"input":"splice","target":"next-turn","start":0,"removed":0,"inserted":{}}"#
                 .to_owned(),
-            "input splice: invalid type: an object, expected an array",
+            "input splice: inserted: invalid type: an object, expected an array",
         ),
         (
             r#"{"input":"step"}"#.to_owned(),
@@ -2318,7 +2318,15 @@ fn truthful_a_protocol_input_error_is_in_the_protocols_words() {
         ),
         (
             r#"{"input":"step","completed":1}"#.to_owned(),
-            "input step: invalid type: integer `1`, expected null",
+            "input step: completed: invalid type: integer `1`, expected null",
+        ),
+        (
+            r#"{"input":"splice","target":"next-turn","start":0,"removed":0,"inserted":[{"id":"a","role":"user","content":"x","source":{"kind":"user"}},{"id":"b","content":"x","source":{"kind":"user"}}]}"#.to_owned(),
+            "input splice: inserted[1]: missing field `role`",
+        ),
+        (
+            r#"{"input":"cancel","cause":{"kind":"user"}}"#.to_owned(),
+            "input cancel: missing field `keep_inbox`",
         ),
         (
             r#"{"input":1}"#.to_owned(),

@@ -181,9 +181,15 @@ fn answer(
             Value::String(kind) => format!("input {}", files::shown(kind)),
             _ => "input".to_owned(),
         };
-        return match serde_json::from_value::<Input>(value) {
+        return match serde_json::from_value::<Input>(value.clone()) {
             Ok(input) => Some(feed(runner, input)),
-            Err(reason) => error(format!("{kind}: {}", in_protocol_words(&reason))),
+            Err(reason) => {
+                let field = match culprit(&value, &reason.to_string()) {
+                    path if path.is_empty() => String::new(),
+                    path => format!("{path}: "),
+                };
+                error(format!("{kind}: {field}{}", in_protocol_words(&reason)))
+            }
         };
     }
     match serde_json::from_value::<Stimulus>(value) {
@@ -246,6 +252,127 @@ fn in_protocol_words(reason: &serde_json::Error) -> String {
         .fold(reason.to_string(), |text, (serde, protocol)| {
             text.replace(serde, protocol)
         })
+}
+
+/// The path (`message.id`, `inserted[1].id`) of the field an input's
+/// `reason` is about, or `""` when it is the whole line's. serde cannot say
+/// it (the input's enum is internally tagged, so its fields are read from a
+/// buffer that keeps no path), but it reads an object's fields (keys in
+/// order) and an array's items in order and stops at the first that fails,
+/// so level by level: in an array, the culprit is the first item that
+/// fails alike on its own (the array then cut to it, so each item is read
+/// once and deeper levels read one item); in an object, the last entry of
+/// the shortest prefix of its entries that fails alike, found by halving
+/// (tag keys, `input`, `kind`, `decision`, always stay: without them
+/// nothing reads). A container that fails alike with no entries is itself
+/// the culprit, and a missing field the object's that lacks it.
+fn culprit(value: &Value, reason: &str) -> String {
+    const TAGS: [&str; 3] = ["input", "kind", "decision"];
+    let is_tag = |key: &str| TAGS.contains(&key);
+    let fails_alike = |line: Value| {
+        serde_json::from_value::<Input>(line).is_err_and(|error| error.to_string() == reason)
+    };
+    // The line as it is cut down, the path in it, and the path as sent.
+    let mut line = value.clone();
+    let mut path: Vec<Value> = Vec::new();
+    let mut shown: Vec<String> = Vec::new();
+    // The line with the container at `path` replaced by `with`.
+    let replaced = |line: &Value, path: &[Value], with: Value| {
+        let mut cut = line.clone();
+        if let Some(container) = entry_mut(&mut cut, path) {
+            *container = with;
+        }
+        cut
+    };
+    loop {
+        match entry(&line, &path).cloned() {
+            Some(Value::Array(items)) => {
+                let empty = replaced(&line, &path, Value::Array(Vec::new()));
+                if items.is_empty() || fails_alike(empty.clone()) {
+                    break;
+                }
+                let one = |item: &Value| replaced(&empty, &path, Value::Array(vec![item.clone()]));
+                let Some(index) = items.iter().position(|item| fails_alike(one(item))) else {
+                    break;
+                };
+                line = one(&items[index]);
+                path.push(Value::from(0));
+                shown.push(format!("[{index}]"));
+            }
+            Some(Value::Object(object)) => {
+                let keys: Vec<&String> = object.keys().filter(|key| !is_tag(key)).collect();
+                let prefix = |kept: usize| {
+                    let mut entries = 0;
+                    let mut cut = object.clone();
+                    cut.retain(|key, _| {
+                        entries += usize::from(!is_tag(key));
+                        is_tag(key) || entries <= kept
+                    });
+                    fails_alike(replaced(&line, &path, Value::Object(cut)))
+                };
+                if keys.is_empty() || prefix(0) {
+                    break;
+                }
+                // `high` fails alike (every entry is the line as it
+                // stands), `low - 1` does not.
+                let (mut low, mut high) = (1, keys.len());
+                while low < high {
+                    let middle = low + (high - low) / 2;
+                    match prefix(middle) {
+                        true => high = middle,
+                        false => low = middle + 1,
+                    }
+                }
+                let key = keys[low - 1].clone();
+                shown.push(format!(".{}", files::shown(&key)));
+                path.push(Value::String(key));
+            }
+            Some(Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)) | None => {
+                break;
+            }
+        }
+    }
+    // A missing field is the object's that lacks it: the prefix search
+    // may stop at whichever entry first makes an object read that far.
+    if let Some(missing) = reason
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        // The object that lacks it: given it (as null), the line no
+        // longer fails alike.
+        let lacks = |path: &[Value]| {
+            let mut given = line.clone();
+            entry_mut(&mut given, path)
+                .and_then(Value::as_object_mut)
+                .filter(|object| !object.contains_key(missing))
+                .map(|object| object.insert(missing.to_owned(), Value::Null))
+                .is_some()
+                && !fails_alike(given)
+        };
+        while !lacks(&path) {
+            if path.pop().is_none() {
+                break;
+            }
+            shown.pop();
+        }
+    }
+    shown.concat().trim_start_matches('.').to_owned()
+}
+
+/// The entry of `value` at `path` (keys as strings, indices as numbers).
+fn entry<'a>(value: &'a Value, path: &[Value]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |value, step| match step {
+        Value::String(key) => value.get(key),
+        index => value.get(usize::try_from(index.as_u64()?).ok()?),
+    })
+}
+
+/// [`entry`], to change.
+fn entry_mut<'a>(value: &'a mut Value, path: &[Value]) -> Option<&'a mut Value> {
+    path.iter().try_fold(value, |value, step| match step {
+        Value::String(key) => value.get_mut(key),
+        index => value.get_mut(usize::try_from(index.as_u64()?).ok()?),
+    })
 }
 
 /// The first key of `object` (when it is one) that `known` does not take.
