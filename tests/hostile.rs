@@ -1867,7 +1867,7 @@ fn truthful_a_report_stimulus_a_command_cannot_spell_says_why() {
 /// 12 ten-character ids, and a wrapped, huge `x` in a release build.
 #[test]
 fn never_panic_a_label_wider_than_its_lane_is_drawn_cut() {
-    // Five ids: a mark lists no more (more are counted, not drawn).
+    // Five ids: fewer than a mark lists (more are counted, not drawn).
     let ids: Vec<String> = (0..5)
         .map(|k| format!("message{k:02}-{}", "x".repeat(60)))
         .collect();
@@ -2374,7 +2374,7 @@ fn truthful_a_protocol_input_error_is_in_the_protocols_words() {
 
 /// A picture's size follows its rows, not its ids: one splice of 20,000
 /// messages, then a steer claiming them all, draws each id list cut to its
-/// first 5 and each run of per-message marks as 5 and a count, saying so.
+/// first 8 and each run of per-message marks as 8 and a count, saying so.
 /// Before, every id was a mark and in every label: 12 MB of SVG (9.9 KB
 /// now).
 #[test]
@@ -2392,12 +2392,12 @@ fn bounded_memory_a_row_of_many_ids_draws_a_few_and_counts_the_rest() {
     let svg = std::fs::read_to_string(&out).unwrap();
     assert!(svg.len() < 40_000, "{} bytes of SVG", svg.len());
     for said in [
-        "splice next-step 0 0 m0 m1 m2 m3 m4 … and 19995 more",
-        "spliced next-step@0 +m0,m1,m2,m3,m4 (… and 19995 more inserted)",
-        "… and 19995 more ~inserted",
-        "… and 19996 more ~claimed",
-        "… and 19996 more user/message",
-        "awaits pre-step [m0 m1 m2 m3 m4 … and 19996 more]",
+        "splice next-step 0 0 m0 m1 m2 m3 m4 m5 m6 m7 … and 19992 more",
+        "spliced next-step@0 +m0,m1,m2,m3,m4,m5,m6,m7 (… and 19992 more inserted)",
+        "… and 19992 more ~inserted",
+        "… and 19993 more ~claimed",
+        "… and 19993 more user/message",
+        "awaits pre-step [m0 m1 m2 m3 m4 m5 m6 m7 … and 19993 more]",
     ] {
         assert!(svg.contains(said), "the picture lacks {said}");
     }

@@ -102,7 +102,7 @@ enum Awaiting {
 /// row draws, before the rest are only counted (`… and N more`): a splice
 /// of 80,000 messages is one row of a few marks, not 80,000 marks and a
 /// label of 80,000 ids, so a picture's size follows its rows, not its ids.
-pub(super) const IDS_SHOWN: usize = 5;
+pub(super) const IDS_SHOWN: usize = 8;
 
 /// What stands for `count` ids or marks left out.
 fn more(count: usize) -> String {
