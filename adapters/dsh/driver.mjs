@@ -345,12 +345,21 @@ function complete(input) {
 }
 
 /**
- * Why an input's ids are not what the protocol takes, or undefined: every
- * message id (`message`, `inserted[i]`, `batch[i]`) and a `replace` or
+ * Why an input's ids or list words are not what the protocol takes, or
+ * undefined: a `target` and a `wakeup` must be one of their words (dsh's
+ * inbox would file a message under any target name), and every message id (`message`, `inserted[i]`, `batch[i]`) and a `replace` or
  * `remove` id must be a JSON string (docs/PROTOCOL.md), as `courier
  * serve-protocol` reads them; dsh itself would take `1` and deliver it.
  */
 function badId(input) {
+  const words = { target: ['next-turn', 'next-step'], wakeup: ['wake', 'no-wake'] }
+  for (const [key, allowed] of Object.entries(words)) {
+    const value = input[key]
+    if (value !== undefined && !allowed.includes(value)) {
+      const got = typeof value === 'string' ? `unknown variant \`${value}\`` : `invalid type: ${JSON.stringify(value)}`
+      return `input ${input.input}: ${key}: ${got}, expected \`${allowed[0]}\` or \`${allowed[1]}\``
+    }
+  }
   const where = []
   if (input.message !== undefined) where.push(['message.id', input.message?.id])
   for (const key of ['inserted', 'batch']) {

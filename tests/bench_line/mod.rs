@@ -66,9 +66,10 @@ pub(crate) fn check_bench_line(program: &Path, arguments: &[&str]) {
     assert_eq!(of_type("turn/end").count(), 3, "one turn per cycle");
 }
 
-/// A message id (or a `remove` id) that is not a JSON string is a protocol
-/// error at either end (docs/PROTOCOL.md), naming its line and input kind,
-/// and changes nothing; the same id as a string is taken. dsh's own inbox
+/// A message id (or a `remove` id) that is not a JSON string, or a target
+/// or wakeup that is not one of its words, is a protocol error at either
+/// end (docs/PROTOCOL.md), naming its line and input kind, and changes
+/// nothing; the same id as a string is taken. dsh's own inbox
 /// would take `1` and deliver it, so its adapter checks.
 pub(crate) fn check_ids_are_strings(program: &Path, arguments: &[&str]) {
     let message = |id: &str| {
@@ -93,6 +94,15 @@ pub(crate) fn check_ids_are_strings(program: &Path, arguments: &[&str]) {
             message(r#""1""#)
         ),
         r#"{"query":"inbox"}"#.to_owned(),
+        format!(
+            r#"{{"input":"send","message":{},"target":"next-turn","wakeup":"maybe"}}"#,
+            message(r#""2""#)
+        ),
+        format!(
+            r#"{{"input":"append","message":{},"target":"nowhere"}}"#,
+            message(r#""3""#)
+        ),
+        r#"{"query":"inbox"}"#.to_owned(),
     ];
     let text = served(program, arguments, &(lines.join("\n") + "\n"));
     let settled = serde_json::json!({ "settled": true });
@@ -105,9 +115,21 @@ pub(crate) fn check_ids_are_strings(program: &Path, arguments: &[&str]) {
         .iter()
         .filter_map(|answer| answer["error"].as_str())
         .collect();
-    let [send, splice, remove] = errors[..] else {
-        panic!("three errors:\n{text}");
+    let [send, splice, remove, wakeup, target] = errors[..] else {
+        panic!("five errors:\n{text}");
     };
+    for (error, said) in [
+        (
+            wakeup,
+            "line 7: input send: wakeup: unknown variant `maybe`, expected `wake` or `no-wake`",
+        ),
+        (
+            target,
+            "line 8: input append: target: unknown variant `nowhere`, expected `next-turn` or `next-step`",
+        ),
+    ] {
+        assert_eq!(error, said, "{text}");
+    }
     for (error, start) in [
         (send, "line 1: input send: "),
         (splice, "line 2: input splice: "),
@@ -118,7 +140,15 @@ pub(crate) fn check_ids_are_strings(program: &Path, arguments: &[&str]) {
     }
     let inbox = |next_turn: &[&str]| serde_json::json!({ "inbox": { "next-turn": next_turn, "next-step": [] } });
     assert_eq!(answers[3], inbox(&[]), "nothing changed:\n{text}");
-    assert_eq!(answers.last(), Some(&inbox(&["1"])), "{text}");
+    let inboxes: Vec<&serde_json::Value> = answers
+        .iter()
+        .filter(|answer| answer.get("inbox").is_some())
+        .collect();
+    assert_eq!(
+        inboxes,
+        [&inbox(&[]), &inbox(&["1"]), &inbox(&["1"])],
+        "the string id is taken, unknown words change nothing:\n{text}"
+    );
 }
 
 /// What `program` with `arguments` answers to `lines` on its stdin, once
