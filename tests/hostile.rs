@@ -2303,6 +2303,10 @@ fn truthful_a_protocol_input_error_is_in_the_protocols_words() {
             "input cancel: cause: invalid type: string \"user\", expected a cause: an object whose `kind` is `user`, `parent` or `hook`",
         ),
         (
+            r#"{"input":"cancel","cause":[],"keep_inbox":true}"#.to_owned(),
+            "input cancel: cause: missing field `kind`",
+        ),
+        (
             r#"{"input":"splice","target":"next-turn","start":-1,"removed":0,"inserted":[]}"#
                 .to_owned(),
             "input splice: start: invalid value: integer `-1`, expected an integer from 0 to 18446744073709551615",

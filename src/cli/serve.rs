@@ -334,9 +334,13 @@ fn culprit(value: &Value, reason: &str) -> String {
     }
     // A missing field is the object's that lacks it: the prefix search
     // may stop at whichever entry first makes an object read that far.
+    // An array where an object belongs (`"cause": []`, read as a struct's
+    // fields in a row) is the one missing it.
+    let at_object = !matches!(entry(&line, &path), Some(Value::Array(_)));
     if let Some(missing) = reason
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next())
+        .filter(|_| at_object)
     {
         // The object that lacks it: given it (as null), the line no
         // longer fails alike.
