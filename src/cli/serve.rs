@@ -269,9 +269,7 @@ fn in_protocol_words(reason: &serde_json::Error) -> String {
 fn culprit(value: &Value, reason: &str) -> String {
     const TAGS: [&str; 3] = ["input", "kind", "decision"];
     let is_tag = |key: &str| TAGS.contains(&key);
-    let fails_alike = |line: Value| {
-        serde_json::from_value::<Input>(line).is_err_and(|error| error.to_string() == reason)
-    };
+    let fails_alike = |line: Value| fails_alike(line, reason);
     // The line as it is cut down, the path in it, and the path as sent.
     let mut line = value.clone();
     let mut path: Vec<Value> = Vec::new();
@@ -332,11 +330,22 @@ fn culprit(value: &Value, reason: &str) -> String {
             }
         }
     }
-    // A missing field is the object's that lacks it: the prefix search
-    // may stop at whichever entry first makes an object read that far.
+    climb_to_missing(&line, &mut path, &mut shown, reason);
+    shown.concat().trim_start_matches('.').to_owned()
+}
+
+/// Whether `line` fails to read as an input with the same `reason`.
+fn fails_alike(line: Value, reason: &str) -> bool {
+    serde_json::from_value::<Input>(line).is_err_and(|error| error.to_string() == reason)
+}
+
+/// For a missing field, climbs `path` (and `shown`) to the object that
+/// lacks it: the prefix search of [`culprit`] may stop at whichever entry
+/// first makes an object read that far.
+fn climb_to_missing(line: &Value, path: &mut Vec<Value>, shown: &mut Vec<String>, reason: &str) {
     // An array where an object belongs (`"cause": []`, read as a struct's
     // fields in a row) is the one missing it.
-    let at_object = !matches!(entry(&line, &path), Some(Value::Array(_)));
+    let at_object = !matches!(entry(line, path), Some(Value::Array(_)));
     if let Some(missing) = reason
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next())
@@ -351,16 +360,15 @@ fn culprit(value: &Value, reason: &str) -> String {
                 .filter(|object| !object.contains_key(missing))
                 .map(|object| object.insert(missing.to_owned(), Value::Null))
                 .is_some()
-                && !fails_alike(given)
+                && !fails_alike(given, reason)
         };
-        while !lacks(&path) {
+        while !lacks(path) {
             if path.pop().is_none() {
                 break;
             }
             shown.pop();
         }
     }
-    shown.concat().trim_start_matches('.').to_owned()
 }
 
 /// The entry of `value` at `path` (keys as strings, indices as numbers).

@@ -20,7 +20,9 @@ use courier::diagram::Format;
 use courier::files::{self, Output};
 use courier::variant::MutantArg;
 use courier_core::Agent;
-use courier_sim::{Failure, Plan, REPORT_FORMAT, Report, Restarts, SeedRun, draw, evaluate, sweep};
+use courier_sim::{
+    Failure, Plan, REPORT_FORMAT, Report, Restarts, SeedRun, Swept, draw, evaluate, sweep,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod against;
@@ -130,28 +132,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         };
         return against::main(seeds, args.restarts(), &prototype, &command, written);
     }
-    if let Some(report) = &args.report {
-        if args.diagram
-            && let Err(error) = files::check_beside("--report", report)
-        {
-            eprintln!("error: {error}");
-            return ExitCode::from(2);
-        }
-        let svg = courier::diagram::svg_beside(report);
-        let mut outputs = vec![Output {
-            flag: "--report",
-            path: report,
-        }];
-        if args.diagram {
-            outputs.push(Output {
-                flag: "--diagram (beside --report)",
-                path: &svg,
-            });
-        }
-        if let Err(error) = files::check_paths(&[], &outputs) {
-            eprintln!("error: {error}");
-            return ExitCode::from(2);
-        }
+    if let Some(report) = &args.report
+        && let Err(error) = check_report(report, args.diagram)
+    {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
     }
     // More workers than seeds would only wait.
     let jobs = usize::try_from(seeds.end - seeds.start)
@@ -176,9 +161,40 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     };
     let swept = sweep(&plan, &prototype, &on_seed);
     bar.finish_and_clear();
-    let elapsed = started.elapsed();
+    finish(args, &prototype, swept, plan.bound, started.elapsed())
+}
+
+/// Refuses, before any work, a `--report` path (and its `--diagram`
+/// beside it) that could not take the race report.
+fn check_report(report: &Path, diagram: bool) -> Result<(), String> {
+    if diagram {
+        files::check_beside("--report", report)?;
+    }
+    let svg = courier::diagram::svg_beside(report);
+    let mut outputs = vec![Output {
+        flag: "--report",
+        path: report,
+    }];
+    if diagram {
+        outputs.push(Output {
+            flag: "--diagram (beside --report)",
+            path: &svg,
+        });
+    }
+    files::check_paths(&[], &outputs)
+}
+
+/// The verdict of a finished sweep: the failure it met, or the summary
+/// line (and the coverage bound's report).
+fn finish(
+    args: &Args,
+    prototype: &Agent,
+    swept: Swept,
+    bound: Option<courier_model::Bounds>,
+    elapsed: Duration,
+) -> ExitCode {
     match swept.failure {
-        Some(Failure::Violation(run)) => report_violation(args, &prototype, &run),
+        Some(Failure::Violation(run)) => report_violation(args, prototype, &run),
         Some(Failure::Panic { seed, message }) => {
             println!("panic: seed={seed}: {message}");
             println!("rerun: {}", rerun_command(args, seed));
@@ -203,8 +219,8 @@ pub(crate) fn main(args: &Args) -> ExitCode {
                 elapsed.as_secs_f64(),
                 rate(swept.inputs, elapsed),
             );
-            match plan.bound {
-                Some(bounds) => bound::report(bounds, &prototype, &swept.coverage),
+            match bound {
+                Some(bounds) => bound::report(bounds, prototype, &swept.coverage),
                 None => ExitCode::SUCCESS,
             }
         }
