@@ -101,65 +101,15 @@ fn answer(
             json!({ "error": format!("line {number}: {reason}") }).to_string(),
         ])
     };
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return error("not UTF-8".to_owned());
+    let value = match read_line(bytes) {
+        Ok(Some(value)) => value,
+        Ok(None) => return None,
+        Err(reason) => return error(reason),
     };
-    if text.trim().is_empty() {
-        return None;
-    }
-    let value = match serde_json::from_str(text) {
-        Ok(Unique(value)) => value,
-        Err(reason) if reason.is_data() => return error(reason.to_string()),
-        Err(reason) => match lone_surrogate_escapes(text).next() {
-            // serde_json's word for it is "unexpected end of hex escape".
-            Some((at, unit)) => {
-                return error(format!(
-                    "a string escapes half a UTF-16 surrogate pair alone (`\\u{unit:04x}` at \
-                     byte {}): protocol text is Unicode, so send both halves or neither",
-                    at + 1
-                ));
-            }
-            None => return error(format!("not JSON: {reason}")),
-        },
+    let kind = match line_kind(&value) {
+        Ok(kind) => kind,
+        Err(reason) => return error(reason),
     };
-    let Some(object) = value.as_object() else {
-        return error(format!("not a JSON object: {}", kind_of(&value)));
-    };
-    let kinds: Vec<&str> = ["input", "restart", "query", "bench"]
-        .into_iter()
-        .filter(|key| object.contains_key(*key))
-        .collect();
-    if kinds.len() != 1 {
-        return error(format!(
-            "an object with exactly one of the keys `input`, `restart`, `query`, `bench`, \
-             got {}",
-            if kinds.is_empty() {
-                "none".to_owned()
-            } else {
-                kinds.join(", ")
-            }
-        ));
-    }
-    // A key the line's kind does not have (a misspelt `keep_inbox`, a
-    // `"log"` beside a query) would be ignored, so the line would not be
-    // done as written: refuse it, naming the key.
-    let extra = match kinds[0] {
-        "input" => serde_json::from_value::<Input>(value.clone())
-            .ok()
-            .and_then(|input| serde_json::to_value(input).ok())
-            .and_then(|read| first_dropped(&value, &read)),
-        "restart" => first_unknown(&value, |key| key == "restart")
-            .or_else(|| first_unknown(&value["restart"], |key| key == "lose")),
-        "bench" => first_unknown(&value, |key| key == "bench").or_else(|| {
-            first_unknown(&value["bench"], |key| {
-                ["batch", "cycles", "log"].contains(&key)
-            })
-        }),
-        _ => first_unknown(&value, |key| key == "query"),
-    };
-    if let Some(key) = extra {
-        return error(format!("{}: unknown key `{key}`", kinds[0]));
-    }
     if let Some(query) = value.get("query") {
         return match query.as_str() {
             Some("inbox") => Some(vec![inbox(runner.agent()).to_string()]),
@@ -176,7 +126,7 @@ fn answer(
     }
     // An input is read as one, so the error says what is wrong with it
     // (serde's untagged `Stimulus` only says that no kind matched).
-    if object.contains_key("input") {
+    if kind == "input" {
         let kind = match &value["input"] {
             Value::String(kind) => format!("input {}", files::shown(kind)),
             _ => "input".to_owned(),
@@ -200,6 +150,72 @@ fn answer(
              18446744073709551615"
                 .to_owned(),
         ),
+    }
+}
+
+/// One line in as a JSON value; `None` for a blank line.
+fn read_line(bytes: &[u8]) -> Result<Option<Value>, String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Err("not UTF-8".to_owned());
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str(text) {
+        Ok(Unique(value)) => Ok(Some(value)),
+        Err(reason) if reason.is_data() => Err(reason.to_string()),
+        Err(reason) => Err(match lone_surrogate_escapes(text).next() {
+            // serde_json's word for it is "unexpected end of hex escape".
+            Some((at, unit)) => format!(
+                "a string escapes half a UTF-16 surrogate pair alone (`\\u{unit:04x}` at \
+                 byte {}): protocol text is Unicode, so send both halves or neither",
+                at + 1
+            ),
+            None => format!("not JSON: {reason}"),
+        }),
+    }
+}
+
+/// The line's kind (`input`, `restart`, `query` or `bench`): an object with
+/// exactly one of those keys and no key its kind does not have (a misspelt
+/// `keep_inbox`, a `"log"` beside a query would be ignored, so the line
+/// would not be done as written).
+fn line_kind(value: &Value) -> Result<&'static str, String> {
+    let Some(object) = value.as_object() else {
+        return Err(format!("not a JSON object: {}", kind_of(value)));
+    };
+    let kinds: Vec<&'static str> = ["input", "restart", "query", "bench"]
+        .into_iter()
+        .filter(|key| object.contains_key(*key))
+        .collect();
+    let [kind] = kinds[..] else {
+        return Err(format!(
+            "an object with exactly one of the keys `input`, `restart`, `query`, `bench`, \
+             got {}",
+            if kinds.is_empty() {
+                "none".to_owned()
+            } else {
+                kinds.join(", ")
+            }
+        ));
+    };
+    let extra = match kind {
+        "input" => serde_json::from_value::<Input>(value.clone())
+            .ok()
+            .and_then(|input| serde_json::to_value(input).ok())
+            .and_then(|read| first_dropped(value, &read)),
+        "restart" => first_unknown(value, |key| key == "restart")
+            .or_else(|| first_unknown(&value["restart"], |key| key == "lose")),
+        "bench" => first_unknown(value, |key| key == "bench").or_else(|| {
+            first_unknown(&value["bench"], |key| {
+                ["batch", "cycles", "log"].contains(&key)
+            })
+        }),
+        _ => first_unknown(value, |key| key == "query"),
+    };
+    match extra {
+        Some(key) => Err(format!("{kind}: unknown key `{key}`")),
+        None => Ok(kind),
     }
 }
 
