@@ -229,35 +229,7 @@ pub(crate) fn main(
     for seed in seeds.clone() {
         let compared = compare(seed, restarts, prototype, command);
         stimuli += compared.trace.len();
-        if let Some((index, violation)) = &compared.broke {
-            let line = stimulus_line(&compared.trace[*index]);
-            // The detail quotes the other side's ids: at most 200 characters.
-            println!(
-                "property: seed={seed} stimulus={index} `{line}`: its own outputs break {}: {}",
-                violation.property,
-                files::shown(&violation.detail)
-            );
-            broke += 1;
-        }
-        if let Some(log) = &compared.log {
-            logs[log.column()] += 1;
-            match log {
-                LogVerdict::Invalid(finding) => println!(
-                    "log: seed={seed} its session log, line {}: breaks {}: {}",
-                    finding.line,
-                    finding.violation.property,
-                    files::shown(&finding.violation.detail)
-                ),
-                LogVerdict::Unreadable(unreadable) => {
-                    let unreadable = files::shown(unreadable);
-                    println!("log: seed={seed} its session log is unreadable: {unreadable}");
-                }
-                LogVerdict::Unasked(reason) if logs[4] == 1 => {
-                    println!("log: seed={seed} no session log: {reason}");
-                }
-                LogVerdict::Valid | LogVerdict::Absent | LogVerdict::Unasked(_) => {}
-            }
-        }
+        broke += usize::from(report_other_side(seed, &compared, &mut logs));
         match &compared.verdict {
             Err(reason) => {
                 eprintln!("error: seed {seed}: {reason}");
@@ -289,7 +261,64 @@ pub(crate) fn main(
             }
         }
     }
-    let seeds_run = seeds.end - seeds.start;
+    print_summary(seeds.end - seeds.start, stimuli, &counts, broke, logs);
+    let Some(mut compared) = first_unexplained else {
+        return ExitCode::SUCCESS;
+    };
+    if written.shrink {
+        shrink_divergence(&mut compared, prototype, command);
+    }
+    match write_divergence(prototype, &compared, written.out) {
+        Ok(path) => println!("first unexplained: {}", files::named(&path)),
+        Err(error) => eprintln!("error: {error}"),
+    }
+    ExitCode::from(1)
+}
+
+/// Prints what the other side's own outputs broke (the shared checker)
+/// and its session log's verdict, counting the log in `logs` (per
+/// `LogVerdict::column`); whether its outputs broke a property.
+fn report_other_side(seed: u64, compared: &Compared, logs: &mut [usize; 5]) -> bool {
+    if let Some((index, violation)) = &compared.broke {
+        let line = stimulus_line(&compared.trace[*index]);
+        // The detail quotes the other side's ids: at most 200 characters.
+        println!(
+            "property: seed={seed} stimulus={index} `{line}`: its own outputs break {}: {}",
+            violation.property,
+            files::shown(&violation.detail)
+        );
+    }
+    if let Some(log) = &compared.log {
+        logs[log.column()] += 1;
+        match log {
+            LogVerdict::Invalid(finding) => println!(
+                "log: seed={seed} its session log, line {}: breaks {}: {}",
+                finding.line,
+                finding.violation.property,
+                files::shown(&finding.violation.detail)
+            ),
+            LogVerdict::Unreadable(unreadable) => {
+                let unreadable = files::shown(unreadable);
+                println!("log: seed={seed} its session log is unreadable: {unreadable}");
+            }
+            LogVerdict::Unasked(reason) if logs[4] == 1 => {
+                println!("log: seed={seed} no session log: {reason}");
+            }
+            LogVerdict::Valid | LogVerdict::Absent | LogVerdict::Unasked(_) => {}
+        }
+    }
+    compared.broke.is_some()
+}
+
+/// The summary: seeds, stimuli, agreements, divergences by rule and gap,
+/// the seeds whose own outputs broke a property and the session logs.
+fn print_summary(
+    seeds_run: u64,
+    stimuli: usize,
+    counts: &BTreeMap<Judged, usize>,
+    broke: usize,
+    logs: [usize; 5],
+) {
     let diverged: usize = counts.values().sum();
     println!(
         "sim --against: {seeds_run} seeds, {stimuli} stimuli, {} agreed, {diverged} diverged",
@@ -312,17 +341,6 @@ pub(crate) fn main(
         "  its session log (courier validate): {valid} valid, {invalid} invalid, \
          {unreadable} unreadable, {absent} absent, {unasked} not given"
     );
-    let Some(mut compared) = first_unexplained else {
-        return ExitCode::SUCCESS;
-    };
-    if written.shrink {
-        shrink_divergence(&mut compared, prototype, command);
-    }
-    match write_divergence(prototype, &compared, written.out) {
-        Ok(path) => println!("first unexplained: {}", files::named(&path)),
-        Err(error) => eprintln!("error: {error}"),
-    }
-    ExitCode::from(1)
 }
 
 /// Replaces `compared`'s trace by the shortest one found that still
