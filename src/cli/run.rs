@@ -179,23 +179,8 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
     // A rewrite replaces the file only if it is still as it was read (an
     // edit saved meanwhile stays), and never writes into a pipe or device.
     let stamp = files::Stamp::of(file);
-    let readable = match args.rewrite {
-        true => files::rewritable(file),
-        false => Ok(()),
-    };
-    let source = match readable.and_then(|()| Source::open(file)) {
-        Ok(source) => source,
-        Err(error) => {
-            eprintln!("error: {name}: {error}");
-            return Verdict::Broken;
-        }
-    };
-    let (outline, fingerprint) = match outline(&source) {
-        Ok(outlined) => outlined,
-        Err(error) => {
-            eprintln!("error: {name}{error}");
-            return Verdict::Broken;
-        }
+    let Some((source, outline, fingerprint)) = first_pass(args, file, &name) else {
+        return Verdict::Broken;
     };
     let mut session = match engine.start(outline.lose_total()) {
         Ok(session) => session,
@@ -264,6 +249,33 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
         return Verdict::Broken;
     }
     report.finish(rewriter, || stamp.unchanged(file))
+}
+
+/// Opens `file` and reads its whole layout (the first pass), or says why
+/// it cannot be run.
+fn first_pass<'a>(
+    args: &Args,
+    file: &'a Path,
+    name: &str,
+) -> Option<(Source<'a>, Outline, (u64, u64))> {
+    let readable = match args.rewrite {
+        true => files::rewritable(file),
+        false => Ok(()),
+    };
+    let source = match readable.and_then(|()| Source::open(file)) {
+        Ok(source) => source,
+        Err(error) => {
+            eprintln!("error: {name}: {error}");
+            return None;
+        }
+    };
+    match outline(&source) {
+        Ok((outline, fingerprint)) => Some((source, outline, fingerprint)),
+        Err(error) => {
+            eprintln!("error: {name}{error}");
+            None
+        }
+    }
 }
 
 /// Where a file's lines come from: the file, read once per pass, or what a
