@@ -303,28 +303,7 @@ impl Reader {
         if kind == "session" {
             return self.header(text);
         }
-        let seq = match envelope.seq {
-            Some(seq) => serde_json::from_str::<u64>(seq.get())?,
-            None => self.next_seq,
-        };
-        // dsh's JSONL loader numbers events from 0 and refuses a record
-        // whose `seq` is not the next number (`SessionLogScanner`,
-        // `session-persistence-jsonl/src/format.ts`; it drops the rest as a
-        // torn tail when no `turn/end` follows, which Courier does not do
-        // silently). A record without `seq` (dsh's snapshots drop it,
-        // Courier writes none) takes the next number.
-        if seq != self.next_seq {
-            let expected = self.next_seq;
-            return Err(LineError::Refused(format!(
-                "corrupt session log: seq gap in committed region (expected {expected}, got {seq})"
-            )));
-        }
-        let members = if PACKED_TYPES.contains(&kind) {
-            packed_members(kind, envelope.data)?
-        } else {
-            1
-        };
-        self.next_seq = seq.saturating_add(members);
+        let seq = self.number(kind, &envelope)?;
         let at = At {
             session: &self.session,
             seq,
@@ -391,6 +370,34 @@ impl Reader {
             }
             kind => Ok(LogLine::Other(kind.to_owned())),
         }
+    }
+
+    /// The record's event number, and the next record's counted past it
+    /// (a packed row holds several events).
+    fn number(&mut self, kind: &str, envelope: &Envelope<'_>) -> Result<u64, LineError> {
+        let seq = match envelope.seq {
+            Some(seq) => serde_json::from_str::<u64>(seq.get())?,
+            None => self.next_seq,
+        };
+        // dsh's JSONL loader numbers events from 0 and refuses a record
+        // whose `seq` is not the next number (`SessionLogScanner`,
+        // `session-persistence-jsonl/src/format.ts`; it drops the rest as a
+        // torn tail when no `turn/end` follows, which Courier does not do
+        // silently). A record without `seq` (dsh's snapshots drop it,
+        // Courier writes none) takes the next number.
+        if seq != self.next_seq {
+            let expected = self.next_seq;
+            return Err(LineError::Refused(format!(
+                "corrupt session log: seq gap in committed region (expected {expected}, got {seq})"
+            )));
+        }
+        let members = if PACKED_TYPES.contains(&kind) {
+            packed_members(kind, envelope.data)?
+        } else {
+            1
+        };
+        self.next_seq = seq.saturating_add(members);
+        Ok(seq)
     }
 
     /// A `session` header: its version checked as dsh's loader checks it, and
