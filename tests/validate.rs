@@ -77,7 +77,7 @@ fn only_a_forks_first_end_seed_empties_the_inbox() {
     let found: Vec<String> = findings.iter().map(ToString::to_string).collect();
     assert_eq!(
         found,
-        ["5: splice-normalized: next-turn splice starts at 1 past length 0"]
+        ["5: replay-matches: next-turn splice starts at 1 past length 0"]
     );
 }
 
@@ -87,16 +87,26 @@ fn only_a_forks_first_end_seed_empties_the_inbox() {
 fn a_broken_resume_is_seen_at_the_line_that_shows_it() {
     let cases = [
         (
-            "balanced-crash-without-closers",
-            "9: balanced: turn/start 2 while turn 1 is open",
+            "resume-closes-crash-without-closers",
+            "7: resume-closes: a resume's session/end-seed while turn 1 (and step 1.1) \
+             is open: the restart wrote no closers",
+        ),
+        (
+            "resume-closes-interrupted-inside-step",
+            "6: resume-closes: turn/end 1 interrupted inside step 1.1",
+        ),
+        (
+            "no-wake-stays-idle-resume-wakes",
+            "7: no-wake-stays-idle: turn/start 2 after a restart with no send since: \
+             a resume wakes nothing",
         ),
         (
             "balanced-resume-renumbers-from-turn-end",
             "18: balanced: turn/start 2 where turn 3 was next",
         ),
         (
-            "splice-normalized-resume-claims-again",
-            "12: splice-normalized: next-turn splice at 0 removes 1 of 0",
+            "replay-matches-resume-claims-again",
+            "12: replay-matches: next-turn splice at 0 removes 1 of 0",
         ),
     ];
     for (name, finding) in cases {
@@ -160,11 +170,15 @@ fn each_bad_log_is_rejected_with_its_property_and_line() {
     }
     for property in [
         "splice-normalized",
+        "replay-matches",
         "unique-pending",
         "claim-shape",
         "one-prompt-per-turn",
         "balanced",
         "admission",
+        "stop-parks",
+        "no-wake-stays-idle",
+        "resume-closes",
         "goal-rounds",
     ] {
         assert!(

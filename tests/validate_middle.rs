@@ -169,7 +169,7 @@ fn stay_linear_a_broken_middle_splice_is_reported_on_its_line() {
         [(
             2002,
             format!(
-                "splice-normalized: next-turn splice starts at {} past length {length}",
+                "replay-matches: next-turn splice starts at {} past length {length}",
                 length + 1
             )
         )]
@@ -180,7 +180,7 @@ fn stay_linear_a_broken_middle_splice_is_reported_on_its_line() {
         [(
             2002,
             format!(
-                "splice-normalized: next-turn splice at {half} removes {} of {}",
+                "replay-matches: next-turn splice at {half} removes {} of {}",
                 length - half + 1,
                 length - half
             )

@@ -284,11 +284,28 @@ fn mutants(log: &Log) -> Vec<(&'static str, String, Vec<String>, Verdict)> {
                 invalid("claim-shape", next),
             ));
         }
-        // The log cannot tell one turn end from another, but only a
-        // crash's closer may end a first boundary before its claims.
+        // The log cannot tell one normal turn end from another, but only a
+        // crash's closer may end a first boundary before its claims, and a
+        // stop (blocked, error, completed before any step) parks the
+        // pending work: a turn/start after it with no splice that inserts
+        // (a send) breaks `stop-parks`.
         if let Output::TurnEnd { reason, .. } = output
             && !matches!(reason, courier_core::TurnEnd::Interrupted)
         {
+            let stepped = (1..index)
+                .rev()
+                .map_while(|j| match delivery(j) {
+                    Some(Output::TurnStart { .. }) => None,
+                    other => Some(other),
+                })
+                .any(|event| matches!(event, Some(Output::StepStart { .. })));
+            let woken = (index + 1..lines.len())
+                .find_map(|j| match delivery(j) {
+                    Some(Output::TurnStart { .. }) => Some(Some(j)),
+                    Some(Output::Spliced(splice)) if !splice.inserted.is_empty() => Some(None),
+                    _ => None,
+                })
+                .flatten();
             for kind in ["completed", "max-tokens", "blocked", "error"] {
                 let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
                 if value["data"]["reason"]["kind"] == kind {
@@ -298,7 +315,12 @@ fn mutants(log: &Log) -> Vec<(&'static str, String, Vec<String>, Verdict)> {
                 let mut ended = lines.clone();
                 ended[index] = json_line(value);
                 let detail = format!("{kind} at line {at}");
-                out.push(("turn-end-kind", detail, ended, Verdict::Valid));
+                let stop = matches!(kind, "blocked" | "error") || (kind == "completed" && !stepped);
+                let expected = match woken {
+                    Some(start) if stop => invalid("stop-parks", start + 1),
+                    _ => Verdict::Valid,
+                };
+                out.push(("turn-end-kind", detail, ended, expected));
             }
         }
     }

@@ -125,6 +125,25 @@ pub struct History {
     turn: Option<OpenTurn>,
     /// The previous durable output opened a step or admitted a message.
     admitting: bool,
+    /// The agent stopped or restarted, so only a waking send (a splice that
+    /// inserts) may open the next turn ([`Mode::Log`] only: the
+    /// [`Checker`](crate::Checker) sees a core's wakeups themselves).
+    parked: Option<Parked>,
+}
+
+/// Why a log's agent is idle until a waking send: what a log can show of
+/// SPEC §7 `stop-parks` and `no-wake-stays-idle` (a send always writes its
+/// splice; a stop, unlike a normal end, never opens the next turn, and a
+/// restart resumes idle and wakes nothing, Decision 7).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Parked {
+    /// The driver stopped without the pending check: `turn/end blocked`,
+    /// `error`, or `completed` before any step (an empty first batch). Its
+    /// turn was not aborted, so no latch can replay it (SPEC §5).
+    Stop,
+    /// A restart: its `turn/end interrupted` closer, or the
+    /// `session/end-seed` marker dsh's resume appends.
+    Restart,
 }
 
 /// How many times each id occurs in an ordered list of ids (placeholder ids
@@ -205,6 +224,7 @@ impl History {
             last_turn: 0,
             turn: None,
             admitting: false,
+            parked: None,
         }
     }
 
@@ -278,11 +298,13 @@ impl History {
             last_turn,
             turn,
             admitting,
+            parked,
         } = self;
         mode.hash(hasher);
         last_turn.hash(hasher);
         turn.hash(hasher);
         admitting.hash(hasher);
+        parked.hash(hasher);
     }
 
     /// A fork's copied history ends: the child's inbox starts empty, turn
@@ -293,6 +315,28 @@ impl History {
         self.pending_index = Index::default();
         self.turn = None;
         self.admitting = false;
+        self.parked = None;
+    }
+
+    /// A resume's `session/end-seed` marker (any but a fork's first): the
+    /// restart must have closed the open turn before it (SPEC §11: repair,
+    /// then resume), and it resumes idle.
+    pub fn resumed(&mut self) -> Result<(), Violation> {
+        if let Some(turn) = &self.turn {
+            let step = match turn.step_open {
+                true => format!(" (and step {}.{})", turn.number, turn.last_step),
+                false => String::new(),
+            };
+            return Err(Violation::new(
+                Property::ResumeCloses,
+                format!(
+                    "a resume's session/end-seed while turn {}{step} is open: the restart wrote no closers",
+                    turn.number
+                ),
+            ));
+        }
+        self.parked = Some(Parked::Restart);
+        Ok(())
     }
 
     /// Whether `id` carries identity (placeholders in logs do not).
@@ -327,7 +371,9 @@ impl History {
     fn splice(&mut self, splice: &Splice) -> Result<Effect, Violation> {
         let length = self.list(splice.target).len();
         let target = splice.target.as_str();
-        ensure(splice.start <= length, Property::SpliceNormalized, || {
+        // A splice that does not apply to the replayed lists: the log's
+        // inbox is not the replay of its splices (SPEC §11's corrupt log).
+        ensure(splice.start <= length, Property::ReplayMatches, || {
             format!(
                 "{target} splice starts at {} past length {length}",
                 splice.start
@@ -336,7 +382,7 @@ impl History {
         let available = length - splice.start;
         ensure(
             splice.removed_count <= available,
-            Property::SpliceNormalized,
+            Property::ReplayMatches,
             || {
                 format!(
                     "{target} splice at {} removes {} of {available}",
@@ -355,6 +401,10 @@ impl History {
             self.pending_index.remove(id);
         }
         let inserted = self.insert(splice)?;
+        if !inserted.is_empty() {
+            // Maybe a waking send (an edit that inserts looks the same).
+            self.parked = None;
+        }
         // The log-only checks come after those above, which name the
         // property of a splice that breaks both.
         if self.mode == Mode::Log {
@@ -531,6 +581,21 @@ impl History {
         ensure(number == expected, Property::Balanced, || {
             format!("turn/start {number} where turn {expected} was next")
         })?;
+        match self.parked {
+            None => {}
+            Some(Parked::Stop) => {
+                return Err(Violation::new(
+                    Property::StopParks,
+                    format!("turn/start {number} after a stop (turn {}) with no send since: the work it parked waits for a waking send", self.last_turn),
+                ));
+            }
+            Some(Parked::Restart) => {
+                return Err(Violation::new(
+                    Property::NoWakeStaysIdle,
+                    format!("turn/start {number} after a restart with no send since: a resume wakes nothing"),
+                ));
+            }
+        }
         self.last_turn = number;
         self.turn = Some(OpenTurn {
             number,
@@ -652,8 +717,13 @@ impl History {
         let next_step = self.next_step.len();
         let turn = self.open("turn/end", number)?;
         let step = turn.last_step;
-        ensure(!turn.step_open, Property::Balanced, || {
-            format!("turn/end {number} inside step {number}.{step}")
+        // A restart's repair writes the open step's `step/end` first.
+        let property = match reason {
+            TurnEnd::Interrupted => Property::ResumeCloses,
+            _ => Property::Balanced,
+        };
+        ensure(!turn.step_open, property, || {
+            format!("turn/end {number} {reason} inside step {number}.{step}")
         })?;
         // A first boundary claims in `turn/start`'s transition, so only a
         // crash's closer comes before its claims; a later boundary is
@@ -666,6 +736,14 @@ impl History {
             format!("turn/end {number} {reason} though its first boundary did not claim {owed}")
         })?;
         self.turn = None;
+        if self.mode == Mode::Log {
+            self.parked = match reason {
+                TurnEnd::Blocked | TurnEnd::Error => Some(Parked::Stop),
+                TurnEnd::Completed if step == 0 => Some(Parked::Stop),
+                TurnEnd::Interrupted => Some(Parked::Restart),
+                TurnEnd::Completed | TurnEnd::MaxTokens | TurnEnd::Aborted { .. } => None,
+            };
+        }
         Ok(())
     }
 }

@@ -229,8 +229,12 @@ impl Replay {
                 // The one place a boundary is told from a resume's marker.
                 if std::mem::take(&mut self.seeding) {
                     self.history.end_seed();
+                    return Ok(());
                 }
-                return Ok(());
+                return self.history.resumed().map_err(|violation| Broken {
+                    violation,
+                    fatal: true,
+                });
             }
             LogLine::Header(_) | LogLine::Other(_) => return Ok(()),
         };
