@@ -378,6 +378,62 @@ fn non_utf8_bad_numbers_and_bad_shapes_are_unreadable_at_their_line() {
     }
 }
 
+/// A delivery record of the wrong shape names the field and what belongs
+/// there in the log's words, never serde's names for Courier's own types
+/// (`"inserted":[[]]` said "invalid length 0, expected struct Fields with 4
+/// elements").
+#[test]
+fn a_bad_shape_names_its_field_and_what_belongs_there() {
+    let header =
+        "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\n";
+    let message = r#"{"id":"A","role":"user","content":[],"source":{"kind":"user"}}"#;
+    let splice = |rest: &str| {
+        format!(r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":0,{rest}}}}}"#)
+    };
+    let cases = [
+        (
+            splice(r#""inserted":[[]]"#),
+            "agent/inbox/spliced `data.inserted[0]` is an empty array: expected a message \
+             (an object with `id`, `role`, `content` and `source`)",
+        ),
+        (
+            splice(&format!(r#""inserted":[{message},{{"id":"B","role":"assistant"}}]"#)),
+            "agent/inbox/spliced `data.inserted[1].role` is the string \"assistant\": expected `user`",
+        ),
+        (
+            splice(r#""inserted":{}"#),
+            "agent/inbox/spliced `data.inserted` is an object: expected an array of messages",
+        ),
+        (
+            splice(&format!(r#""inserted":[{message}],"outcome":"done""#)),
+            "agent/inbox/spliced `data.outcome` is the string \"done\": expected `canceled` (or no `outcome`)",
+        ),
+        (
+            r#"{"type":"agent/inbox/spliced","data":{"target":"now","start":0,"inserted":[]}}"#.into(),
+            "agent/inbox/spliced `data.target` is the string \"now\": expected `next-turn` or `next-step`",
+        ),
+        (
+            r#"{"type":"step/end","data":{"turn":1,"step":-1}}"#.into(),
+            "step/end `data.step` is -1: expected a whole number from 0",
+        ),
+        (
+            r#"{"type":"user/message","data":[1,2,3,4]}"#.into(),
+            "user/message `data` is an array: expected a message \
+             (an object with `id`, `role`, `content` and `source`)",
+        ),
+        (
+            r#"{"type":"turn/start"}"#.into(),
+            "turn/start `data` is missing: expected an object",
+        ),
+    ];
+    for (line, reason) in cases {
+        let log = format!("{header}{line}\n");
+        let (_, outcome) = check(log.as_bytes());
+        let error = outcome.unwrap_err();
+        assert_eq!(error.to_string(), format!("2: cannot parse: {reason}"));
+    }
+}
+
 /// A proptest runner with a fixed seed and no regression files: the same
 /// cases every run.
 fn runner() -> TestRunner {

@@ -6,6 +6,7 @@
 //! older records as dsh's own loader does ([`legacy`]).
 
 mod legacy;
+mod shape;
 mod surface;
 
 use std::borrow::Cow;
@@ -263,7 +264,18 @@ impl Reader {
     /// Either may hide the other (serde_json stops at the first), so a line
     /// refused as not JSON or for its shape is read again, once, with both
     /// mended; the file is never changed.
+    ///
+    /// A delivery record of the wrong shape is refused naming its field and
+    /// what belongs there, in the log's words ([`shape`]).
     pub fn line(&mut self, text: &str) -> Result<LogLine, LineError> {
+        self.mended(text).map_err(|error| match error {
+            LineError::Shape(_) => explained(text).unwrap_or(error),
+            LineError::NotJson(_) | LineError::Refused(_) => error,
+        })
+    }
+
+    /// [`Reader::line`], serde's errors as they are.
+    fn mended(&mut self, text: &str) -> Result<LogLine, LineError> {
         let (next_seq, conversions) = (self.next_seq, self.conversions);
         let error = match self.record(text) {
             Err(error @ (LineError::NotJson(_) | LineError::Shape(_))) => error,
@@ -410,6 +422,20 @@ impl Reader {
         self.next_seq = 0;
         Ok(LogLine::Header(header))
     }
+}
+
+/// Why a delivery record that does not parse is wrong, in the log's words,
+/// when [`shape::explain`] can tell.
+fn explained(text: &str) -> Option<LineError> {
+    let Ok(Value::Object(record)) = serde_json::from_str(text) else {
+        return None;
+    };
+    let kind = record.get("type").and_then(Value::as_str)?;
+    if !DELIVERY_TYPES.contains(&kind) {
+        return None;
+    }
+    let why = shape::explain(kind, record.get("data"))?;
+    Some(LineError::Shape(de::Error::custom(format!("{kind} {why}"))))
 }
 
 /// Parses one JSONL line on its own (no session before it: event numbers
