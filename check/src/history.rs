@@ -318,13 +318,6 @@ impl History {
         self.parked = None;
     }
 
-    /// A `turn/start` of a fork's copied history, once its replay stopped
-    /// at a violation: only the numbering goes on, which the child's turns
-    /// continue.
-    pub(crate) fn copied_turn(&mut self, number: u64) {
-        self.last_turn = number;
-    }
-
     /// A resume's `session/end-seed` marker (any but a fork's first): the
     /// restart must have closed the open turn before it (SPEC §11: repair,
     /// then resume), and it resumes idle.

@@ -40,8 +40,7 @@ use std::io::{BufRead, Read};
 
 use crate::goal::GoalRounds;
 use crate::{History, Mode, Violation};
-use courier_core::Output;
-use courier_core::log::{Conversions, LineError, LogLine, Reader, SessionHeader, utf16_hint};
+use courier_core::log::{Conversions, LineError, LogLine, Reader, utf16_hint};
 
 /// The longest line read; a longer one makes the file unreadable rather
 /// than memory unbounded (dsh inlines images, so this is generous).
@@ -111,29 +110,12 @@ pub fn validate<R: BufRead>(
         stopped: false,
         conversions: Conversions::default(),
     };
-    // What each line showed, reused (a held finding comes out later).
-    let mut found = Vec::new();
-    let mut deliver = |found: &mut Vec<(u64, Broken)>, summary: &mut Summary| {
-        for (line, broken) in found.drain(..) {
-            summary.violations += 1;
-            report(Finding {
-                line,
-                violation: broken.violation,
-            });
-            if broken.fatal {
-                summary.stopped = true;
-                return true;
-            }
-        }
-        false
-    };
     while let Some((text, terminated)) = next_line(&mut reader, &mut buffer, summary.lines + 1)? {
         summary.lines += 1;
         let line = summary.lines;
         if text.trim().is_empty() {
             continue;
         }
-        let seq = lines.next_seq();
         let event = lines.line(text).map_err(|error| {
             // What a crash leaves: said, not dropped (the user asked for a
             // verdict on every line; a resume is what drops it).
@@ -151,12 +133,10 @@ pub fn validate<R: BufRead>(
             }
         })?;
         summary.conversions = lines.conversions();
-        match (event, &mut replay) {
+        let broken = match (event, &mut replay) {
             (LogLine::Header(header), slot) => {
-                if let Some(ended) = slot {
-                    ended.finish(&mut found);
-                }
-                *slot = Some(Replay::new(&header));
+                *slot = Some(Replay::new(header.extra.contains_key("seedLength")));
+                continue;
             }
             (_, None) => {
                 let reason = "not a session log: the first line is not a `session` header";
@@ -165,20 +145,27 @@ pub fn validate<R: BufRead>(
                     reason: reason.into(),
                 });
             }
-            (event, Some(replay)) => replay.observe(&event, Record { line, seq }, &mut found),
-        }
-        if deliver(&mut found, &mut summary) {
+            (event, Some(replay)) => match replay.observe(&event) {
+                Ok(()) => continue,
+                Err(broken) => broken,
+            },
+        };
+        summary.violations += 1;
+        report(Finding {
+            line,
+            violation: broken.violation,
+        });
+        if broken.fatal {
+            summary.stopped = true;
             return Ok(summary);
         }
     }
-    let Some(mut replay) = replay else {
+    if replay.is_none() {
         return Err(Unreadable {
             line: summary.lines.max(1),
             reason: "not a session log: no `session` header".into(),
         });
-    };
-    replay.finish(&mut found);
-    deliver(&mut found, &mut summary);
+    }
     Ok(summary)
 }
 
@@ -217,146 +204,48 @@ fn next_line<'b, R: BufRead>(
         })
 }
 
-/// Where a record is: its line, and its event number (dsh's `seq`).
-#[derive(Clone, Copy)]
-struct Record {
-    line: u64,
-    seq: u64,
-}
-
 /// The ghost replay of one session.
 struct Replay {
-    ghost: Ghost,
-    fork: Fork,
-}
-
-/// The properties' ghost state.
-struct Ghost {
     history: History,
     goals: GoalRounds,
-}
-
-/// Where a session stands against its fork boundary (SPEC §11).
-enum Fork {
-    /// Not a fork, or past its boundary: a `session/end-seed` is the
-    /// marker a resume appends.
-    Past,
-    /// Copying the parent's history, which may hold `session/end-seed`s of
-    /// its own (the parent's resumes, or its own fork). The boundary is the
-    /// one at event `seed_length`, where dsh's fork appends it (or
-    /// `seed_length - 1`, a copied history that ended in one, which dsh
-    /// does not mark again); dsh's `Inbox` replays `events.slice(seedLength)`.
-    /// Each earlier one empties the inbox too, as a boundary would: a
-    /// hand-written log may count `seedLength` its own way (the fixtures'
-    /// README: it is not a line count), and its only `session/end-seed` is
-    /// then its boundary (as is the first one after event `seed_length`). What the replay finds after one is `held` until
-    /// the log shows whether it was the boundary (a record at
-    /// `seed_length` or later) or the parent's (a later `session/end-seed`
-    /// before then, which drops it: the parent's history was replayed from
-    /// an inbox it did not have).
-    Copying {
-        seed_length: u64,
-        held: Option<Held>,
-    },
-}
-
-/// Findings held after a `session/end-seed` of a fork's copied history.
-#[derive(Default)]
-struct Held {
-    findings: Vec<(u64, Broken)>,
-    /// One of them stopped the replay: only turn numbers are followed on.
-    stopped: bool,
+    /// The session is a fork whose copied history has not ended yet.
+    seeding: bool,
 }
 
 impl Replay {
-    fn new(header: &SessionHeader) -> Self {
-        let seed_length = header.extra.get("seedLength").map(|length| {
-            // Checked a whole number when the header was read.
-            length
-                .as_u64()
-                .unwrap_or_else(|| length.as_f64().unwrap_or_default() as u64)
-        });
+    fn new(fork: bool) -> Self {
         Self {
-            ghost: Ghost {
-                history: History::new(Mode::Log),
-                goals: GoalRounds::new(),
-            },
-            fork: match seed_length {
-                Some(seed_length) => Fork::Copying {
-                    seed_length,
-                    held: None,
-                },
-                None => Fork::Past,
-            },
+            history: History::new(Mode::Log),
+            goals: GoalRounds::new(),
+            seeding: fork,
         }
     }
 
-    /// Checks one record (not a header); what it shows goes to `found`.
-    fn observe(&mut self, event: &LogLine, at: Record, found: &mut Vec<(u64, Broken)>) {
-        if let Fork::Copying { seed_length, held } = &mut self.fork {
-            let boundary = seed_length.saturating_sub(1);
-            match (event, held) {
-                (LogLine::EndSeed, held) => {
-                    self.ghost.history.end_seed();
-                    if at.seq >= boundary {
-                        self.fork = Fork::Past;
-                    } else {
-                        *held = Some(Held::default());
-                    }
-                    return;
-                }
-                (_, held @ Some(_)) if at.seq >= *seed_length => {
-                    // The last `session/end-seed` was the boundary.
-                    found.extend(held.take().into_iter().flat_map(|held| held.findings));
-                    self.fork = Fork::Past;
-                }
-                (_, Some(held)) => {
-                    if held.stopped {
-                        if let LogLine::Delivery(Output::TurnStart { turn }) = event {
-                            self.ghost.history.copied_turn(*turn);
-                        }
-                        return;
-                    }
-                    let before = held.findings.len();
-                    self.ghost.check(event, at.line, &mut held.findings);
-                    held.stopped = held.findings[before..].iter().any(|(_, b)| b.fatal);
-                    return;
-                }
-                (_, None) => {}
-            }
-        }
-        self.ghost.check(event, at.line, found);
-    }
-
-    /// The session ends: a `session/end-seed` still in question was the
-    /// boundary, so what followed it is reported.
-    fn finish(&mut self, found: &mut Vec<(u64, Broken)>) {
-        if let Fork::Copying { held, .. } = &mut self.fork {
-            found.extend(held.take().into_iter().flat_map(|held| held.findings));
-        }
-    }
-}
-
-impl Ghost {
-    /// Checks one record as an ordinary event of the session.
-    fn check(&mut self, event: &LogLine, line: u64, found: &mut Vec<(u64, Broken)>) {
-        let fatal = |violation| (line, Broken { violation, fatal: true });
+    /// Checks one contract event (not a header).
+    fn observe(&mut self, event: &LogLine) -> Result<(), Broken> {
         let output = match event {
             LogLine::Delivery(output) => output,
-            // A resume's marker: the restart closed its turn and resumed idle.
             LogLine::EndSeed => {
-                found.extend(self.history.resumed().err().map(fatal));
-                return;
+                // The one place a boundary is told from a resume's marker.
+                if std::mem::take(&mut self.seeding) {
+                    self.history.end_seed();
+                    return Ok(());
+                }
+                return self.history.resumed().map_err(|violation| Broken {
+                    violation,
+                    fatal: true,
+                });
             }
-            LogLine::Header(_) | LogLine::Other(_) => return,
+            LogLine::Header(_) | LogLine::Other(_) => return Ok(()),
         };
-        if let Err(violation) = self.history.observe(output) {
-            found.push(fatal(violation));
-            return;
-        }
-        if let Err(violation) = self.goals.observe(output) {
-            found.push((line, Broken { violation, fatal: false }));
-        }
+        self.history.observe(output).map_err(|violation| Broken {
+            violation,
+            fatal: true,
+        })?;
+        self.goals.observe(output).map_err(|violation| Broken {
+            violation,
+            fatal: false,
+        })
     }
 }
 

@@ -245,13 +245,6 @@ impl Reader {
         self.conversions
     }
 
-    /// The event number (dsh's `seq`) the next record takes: from 0 after
-    /// a header, a packed row counting as its members. A fork's header
-    /// names its boundary so (`seedLength`).
-    pub fn next_seq(&self) -> u64 {
-        self.next_seq
-    }
-
     /// Reads one (non-blank) line.
     ///
     /// A string escaping half of a UTF-16 surrogate pair (`"\ud83d"`) is
