@@ -87,9 +87,8 @@ fn only_a_forks_first_end_seed_empties_the_inbox() {
 fn a_broken_resume_is_seen_at_the_line_that_shows_it() {
     let cases = [
         (
-            "resume-closes-crash-without-closers",
-            "7: resume-closes: a resume's session/end-seed while turn 1 (and step 1.1) \
-             is open: the restart wrote no closers",
+            "balanced-crash-without-closers",
+            "9: balanced: turn/start 2 while turn 1 is open",
         ),
         (
             "resume-closes-interrupted-inside-step",

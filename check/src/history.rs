@@ -319,24 +319,11 @@ impl History {
     }
 
     /// A resume's `session/end-seed` marker (any but a fork's first): the
-    /// restart must have closed the open turn before it (SPEC §11: repair,
-    /// then resume), and it resumes idle.
-    pub fn resumed(&mut self) -> Result<(), Violation> {
-        if let Some(turn) = &self.turn {
-            let step = match turn.step_open {
-                true => format!(" (and step {}.{})", turn.number, turn.last_step),
-                false => String::new(),
-            };
-            return Err(Violation::new(
-                Property::ResumeCloses,
-                format!(
-                    "a resume's session/end-seed while turn {}{step} is open: the restart wrote no closers",
-                    turn.number
-                ),
-            ));
-        }
+    /// agent resumed idle (SPEC §11). A turn still open here is a restart
+    /// that wrote no closers, which the next `turn/start` shows
+    /// (`balanced`), as `courier repair` refuses it there.
+    pub fn resumed(&mut self) {
         self.parked = Some(Parked::Restart);
-        Ok(())
     }
 
     /// Whether `id` carries identity (placeholders in logs do not).
