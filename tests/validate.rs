@@ -387,7 +387,9 @@ fn a_bad_shape_names_its_field_and_what_belongs_there() {
         "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\n";
     let message = r#"{"id":"A","role":"user","content":[],"source":{"kind":"user"}}"#;
     let splice = |rest: &str| {
-        format!(r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":0,{rest}}}}}"#)
+        format!(
+            r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":0,{rest}}}}}"#
+        )
     };
     let cases = [
         (
@@ -396,7 +398,9 @@ fn a_bad_shape_names_its_field_and_what_belongs_there() {
              (an object with `id`, `role`, `content` and `source`)",
         ),
         (
-            splice(&format!(r#""inserted":[{message},{{"id":"B","role":"assistant"}}]"#)),
+            splice(&format!(
+                r#""inserted":[{message},{{"id":"B","role":"assistant"}}]"#
+            )),
             "agent/inbox/spliced `data.inserted[1].role` is the string \"assistant\": expected `user`",
         ),
         (
@@ -408,7 +412,8 @@ fn a_bad_shape_names_its_field_and_what_belongs_there() {
             "agent/inbox/spliced `data.outcome` is the string \"done\": expected `canceled` (or no `outcome`)",
         ),
         (
-            r#"{"type":"agent/inbox/spliced","data":{"target":"now","start":0,"inserted":[]}}"#.into(),
+            r#"{"type":"agent/inbox/spliced","data":{"target":"now","start":0,"inserted":[]}}"#
+                .into(),
             "agent/inbox/spliced `data.target` is the string \"now\": expected `next-turn` or `next-step`",
         ),
         (

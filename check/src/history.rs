@@ -573,13 +573,18 @@ impl History {
             Some(Parked::Stop) => {
                 return Err(Violation::new(
                     Property::StopParks,
-                    format!("turn/start {number} after a stop (turn {}) with no send since: the work it parked waits for a waking send", self.last_turn),
+                    format!(
+                        "turn/start {number} after a stop (turn {}) with no send since: the work it parked waits for a waking send",
+                        self.last_turn
+                    ),
                 ));
             }
             Some(Parked::Restart) => {
                 return Err(Violation::new(
                     Property::NoWakeStaysIdle,
-                    format!("turn/start {number} after a restart with no send since: a resume wakes nothing"),
+                    format!(
+                        "turn/start {number} after a restart with no send since: a resume wakes nothing"
+                    ),
                 ));
             }
         }

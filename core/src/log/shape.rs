@@ -24,7 +24,11 @@ pub(super) fn explain(kind: &str, data: Option<&Value>) -> Option<String> {
         "user/message" => message(data),
         _ => None,
     }?;
-    let Problem { path, found, expected } = problem;
+    let Problem {
+        path,
+        found,
+        expected,
+    } = problem;
     Some(format!("`data{path}` {found}: expected {expected}"))
 }
 
@@ -92,7 +96,10 @@ fn splice(data: &Value) -> Option<Problem> {
         Err(problem) => return Some(problem),
     };
     let target = fields.get("target");
-    if !matches!(target.and_then(Value::as_str), Some("next-turn" | "next-step")) {
+    if !matches!(
+        target.and_then(Value::as_str),
+        Some("next-turn" | "next-step")
+    ) {
         return Some(Problem::new(
             ".target".into(),
             target,
@@ -144,14 +151,22 @@ fn message(data: &Value) -> Option<Problem> {
     };
     let id = fields.get("id");
     if !id.is_some_and(Value::is_string) {
-        return Some(Problem::new(".id".into(), id, "a string (the message's id)"));
+        return Some(Problem::new(
+            ".id".into(),
+            id,
+            "a string (the message's id)",
+        ));
     }
     let role = fields.get("role");
     if role.and_then(Value::as_str) != Some("user") {
         return Some(Problem::new(".role".into(), role, "`user`"));
     }
     if !fields.contains_key("content") {
-        return Some(Problem::new(".content".into(), None, "the message's content"));
+        return Some(Problem::new(
+            ".content".into(),
+            None,
+            "the message's content",
+        ));
     }
     let source = fields.get("source");
     let kind = source.and_then(|source| source.get("kind"));
