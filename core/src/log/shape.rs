@@ -186,3 +186,47 @@ fn message(data: &Value) -> Option<Problem> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn explained(kind: &str, data: &str) -> Option<String> {
+        explain(kind, Some(&serde_json::from_str(data).unwrap()))
+    }
+
+    #[test]
+    fn the_first_wrong_field_is_named_with_what_belongs_there() {
+        let message = r#"{"id":"A","role":"user","content":[],"source":{"kind":"user"}}"#;
+        let splice = |rest: &str| format!(r#"{{"target":"next-step","start":1.0,{rest}}}"#);
+        let cases = [
+            (
+                splice(&format!(r#""removedCount":"2","inserted":[{message}]"#)),
+                "`data.removedCount` is the string \"2\": expected a whole number from 0",
+            ),
+            (
+                splice(&format!(r#""inserted":[{message},{{"id":"B","role":"user"}}]"#)),
+                "`data.inserted[1].content` is missing: expected the message's content",
+            ),
+            (
+                splice(r#""inserted":[{"id":"B","role":"user","content":1,"source":{}}]"#),
+                "`data.inserted[0].source.kind` is missing: expected a string (who produced the message)",
+            ),
+        ];
+        for (data, expected) in cases {
+            let found = explained("agent/inbox/spliced", &data);
+            assert_eq!(found.as_deref(), Some(expected), "{data}");
+        }
+    }
+
+    /// Where nothing this knows is wrong (`1.0` is a whole number, as
+    /// `JSON.parse` reads it; a goal source's own fields are the source's
+    /// to name), serde's words stay.
+    #[test]
+    fn a_record_right_in_every_field_it_knows_is_left_to_serde() {
+        let goal = r#"{"id":"A","role":"user","content":[],"source":{"kind":"goal","goalId":"g"}}"#;
+        assert_eq!(explained("user/message", goal), None);
+        assert_eq!(explained("step/end", r#"{"turn":1.0,"step":2}"#), None);
+        assert_eq!(explained("session/title", "[]"), None);
+    }
+}
