@@ -10,7 +10,7 @@ use std::fmt::Write;
 /// The UTF-8 lead byte of every stand-in (U+FD800 to U+FDFFF are
 /// `F3 BD A0 80` to `F3 BD BF BF`), and of no ASCII or two- or
 /// three-byte character: a line without it holds no stand-in, which one
-/// fast byte search (`memchr`) tells.
+/// vectorized byte search (`memchr`) tells.
 const STAND_IN_LEAD: u8 = 0xF3;
 
 /// The lone surrogate unit `character` stands for, when it is a stand-in.
@@ -28,7 +28,7 @@ fn unit(character: char) -> Option<u32> {
 /// such neighbours (the reader pairs them), only a string holding those
 /// private-use characters themselves, the collision `lone_surrogate` names.
 pub(super) fn escape_stand_ins(line: &mut String) {
-    if !line.as_bytes().contains(&STAND_IN_LEAD) {
+    if memchr::memchr(STAND_IN_LEAD, line.as_bytes()).is_none() {
         return;
     }
     let mut escaped = String::with_capacity(line.len() + 8);
