@@ -198,6 +198,7 @@ impl HandleBench {
     /// first boundary claims all N), then await `when_idle` while the driver
     /// runs the pre-step hook on the batch and the step hook on the N
     /// entered messages.
+    #[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
     fn cycle(&mut self, batch: &mut Vec<Message>) {
         let agent = &self.agent;
         let last = batch.pop().expect("batch sizes are positive");
@@ -256,6 +257,7 @@ impl TokioTask {
         }
     }
 
+    #[inline(never)] // a symbol of its own, for `callgrind --toggle-collect`
     fn cycle(&mut self, batch: &mut Vec<Message>) {
         let Self {
             runtime,

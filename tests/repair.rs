@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use courier_check::validate::validate;
+use courier_core::{MessageId, Target};
 use courier_runtime::kept::{self, Torn};
 
 fn fixture(name: &str) -> PathBuf {
@@ -128,6 +129,47 @@ fn repair_writes_a_new_file_and_never_its_input() {
     assert!(run.stderr.contains("exists"), "{}", run.stderr);
     assert_eq!(fs::read(&out).expect("kept"), repaired);
     assert_eq!(fs::read_to_string(&input).expect("kept"), &text[..cut + 5]);
+}
+
+/// A pending id escaping a lone surrogate (`\ud83d`, read as U+FD83D)
+/// stays escaped in the repaired file: the kept lines are copied as they
+/// are and the lines appended never write the stand-in raw, so the file
+/// validates and reads back to the one id, to dsh as to Courier.
+#[test]
+fn repair_keeps_a_lone_surrogate_id_escaped() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let text = fs::read_to_string(fixture("max-tokens-continue__session.jsonl")).expect("fixture");
+    let id = "3a6a5c9e-0f9c-4c8f-9f57-6f2f7f3d5a01";
+    let lone = text.replace(id, &format!("{id}\\ud83d"));
+    // The header, the send, `turn/start`: turn 1 open, the send pending.
+    let cut: String = lone.split_inclusive('\n').take(3).collect();
+    assert!(cut.contains(r#"01\ud83d""#), "{cut}");
+    let input = folder.path().join("lone.jsonl");
+    fs::write(&input, &cut).expect("writable");
+    let out = folder.path().join("repaired.jsonl");
+    let run = courier_repair(&[&input, Path::new("--out"), &out]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("turn/end 1 interrupted"),
+        "{}",
+        run.stdout
+    );
+    let repaired = fs::read_to_string(&out).expect("written");
+    assert!(repaired.starts_with(&cut), "{repaired}");
+    assert!(!repaired.contains('\u{fd83d}'), "{repaired}");
+    assert_valid(repaired.as_bytes(), "the repaired file");
+    let kept = kept::read(repaired.as_bytes()).expect("reads");
+    let pending: Vec<&MessageId> = kept
+        .replay
+        .inbox()
+        .list(Target::NextTurn)
+        .iter()
+        .map(|message| message.id())
+        .collect();
+    assert_eq!(
+        pending,
+        [&MessageId::from(format!("{id}\u{fd83d}").as_str())]
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! [`durable_line`], reads through [`Reader`], which also converts dsh's
 //! older records as dsh's own loader does ([`legacy`]).
 
+mod escape;
 mod legacy;
 mod shape;
 mod surface;
@@ -57,9 +58,12 @@ impl SessionHeader {
         }
     }
 
-    /// The header as one JSONL line (without the newline).
+    /// The header as one JSONL line (without the newline), a lone
+    /// surrogate's stand-in escaped as [`encode_durable`] does.
     pub fn line(&self) -> String {
-        serde_json::to_string(self).expect("a header always serializes")
+        let mut line = serde_json::to_string(self).expect("a header always serializes");
+        escape::escape_stand_ins(&mut line);
+        line
     }
 }
 
@@ -79,7 +83,9 @@ pub fn durable_line(output: &Output) -> Option<String> {
 /// message's kept JSON ([`Message::json`](crate::Message::json)), so a message a log writes
 /// twice is encoded once; the others go through `Output`'s `Serialize`.
 /// The lines are byte for byte what `Serialize` writes (the tests compare
-/// them on every shape).
+/// them on every shape), but for the stand-in a lone UTF-16 surrogate is
+/// read as (see [`lone_surrogate_escapes`]), written back as the escape it
+/// was read from (`\ud83d`), so dsh and Courier read back what they wrote.
 pub fn encode_durable(output: &Output, line: &mut String) -> bool {
     line.clear();
     match output {
@@ -104,6 +110,7 @@ pub fn encode_durable(output: &Output, line: &mut String) -> bool {
         | Output::Error { .. }
         | Output::Idle => return false,
     }
+    escape::escape_stand_ins(line);
     true
 }
 
@@ -677,7 +684,9 @@ pub fn utf16_hint(start: &[u8]) -> &'static str {
 /// same escape (`\ud83d`, `\uD83D`) is always the same character. A real
 /// string collides with it only by holding that private-use character
 /// itself (written as is, or as the pair `\udbb6\udc00` to
-/// `\udbb7\udfff`), which no text a person types does.
+/// `\udbb7\udfff`), which no text a person types does. Every line Courier
+/// writes escapes the character back to `\uXXXX` (`escape`), so a log
+/// written again reads the same to dsh as to Courier.
 fn lone_surrogate(unit: u16) -> Option<char> {
     (0xD800..0xE000)
         .contains(&unit)

@@ -221,11 +221,18 @@ impl Journal {
     }
 
     /// The first error the sink ever reported (a copy: `io::Error` is not
-    /// `Clone`). Without one, answered without the journal's lock.
+    /// `Clone`). Without one, answered without the journal's lock, and
+    /// without a call (every input asks: see `BENCHMARKS.md`).
+    #[inline]
     pub(crate) fn failure(&self) -> io::Result<()> {
         if !self.failed.load(Ordering::Acquire) {
             return Ok(());
         }
+        self.kept_failure()
+    }
+
+    /// [`Journal::failure`] once the flag is set: the error, under the lock.
+    fn kept_failure(&self) -> io::Result<()> {
         match &lock(&self.state).failure {
             None => Ok(()),
             Some(error) => Err(io::Error::new(error.kind(), error.to_string())),

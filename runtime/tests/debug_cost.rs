@@ -1,45 +1,15 @@
 //! Issue 15, item 7, as an embedder meets it: a send through the runtime's
 //! [`Handle`] in a debug build (the core's invariant checks on) must not
 //! cost more with more pending. Counted in bytes allocated on the calling
-//! thread (under `Durability::Sync` the caller also writes its lines), not
-//! timed.
+//! thread by `allocation_counter` (under `Durability::Sync` the caller
+//! also writes its lines), not timed.
 #![cfg(not(loom))]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::future::ready;
 use std::io;
 
 use courier_core::{Message, PreStepDecision, Source, StepOutcome, Target};
 use courier_runtime::{Event, Handle, Sink, pre_step_hook_fn, step_hook_fn};
-
-/// Counts the bytes this thread allocates.
-struct Counting;
-
-thread_local! {
-    static ALLOCATED: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards every call to `System` unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATED.with(|bytes| bytes.set(bytes.get() + layout.size() as u64));
-        // SAFETY: the caller's contract is `System`'s.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        // SAFETY: `pointer` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(pointer, layout) }
-    }
-}
-
-#[global_allocator]
-static COUNTING: Counting = Counting;
-
-fn allocated() -> u64 {
-    ALLOCATED.with(Cell::get)
-}
 
 /// A sink that keeps nothing, so the log's growth is not counted.
 struct Discard;
@@ -79,11 +49,12 @@ fn bytes_per_send(agent: &Handle, next: &mut usize, pending: usize, sends: usize
             .expect("fresh ids are accepted");
     }
     let messages = fresh(next, sends);
-    let before = allocated();
-    for message in messages {
-        agent.inject(message).expect("a fresh id is accepted");
-    }
-    (allocated() - before) / sends as u64
+    let counted = allocation_counter::measure(|| {
+        for message in messages {
+            agent.inject(message).expect("a fresh id is accepted");
+        }
+    });
+    counted.bytes_total / sends as u64
 }
 
 #[test]

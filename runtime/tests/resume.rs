@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{assert_valid, block_on, bounded, log_path, verdict};
-use courier_core::log::SessionHeader;
-use courier_core::{MessageId, PreStepDecision, Status, StepOutcome, Target};
+use courier_core::log::{self, LogLine, SessionHeader};
+use courier_core::{MessageId, Output, PreStepDecision, Status, StepOutcome, Target};
 use courier_runtime::kept::{self, Torn};
 use courier_runtime::{
     Durability, Error, Handle, JsonlFile, ResumeError, Sink, pre_step_hook_fn, step_hook_fn,
@@ -479,6 +479,48 @@ fn a_lone_surrogate_escape_reads_as_its_private_use_stand_in_and_its_line_is_nev
     );
     drop(handle);
     assert_resumes_again_unchanged(&path);
+}
+
+/// A message whose id escapes a lone surrogate (`B\ud83d`, read as
+/// `B` U+FD83D), resumed and then logged again by the runtime (its
+/// `user/message` when turn 3 claims it), under each policy: the new line
+/// writes the id as it was read from, `\ud83d`, never the stand-in raw
+/// (which dsh would read as another id), and the whole file validates and
+/// reads back to the one id.
+#[test]
+fn a_lone_surrogate_id_is_written_back_as_its_escape() {
+    let policies = [
+        Durability::Sync,
+        Durability::WriteBehind {
+            max_delay: Duration::from_millis(1),
+        },
+    ];
+    for durability in policies {
+        let (_folder, path) = cut_session(r#""turn/start""#, 1, 0);
+        let text = fs::read_to_string(&path).expect("readable");
+        let lone = text.replace(r#""B""#, r#""B\ud83d""#);
+        assert_ne!(lone, text, "B is in the log");
+        fs::write(&path, &lone).expect("writable");
+        resume_and_run_a_turn(&path, durability, "C");
+        let after = fs::read_to_string(&path).expect("readable");
+        let appended = after.strip_prefix(&lone).expect("kept lines untouched");
+        let delivered = appended
+            .lines()
+            .find(|line| line.starts_with(r#"{"type":"user/message""#))
+            .expect("turn 3 delivers B");
+        assert!(
+            delivered.contains(r#""id":"B\ud83d""#),
+            "{durability:?}: {delivered}"
+        );
+        assert!(!after.contains('\u{fd83d}'), "{durability:?}: {after}");
+        let LogLine::Delivery(Output::UserMessage(message)) =
+            log::parse_line(delivered).expect("reads")
+        else {
+            panic!("not a user/message: {delivered}");
+        };
+        assert_eq!(message.id(), &MessageId::from("B\u{fd83d}"));
+        assert_valid(&path);
+    }
 }
 
 #[test]
