@@ -205,7 +205,9 @@ mod tests {
                 "`data.removedCount` is the string \"2\": expected a whole number from 0",
             ),
             (
-                splice(&format!(r#""inserted":[{message},{{"id":"B","role":"user"}}]"#)),
+                splice(&format!(
+                    r#""inserted":[{message},{{"id":"B","role":"user"}}]"#
+                )),
                 "`data.inserted[1].content` is missing: expected the message's content",
             ),
             (
