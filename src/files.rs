@@ -2,7 +2,7 @@
 //! through here.
 //!
 //! [`check_paths`] refuses, before anything is written, an output that is a
-//! folder or read-only, lies in a folder that does not exist, or is the same
+//! folder, read-only or a dangling link, lies in a folder that does not exist, or is the same
 //! file as an input or as another output of the same command (compared as
 //! canonical paths, a file not yet written being its canonical folder plus
 //! its name, and by inode). [`replace`] and [`Staged`] write through a
@@ -35,9 +35,10 @@ pub struct Output<'a> {
 }
 
 /// Refuses the outputs of one command before anything is written: a folder,
-/// a read-only file (the rename would go around its mode), a path in a
-/// missing folder, the same file as an input, or the same file as another
+/// a read-only file (the rename would go around its mode), a dangling link,
+/// a path in a missing folder, the same file as an input, or the same file as another
 /// output (also through a link). The error names the flag and the path.
+/// Outputs it passes are noted with [`output_to`].
 pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), String> {
     let inputs: Vec<(&Path, Option<Identity>)> = inputs
         .iter()
@@ -83,6 +84,9 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
         }
         seen.push((*output, resolved));
     }
+    for output in outputs {
+        output_to(output.path);
+    }
     Ok(())
 }
 
@@ -112,10 +116,16 @@ pub fn check_beside(flag: &str, path: &Path) -> Result<(), String> {
     }
 }
 
-/// Why `path` cannot be an output, if it cannot: a folder, or a read-only
-/// file (a rename over it would go around its mode).
+/// Why `path` cannot be an output, if it cannot: a folder, a read-only
+/// file (a rename over it would go around its mode), or a dangling link.
 fn unwritable(path: &Path) -> Option<&'static str> {
-    let meta = fs::metadata(path).ok()?;
+    let Ok(meta) = fs::metadata(path) else {
+        // A rename would replace the user's link with a file (and where it
+        // points is not for us to create).
+        return fs::symlink_metadata(path)
+            .is_ok_and(|meta| meta.file_type().is_symlink())
+            .then_some("is a link to a file that does not exist: refused");
+    };
     if meta.is_dir() {
         Some("is a folder, not a file")
     } else if meta.permissions().readonly() {
@@ -152,6 +162,41 @@ pub fn is_stdout(path: &Path) -> bool {
         (Some(path), Some(stdout)) => path.same(&stdout),
         _ => false,
     }
+}
+
+/// Whether an output of this command is its stdout (see [`output_to`]).
+static STDOUT_IS_AN_OUTPUT: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Notes that the command writes an output to `path`: when that is its
+/// stdout (`--out /dev/stdout`), its status lines ([`status!`]) go to
+/// stderr from then on, so what is piped on is the output alone.
+///
+/// [`status!`]: crate::status
+pub fn output_to(path: &Path) {
+    if is_stdout(path) {
+        STDOUT_IS_AN_OUTPUT.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether status lines go to stderr (see [`output_to`]).
+pub fn status_on_stderr() -> bool {
+    STDOUT_IS_AN_OUTPUT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `println!` for a command's status lines (a verdict, `wrote FILE`): on
+/// stderr when an output of the command is stdout ([`files::output_to`]).
+///
+/// [`files::output_to`]: crate::files::output_to
+#[macro_export]
+macro_rules! status {
+    ($($line:tt)*) => {
+        if $crate::files::status_on_stderr() {
+            eprintln!($($line)*)
+        } else {
+            println!($($line)*)
+        }
+    };
 }
 
 /// Which file a path names: its canonical path (for a file not written yet,
@@ -309,12 +354,29 @@ impl Staged {
     /// is made durable by syncing the folder (best effort: not every file
     /// system can sync a folder).
     pub fn commit(self) -> io::Result<()> {
+        self.finish(Replacing::Allowed)
+    }
+
+    /// As [`Staged::commit`], but fails (`AlreadyExists`) when a file has
+    /// appeared at the target since it was checked: a command that writes
+    /// only new files never replaces one made meanwhile.
+    pub fn commit_new(self) -> io::Result<()> {
+        self.finish(Replacing::Refused)
+    }
+
+    fn finish(self, replacing: Replacing) -> io::Result<()> {
         let (temporary, target, permissions) = match self.0 {
             Stage::Beside {
                 temporary,
                 target,
                 permissions,
             } => (temporary, target, permissions),
+            Stage::InPlace { target, .. } if replacing == Replacing::Refused => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists", named(&target)),
+                ));
+            }
             Stage::InPlace { temporary, target } => {
                 // Read from the path: a writer may have replaced the file
                 // there (a log created anew at `path()`).
@@ -330,12 +392,23 @@ impl Staged {
             None => default_permissions(temporary.as_file())?,
         };
         fs::set_permissions(temporary.path(), permissions)?;
-        temporary.persist(&target).map_err(|error| error.error)?;
+        match replacing {
+            Replacing::Allowed => temporary.persist(&target),
+            Replacing::Refused => temporary.persist_noclobber(&target),
+        }
+        .map_err(|error| error.error)?;
         if let Ok(folder) = File::open(folder_of(&target)) {
             let _best_effort = folder.sync_all();
         }
         Ok(())
     }
+}
+
+/// Whether a commit may replace a file at its target.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Replacing {
+    Allowed,
+    Refused,
 }
 
 /// A new temporary file for `name` in `folder`: `.NAME.PID.N.tmp`, where

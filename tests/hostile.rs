@@ -297,6 +297,37 @@ fn never_destroy_a_hard_link_to_the_input_or_a_read_only_file_is_refused() {
     assert_eq!(kept, PASSING.replace("idle\n", "busy\n"));
 }
 
+/// An output that is a link to a file that does not exist: the rename
+/// replaced the user's link with a regular file. Now refused, the link
+/// left as it was, for every command that writes a file.
+#[cfg(unix)]
+#[test]
+fn never_destroy_a_dangling_link_output_is_refused_and_kept() {
+    let folder = folder();
+    let transcript = write(&folder, "x.txn", PASSING);
+    let log = write(&folder, "s.jsonl", format!("{HEADER}\n"));
+    let link = folder.path().join("out.link");
+    std::os::unix::fs::symlink(folder.path().join("gone/away.svg"), &link).unwrap();
+    let out = text(&link);
+    for arguments in [
+        vec!["diagram", &text(&transcript), "--out", &out],
+        vec!["repair", &text(&log), "--out", &out],
+        vec!["demo", "--log", &out],
+    ] {
+        let (code, stdout, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("is a link to a file that does not exist"),
+            "{arguments:?}: {stderr}"
+        );
+        let kept = std::fs::symlink_metadata(&link).unwrap();
+        assert!(
+            kept.file_type().is_symlink(),
+            "{arguments:?}: the link stays"
+        );
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn never_destroy_a_device_output_is_written_in_place_not_replaced() {
@@ -508,30 +539,35 @@ fn never_panic_threads_zero_is_refused_and_jobs_are_capped() {
     assert!(stdout.contains("jobs=2 "), "{stdout}");
 }
 
-/// The OS refusing a worker thread is an error line and exit 2, for the
-/// simulator's workers and the model checker's (stateright's) alike. The
-/// refusal is real: `RUST_MIN_STACK` asks std for a 64 TiB stack per
-/// spawned thread, which no mapping can give, so every spawn fails.
+/// The OS refusing a worker thread is never a panic: the simulator's
+/// workers share one seed counter, so the calling thread does the work of
+/// those it could not start (the same result); the model checker's
+/// (stateright's) refusal is an error line and exit 2. The refusal is
+/// real: `RUST_MIN_STACK` asks std for a 64 TiB stack per spawned thread,
+/// which no mapping can give, so every spawn fails.
 #[test]
 fn never_panic_a_thread_that_cannot_be_spawned_is_an_error() {
-    for arguments in [
-        &["sim", "--seeds", "0..4", "--jobs", "2"][..],
-        &["check", "--messages", "1", "--threads", "2"],
-    ] {
+    let refused = |arguments: &[&str]| {
         let output = courier()
             .args(arguments)
             .env("RUST_MIN_STACK", (1u64 << 46).to_string())
             .env("RUST_BACKTRACE", "1")
             .output()
             .expect("courier runs");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
-        assert!(
-            stderr.contains("error: cannot start a worker thread"),
-            "{arguments:?}: {stderr}"
-        );
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         assert!(!stderr.contains("panicked"), "{arguments:?}: {stderr}");
-    }
+        (output.status.code(), stdout, stderr)
+    };
+    let (code, stdout, stderr) = refused(&["sim", "--seeds", "0..4", "--jobs", "2"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("passed: 4 seeds"), "{stdout}");
+    let (code, _, stderr) = refused(&["check", "--messages", "1", "--threads", "2"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: cannot start a worker thread"),
+        "{stderr}"
+    );
 }
 
 // 4. Bounded memory.
@@ -1468,6 +1504,40 @@ fn never_destroy_an_output_in_a_folder_that_takes_no_file_is_refused_before_work
     assert!(String::from_utf8_lossy(&output.stdout).contains("unique states:"));
 }
 
+/// A violation found where the default output (not asked for) cannot be
+/// written: the verdict stands (exit 1) and what would have been written
+/// is printed. Before, both commands exited 2 as if the input were bad.
+#[cfg(feature = "mutants")]
+#[test]
+fn truthful_an_unwritable_default_output_keeps_the_verdict() {
+    for (arguments, printed) in [
+        (
+            &["check", "--mutant", "no-latch", "--restarts", "0"][..],
+            "shortest counterexample:",
+        ),
+        (
+            &["sim", "--mutant", "no-latch", "--seeds", "0..50"][..],
+            "rerun: courier sim --seeds ",
+        ),
+    ] {
+        let output = courier()
+            .args(arguments)
+            .current_dir("/proc")
+            .output()
+            .expect("courier runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{arguments:?}: {stdout}{stderr}"
+        );
+        assert!(stdout.contains("violation: no-lost-wakeup"), "{stdout}");
+        assert!(stdout.contains(printed), "{arguments:?}: {stdout}");
+        assert!(stderr.contains("cannot "), "{arguments:?}: {stderr}");
+    }
+}
+
 /// `check --messages` takes what `explore --messages` takes, 1 to 26 (ids
 /// A..Z), and says so. Before, `--messages 0` model-checked an empty space
 /// and failed on goals never reached (exit 1, blaming the design for the
@@ -1995,9 +2065,10 @@ fn never_hang_a_diagram_beside_a_pipe_is_refused() {
         let (code, stdout, _) = run_bounded(&[&check[..], &["--out", "/dev/stdout"]].concat());
         assert_eq!(code, Some(1), "{stdout}");
         assert!(
-            stdout.contains("# replay: courier run --mutant no-latch"),
-            "{stdout}"
+            stdout.starts_with("# replay: courier run --mutant no-latch"),
+            "only the counterexample: {stdout}"
         );
+        assert!(!stdout.contains("written to"), "{stdout}");
         assert!(!stdout.contains("add --diagram"), "{stdout}");
         let folder = folder();
         let out = folder.path().join("cex.txn");
@@ -2166,6 +2237,61 @@ fn truthful_a_protocol_bench_log_on_its_own_stdout_is_refused() {
     assert_eq!(stdout.lines().collect::<Vec<_>>(), expected);
 }
 
+/// A protocol `bench` whose log path is the file the server reads its
+/// requests from is refused: the log would have been renamed over the
+/// user's requests. The file is left as it was.
+#[test]
+fn never_destroy_a_protocol_bench_log_that_is_its_own_input_is_refused() {
+    let folder = folder();
+    let requests = folder.path().join("requests.jsonl");
+    let request = format!(
+        r#"{{"bench":{{"batch":1,"cycles":1,"log":"{}"}}}}"#,
+        text(&requests)
+    );
+    std::fs::write(&requests, format!("{request}\n")).unwrap();
+    let output = courier()
+        .arg("serve-protocol")
+        .stdin(std::fs::File::open(&requests).unwrap())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!(
+            r#"{{"error":"line 1: bench log {} is the input /dev/stdin: refused"#,
+            text(&requests)
+        )),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&requests).unwrap(),
+        format!("{request}\n")
+    );
+}
+
+/// An output written to stdout (`--out /dev/stdout`) is all that goes
+/// there: the status line naming it goes to stderr. Before, `diagram: /dev/stdout`
+/// followed the picture into the pipe, and `demo`'s session preceded its log.
+#[test]
+fn truthful_an_output_on_stdout_is_all_that_stdout_carries() {
+    let folder = folder();
+    let transcript = write(&folder, "x.txn", PASSING);
+    let (code, stdout, stderr) = run(&["diagram", &text(&transcript), "--out", "/dev/stdout"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.starts_with("<svg") && stdout.ends_with("</svg>\n"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("diagram: /dev/stdout"), "{stderr}");
+    let (code, stdout, stderr) = run(&["demo", "--log", "/dev/stdout"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.lines().all(|line| line.starts_with('{')),
+        "only the log's JSON lines: {stdout}"
+    );
+    assert!(stderr.contains("log written to /dev/stdout"), "{stderr}");
+}
+
 /// A lone UTF-16 surrogate escaped in an id is read losslessly: ids
 /// `a\ud800` and `a\ud801` (two ids to dsh, which compares code units) may
 /// be pending at once, while one of them pending twice, however its escape
@@ -2199,6 +2325,49 @@ fn truthful_ids_differing_in_a_lone_surrogate_are_two_ids() {
         assert_eq!(code, Some(1), "{twice}: {stdout}{stderr}");
         assert!(stdout.contains("unique-pending"), "{twice}: {stdout}");
         assert!(stdout.contains("once.jsonl:3"), "{twice}: {stdout}");
+    }
+}
+
+/// A log an editor saved with a UTF-8 byte order mark: `repair` took a
+/// one-line log's header for a torn tail and dropped it (and said only
+/// `not JSON` of a longer one). Now both commands refuse it with the same
+/// reason, and nothing is written.
+#[test]
+fn truthful_a_log_with_a_byte_order_mark_is_refused_not_cut() {
+    let folder = folder();
+    for (name, tail) in [
+        ("one.jsonl", ""),
+        (
+            "two.jsonl",
+            "{\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n",
+        ),
+    ] {
+        let bytes = format!("\u{feff}{HEADER}\n{tail}");
+        let path = write(&folder, name, &bytes);
+        let out = folder.path().join(format!("repaired-{name}"));
+        for arguments in [
+            vec!["validate".to_owned(), text(&path)],
+            vec![
+                "repair".to_owned(),
+                text(&path),
+                "--out".to_owned(),
+                text(&out),
+            ],
+        ] {
+            let (code, stdout, stderr) =
+                run(&arguments.iter().map(String::as_str).collect::<Vec<_>>());
+            assert_eq!(code, Some(2), "{arguments:?}: {stdout}{stderr}");
+            assert!(
+                stderr.contains("the line starts with a byte order mark"),
+                "{arguments:?}: {stderr}"
+            );
+        }
+        assert!(!out.exists(), "{name}: nothing written");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            bytes,
+            "{name} untouched"
+        );
     }
 }
 

@@ -147,6 +147,12 @@ fn a_coverage_bound_reports_the_share_of_the_checkers_states() {
     assert_eq!(mutant.status.code(), Some(2));
     let error = String::from_utf8_lossy(&mutant.stderr);
     assert!(error.contains("cannot be used with '--mutant"), "{error}");
+    // `check --messages 0` is refused: the same bound is refused here
+    // (it was a run of one input per seed that reported 50% coverage).
+    let none = courier(&["sim", "--seeds", "0..2", "--coverage-bound", "0"]);
+    assert_eq!(none.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&none.stderr);
+    assert!(error.contains("0 is not in 1..=26"), "{error}");
 }
 
 #[test]

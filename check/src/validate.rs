@@ -40,7 +40,7 @@ use std::io::{BufRead, Read};
 
 use crate::goal::GoalRounds;
 use crate::{History, Mode, Violation};
-use courier_core::log::{Conversions, LineError, LogLine, Reader, utf16_hint};
+use courier_core::log::{BOM_HINT, Conversions, LineError, LogLine, Reader, utf16_hint};
 
 /// The longest line read; a longer one makes the file unreadable rather
 /// than memory unbounded (dsh inlines images, so this is generous).
@@ -121,7 +121,7 @@ pub fn validate<R: BufRead>(
             // verdict on every line; a resume is what drops it).
             let torn = if text.starts_with('\u{feff}') {
                 // dsh's loader (JSON.parse) refuses it too.
-                " (the line starts with a byte order mark: save the file without one)"
+                BOM_HINT
             } else if !terminated && matches!(error, LineError::NotJson(_)) {
                 " (a torn final line, as a crash leaves it: `courier repair` drops it)"
             } else {

@@ -663,6 +663,10 @@ impl<'a> KeySet<'a> {
     }
 }
 
+/// Said of a log whose first line starts with a UTF-8 byte order mark:
+/// no JSON parser reads it, and it is no torn tail either.
+pub const BOM_HINT: &str = " (the line starts with a byte order mark: save the file without one)";
+
 /// What to add to "not UTF-8" about a file whose first bytes are `start`,
 /// when they are a UTF-16 byte order mark (an editor on Windows saves one
 /// so): every byte after it reads as invalid UTF-8, and "byte 1 is

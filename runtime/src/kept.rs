@@ -24,7 +24,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use courier_core::log::{
-    END_SEED_LINE, LineError, LogLine, Reader, SessionHeader, durable_line, utf16_hint,
+    BOM_HINT, END_SEED_LINE, LineError, LogLine, Reader, SessionHeader, durable_line, utf16_hint,
 };
 use courier_core::{Agent, MessageId, Output, Replay, Target};
 
@@ -135,7 +135,7 @@ impl KeptLog {
 pub fn read_file(path: &Path) -> Result<KeptLog, Unresumable> {
     let file = File::open(path).map_err(|error| Unresumable {
         line: 0,
-        reason: format!("cannot open {}: {error}", path.display()),
+        reason: format!("cannot open {path:?}: {error}"),
     })?;
     read(BufReader::new(file))
 }
@@ -152,6 +152,11 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
             break;
         };
         let corrupt = |reason: String| Unresumable { line, reason };
+        if line == 1 && buffer.starts_with("\u{feff}".as_bytes()) {
+            // Saved by an editor, not torn by a crash: the line is whole, so
+            // it is refused, never dropped (dsh's JSON.parse refuses it too).
+            return Err(corrupt(format!("not JSON{BOM_HINT}")));
+        }
         let last = !complete || at_end(&mut reader, line)?;
         let parsed = std::str::from_utf8(trim_end(&buffer))
             .map_err(|error| match (line, utf16_hint(&buffer)) {
@@ -391,6 +396,20 @@ mod tests {
         let error = read_lines(&[HEADER, HEADER], "").unwrap_err();
         assert_eq!(error.line, 2, "{error}");
         let error = read_lines(&[SEND_A], "").unwrap_err();
+        assert_eq!(error.line, 1, "{error}");
+    }
+
+    /// A whole file an editor saved with a byte order mark: its one line
+    /// (newline or not) is refused with the reason, not dropped as torn.
+    #[test]
+    fn a_byte_order_mark_on_the_first_line_is_refused_not_torn() {
+        let marked = format!("\u{feff}{HEADER}");
+        for tail in ["", "\n"] {
+            let error = read(format!("{marked}{tail}").as_bytes()).unwrap_err();
+            assert_eq!(error.line, 1, "{error}");
+            assert!(error.reason.contains("byte order mark"), "{error}");
+        }
+        let error = read_lines(&[&marked, SEND_A], "").unwrap_err();
         assert_eq!(error.line, 1, "{error}");
     }
 

@@ -55,7 +55,7 @@ pub(crate) fn repair_in_place(path: &Path) -> Result<(KeptLog, JsonlFile), Resum
         .map_err(|error| {
             ResumeError::Unresumable(Unresumable {
                 line: 0,
-                reason: format!("cannot open {}: {error}", path.display()),
+                reason: format!("cannot open {path:?}: {error}"),
             })
         })?;
     take_writer(&file, path)?;
@@ -82,10 +82,7 @@ pub(crate) fn repair_in_place(path: &Path) -> Result<(KeptLog, JsonlFile), Resum
     // A failure here (a full disk) leaves at most a partial closer, which
     // the next resume cuts as a torn tail.
     repaired().map_err(|error| {
-        io::Error::new(
-            error.kind(),
-            format!("cannot repair {}: {error}", path.display()),
-        )
+        io::Error::new(error.kind(), format!("cannot repair {path:?}: {error}"))
     })?;
     let sink = JsonlFile::locked(file, path)?;
     Ok((kept, sink))

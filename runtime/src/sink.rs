@@ -204,8 +204,8 @@ impl JsonlFile {
                 return Err(io::Error::new(
                     ErrorKind::InvalidData,
                     format!(
-                        "{} ends inside a line (a torn tail): resume it, which cuts the tail, before appending",
-                        path.display()
+                        "{:?} ends inside a line (a torn tail): resume it, which cuts the tail, before appending",
+                        path
                     ),
                 ));
             }
@@ -265,8 +265,8 @@ impl JsonlFile {
         let metadata = self.file.metadata()?;
         let damaged = |what: String| {
             io::Error::other(format!(
-                "{}: {what} while the agent appended to it",
-                self.path.display()
+                "{:?}: {what} while the agent appended to it",
+                self.path
             ))
         };
         #[cfg(unix)]
@@ -301,14 +301,14 @@ pub(crate) fn take_writer(file: &File, path: &Path) -> io::Result<()> {
         Err(TryLockError::WouldBlock) => Err(io::Error::new(
             ErrorKind::ResourceBusy,
             format!(
-                "{} is in use: another agent (in this process or another) appends to it; \
+                "{:?} is in use: another agent (in this process or another) appends to it; \
                  a log has one writer, free once that agent is disposed or dropped, or its process ends",
-                path.display()
+                path
             ),
         )),
         Err(TryLockError::Error(error)) => Err(io::Error::new(
             error.kind(),
-            format!("cannot lock {}: {error}", path.display()),
+            format!("cannot lock {path:?}: {error}"),
         )),
     }
 }

@@ -106,13 +106,23 @@ pub fn sweep(plan: &Plan, prototype: &Agent, on_seed: &(dyn Fn(u64) + Sync)) -> 
         vec![work(&shared)]
     } else {
         std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..plan.jobs)
-                .map(|_| scope.spawn(|| work(&shared)))
+            // Workers take seeds from one counter, so fewer of them (when
+            // the system refuses a thread) give the same result: the
+            // calling thread works too, so there is always one.
+            let workers: Vec<_> = (1..plan.jobs)
+                .map_while(|_| {
+                    std::thread::Builder::new()
+                        .spawn_scoped(scope, || work(&shared))
+                        .ok()
+                })
                 .collect();
-            workers
-                .into_iter()
-                .map(|worker| worker.join().expect("a sweep worker panicked"))
-                .collect()
+            let mut totals = vec![work(&shared)];
+            totals.extend(
+                workers
+                    .into_iter()
+                    .map(|worker| worker.join().expect("a sweep worker panicked")),
+            );
+            totals
         })
     };
     let mut swept = Swept {

@@ -116,7 +116,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         usize::from,
     );
     let variant = args.mutant.map(MutantArg::name).unwrap_or("default");
-    println!(
+    courier::status!(
         "courier check: variant={variant} messages={} cancels={} edits={} steps={} \
          restarts={} threads={threads} symmetry={}",
         bounds.messages,
@@ -142,26 +142,26 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
         Verdict::Holds => {
             let properties = courier_model::checked_properties().count();
             let goals = space.goals().count();
-            println!("ok: {properties} properties hold; {goals} goals reached");
+            courier::status!("ok: {properties} properties hold; {goals} goals reached");
             ExitCode::SUCCESS
         }
         Verdict::Vacuous(missed) => {
             for goal in missed {
-                println!("goal never reached: {goal}");
+                courier::status!("goal never reached: {goal}");
             }
             ExitCode::from(1)
         }
         Verdict::Broken(counterexample) => {
             let violation = &counterexample.violation;
-            println!("violation: {}", violation.property);
-            println!("  {}", violation.detail);
+            courier::status!("violation: {}", violation.property);
+            courier::status!("  {}", violation.detail);
             let text = transcript(args, space, &counterexample);
             match files::replace(args.out(), &text) {
                 Ok(()) => {
                     let length = counterexample.trace.len();
                     let noun = if length == 1 { "command" } else { "commands" };
                     let out = files::named(args.out());
-                    println!("shortest counterexample ({length} {noun}) written to {out}");
+                    courier::status!("shortest counterexample ({length} {noun}) written to {out}");
                 }
                 Err(error) => {
                     // The search is not lost: the counterexample goes to stdout.
@@ -169,8 +169,11 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
                         "error: --out {}: cannot write: {error}",
                         files::named(args.out())
                     );
-                    println!("shortest counterexample:\n{text}");
-                    return ExitCode::from(2);
+                    courier::status!("shortest counterexample:\n{text}");
+                    // A file the user named is an output that failed
+                    // (exit 2); the default, not asked for, leaves the
+                    // verdict (exit 1) as the result, printed in full.
+                    return ExitCode::from(if args.out.is_some() { 2 } else { 1 });
                 }
             }
             print_diagram(args, &text);
@@ -200,7 +203,7 @@ fn print_diagram(args: &Args, text: &str) {
     if !args.diagram {
         // Beside a device or a pipe no picture can go: no hint to add one.
         if files::check_beside("--out", args.out()).is_ok() {
-            println!(
+            courier::status!(
                 "diagram: {} (not written; add --diagram)",
                 files::named(&svg)
             );
@@ -214,7 +217,7 @@ fn print_diagram(args: &Args, text: &str) {
                 files::replace(&svg, text).map_err(|error| error.to_string())
             });
     match drawn {
-        Ok(()) => println!("diagram: {}", files::named(&svg)),
+        Ok(()) => courier::status!("diagram: {}", files::named(&svg)),
         Err(error) => eprintln!(
             "error: --diagram {}: cannot write: {error}",
             files::named(&svg)
@@ -241,14 +244,14 @@ fn progress_line(counts: Counts, elapsed: Duration) -> String {
 
 fn print_counts(checked: &Checked, elapsed: Duration) {
     let counts = checked.counts;
-    println!("unique states: {}", counts.unique);
-    println!("total states:  {}", counts.total);
-    println!("depth:         {}", counts.depth);
-    println!("wall time:     {:.2} s", elapsed.as_secs_f64());
-    println!("states/s:      {}", rate(counts.total, elapsed));
+    courier::status!("unique states: {}", counts.unique);
+    courier::status!("total states:  {}", counts.total);
+    courier::status!("depth:         {}", counts.depth);
+    courier::status!("wall time:     {:.2} s", elapsed.as_secs_f64());
+    courier::status!("states/s:      {}", rate(counts.total, elapsed));
     match peak_memory() {
-        Some(bytes) => println!("peak memory:   {:.1} MiB", bytes as f64 / MIB),
-        None => println!("peak memory:   unknown (no /proc/self/status here)"),
+        Some(bytes) => courier::status!("peak memory:   {:.1} MiB", bytes as f64 / MIB),
+        None => courier::status!("peak memory:   unknown (no /proc/self/status here)"),
     }
 }
 

@@ -104,7 +104,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             .map_err(|e| e.to_string())
     });
     match (written, &args.log) {
-        (Ok(()), Some(path)) => println!("log written to {}", files::named(path)),
+        (Ok(()), Some(path)) => courier::status!("log written to {}", files::named(path)),
         (Ok(()), None) => {}
         (Err(error), log) => {
             let path = log.as_deref().unwrap_or(Path::new("(in memory)"));
@@ -162,7 +162,7 @@ fn crash_main(log: Option<&Path>) -> ExitCode {
     match told {
         Ok(()) => {
             if let Some(path) = log {
-                println!("log written to {}", files::named(path));
+                courier::status!("log written to {}", files::named(path));
             }
             ExitCode::SUCCESS
         }
@@ -200,9 +200,9 @@ fn crash_and_resume(path: &Path) -> Result<(), String> {
     before.map_err(|error| format!("cannot write: {error}"))?;
 
     let kept = kept::read_file(path).map_err(|error| error.to_string())?;
-    println!("> resume             (the log file is all that is left)");
+    courier::status!("> resume             (the log file is all that is left)");
     for closer in kept.closers() {
-        println!("  {closer}   (closer, appended to the file)");
+        courier::status!("  {closer}   (closer, appended to the file)");
     }
     let (events, step_hook) = ScriptedStepHook::new();
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
@@ -211,10 +211,10 @@ fn crash_and_resume(path: &Path) -> Result<(), String> {
     let inbox = agent.inbox();
     for target in [Target::NextStep, Target::NextTurn] {
         let ids: Vec<&str> = inbox.list(target).iter().map(|m| m.id().as_str()).collect();
-        println!("  resumed {target}: [{}]", ids.join(" "));
+        courier::status!("  resumed {target}: [{}]", ids.join(" "));
     }
     let next = kept.next_turn();
-    println!("  resumed idle; the next turn is {next}");
+    courier::status!("  resumed idle; the next turn is {next}");
     let runtime = current_thread();
     runtime.block_on(async {
         let driver = tokio::spawn(driver.run());
@@ -327,7 +327,9 @@ struct Session {
 impl Session {
     /// The story of `tests/scenarios/demo-latch-replay.txn`, told live.
     async fn script(&mut self, agent: &Handle) -> Result<(), Error> {
-        println!("# > the script, `model` the fake model, the rest the core's outputs (~ live)");
+        courier::status!(
+            "# > the script, `model` the fake model, the rest the core's outputs (~ live)"
+        );
         self.say("followup A");
         agent.followup("A")?;
         self.until_step(agent).await?;
@@ -357,7 +359,9 @@ impl Session {
 
     /// Turn 1 until the crash: the model is mid-step when it comes.
     async fn before_the_crash(&mut self, agent: &Handle) -> Result<(), Error> {
-        println!("# > the script, `model` the fake model, the rest the core's outputs (~ live)");
+        courier::status!(
+            "# > the script, `model` the fake model, the rest the core's outputs (~ live)"
+        );
         self.say("followup A");
         agent.followup("A")?;
         self.until_step(agent).await?;
@@ -395,13 +399,13 @@ impl Session {
     }
 
     fn say(&self, line: &str) {
-        println!("> {line}");
+        courier::status!("> {line}");
     }
 
     /// Prints every output delivered so far, in emission order.
     fn print_outputs(&mut self) {
         while let Some(output) = self.printer.try_recv() {
-            println!("  {output}");
+            courier::status!("  {output}");
         }
     }
 
@@ -438,13 +442,13 @@ impl Session {
             };
             match event {
                 Event::Dropped { turn, step } => {
-                    println!("  model: step {turn}.{step} dropped by the cancel");
+                    courier::status!("  model: step {turn}.{step} dropped by the cancel");
                 }
                 Event::Entered(call) => {
                     self.print_outputs();
                     let ids: Vec<&str> = call.entered.iter().map(|m| m.id().as_str()).collect();
                     let (turn, step) = (call.turn, call.step);
-                    println!("  model: step {turn}.{step} reads {}", ids.join(" "));
+                    courier::status!("  model: step {turn}.{step} reads {}", ids.join(" "));
                     return Ok(());
                 }
             }

@@ -66,7 +66,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     };
     match files::replace(out, text) {
         Ok(()) => {
-            println!("diagram: {}", files::named(out));
+            courier::status!("diagram: {}", files::named(out));
             ExitCode::SUCCESS
         }
         Err(error) => {

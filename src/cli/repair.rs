@@ -152,5 +152,5 @@ fn write_repaired(log: &Path, kept: &KeptLog, out: &Path) -> io::Result<()> {
         ));
     }
     file.write_all(kept.appended_lines().as_bytes())?;
-    staged.commit()
+    staged.commit_new()
 }

@@ -62,21 +62,22 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         print!("{text}");
         return ExitCode::from(2);
     }
-    println!(
+    courier::status!(
         "shrunk {} stimuli to {} ({} evaluations)",
         report.trace.len(),
         shrunk.trace.len(),
         shrunk.evaluations
     );
     if let Some(note) = &spent {
-        println!("note: {note}");
+        courier::status!("note: {note}");
     }
-    println!(
+    courier::status!(
         "violation: {} seed={}",
-        shrunk.violation.property, report.seed
+        shrunk.violation.property,
+        report.seed
     );
-    println!("detail: {}", shrunk.violation.detail);
-    println!("wrote {}", files::named(&args.out));
+    courier::status!("detail: {}", shrunk.violation.detail);
+    courier::status!("wrote {}", files::named(&args.out));
     ExitCode::SUCCESS
 }
 

@@ -60,7 +60,7 @@ pub(crate) struct Args {
     #[arg(
         long,
         value_name = "M",
-        value_parser = clap::value_parser!(u8).range(0..=26),
+        value_parser = clap::value_parser!(u8).range(1..=26),
         conflicts_with_all = ["mutant", "no_coverage"],
     )]
     coverage_bound: Option<u8>,
@@ -196,13 +196,13 @@ fn finish(
     match swept.failure {
         Some(Failure::Violation(run)) => report_violation(args, prototype, &run),
         Some(Failure::Panic { seed, message }) => {
-            println!("panic: seed={seed}: {message}");
-            println!("rerun: {}", rerun_command(args, seed));
+            courier::status!("panic: seed={seed}: {message}");
+            courier::status!("rerun: {}", rerun_command(args, seed));
             ExitCode::from(1)
         }
         Some(Failure::Nondeterminism { seed, difference }) => {
-            println!("nondeterminism: seed={seed}: {difference}");
-            println!("rerun: {}", rerun_command(args, seed));
+            courier::status!("nondeterminism: seed={seed}: {difference}");
+            courier::status!("rerun: {}", rerun_command(args, seed));
             ExitCode::from(1)
         }
         None => {
@@ -211,7 +211,7 @@ fn finish(
             } else {
                 format!("{} distinct abstract states", swept.coverage.states())
             };
-            println!(
+            courier::status!(
                 "passed: {} seeds, {} inputs, {} restarts in {:.2} s ({} inputs/s), {states}",
                 swept.seeds,
                 swept.inputs,
@@ -243,7 +243,7 @@ fn print_banner(args: &Args, seeds: &Range<u64>, jobs: usize) {
             None => args.restarts(),
         };
         let (swarm, _) = draw(seeds.start, restarts);
-        println!(
+        courier::status!(
             "seed={} version={} mutant={mutant} {swarm}",
             seeds.start,
             env!("CARGO_PKG_VERSION")
@@ -254,15 +254,16 @@ fn print_banner(args: &Args, seeds: &Range<u64>, jobs: usize) {
         } else {
             "on"
         };
-        println!(
+        courier::status!(
             "sim seeds={}..{} mutant={mutant} jobs={jobs} restarts={restarts} \
              report-format={REPORT_FORMAT}",
-            seeds.start, seeds.end
+            seeds.start,
+            seeds.end
         );
     }
-    println!("core debug assertions: {asserts}");
+    courier::status!("core debug assertions: {asserts}");
     if let Some(messages) = args.coverage_bound {
-        println!("{}", bound::banner(bound::bounds(messages)));
+        courier::status!("{}", bound::banner(bound::bounds(messages)));
     }
 }
 
@@ -287,7 +288,7 @@ fn print_diagram(args: &Args, path: &Path, report: &Report) {
     if !args.diagram {
         // Beside a device or a pipe no picture can go: no hint to add one.
         if files::check_beside("--report", path).is_ok() {
-            println!(
+            courier::status!(
                 "diagram: {} (not written; add --diagram)",
                 files::named(&svg)
             );
@@ -298,7 +299,7 @@ fn print_diagram(args: &Args, path: &Path, report: &Report) {
         files::replace(&svg, diagram.render(Format::Svg)).map_err(|error| error.to_string())
     });
     match drawn {
-        Ok(()) => println!("diagram: {}", files::named(&svg)),
+        Ok(()) => courier::status!("diagram: {}", files::named(&svg)),
         Err(error) => eprintln!(
             "error: --diagram {}: cannot write: {error}",
             files::named(&svg)
@@ -311,9 +312,10 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     let violation = run.violation.as_ref().expect("a violation failure");
     let evaluation = evaluate(prototype, &run.trace);
     if evaluation.violation.as_ref().map(|v| v.property) != Some(violation.property) {
-        println!(
+        courier::status!(
             "nondeterminism: seed={}: the trace does not reproduce `{}` on replay",
-            run.seed, violation.property
+            run.seed,
+            violation.property
         );
         return ExitCode::from(1);
     }
@@ -331,9 +333,9 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
         .report
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("race-{}.json", run.seed)));
-    println!("violation: {} seed={}", violation.property, run.seed);
-    println!("detail: {}", violation.detail);
-    println!("outputs: {}", report.output_hash);
+    courier::status!("violation: {} seed={}", violation.property, run.seed);
+    courier::status!("detail: {}", violation.detail);
+    courier::status!("outputs: {}", report.output_hash);
     if let Err(error) = files::replace(&path, report.to_json()) {
         // Named by its flag when the user gave it, as every output is.
         let flag = if args.report.is_some() {
@@ -346,18 +348,21 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
             files::named(&path)
         );
         // The run is deterministic: the seed alone brings the report back.
-        println!("rerun: {}", rerun_command(args, run.seed));
-        return ExitCode::from(2);
+        courier::status!("rerun: {}", rerun_command(args, run.seed));
+        // A report the user named is an output that failed (exit 2); the
+        // default, not asked for, leaves the verdict (exit 1) standing.
+        return ExitCode::from(if args.report.is_some() { 2 } else { 1 });
     }
     let shown = files::named(&path);
-    println!(
+    courier::status!(
         "report: {shown} ({} inputs, {} restarts)",
-        run.inputs, run.restarts
+        run.inputs,
+        run.restarts
     );
     print_diagram(args, &path, &report);
-    println!("replay: courier replay {shown}");
-    println!("shrink: courier shrink {shown} --out shrunk.txn");
-    println!("rerun: {}", rerun_command(args, run.seed));
+    courier::status!("replay: courier replay {shown}");
+    courier::status!("shrink: courier shrink {shown} --out shrunk.txn");
+    courier::status!("rerun: {}", rerun_command(args, run.seed));
     ExitCode::from(1)
 }
 

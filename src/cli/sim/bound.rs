@@ -36,14 +36,14 @@ pub(super) fn report(bounds: Bounds, prototype: &Agent, coverage: &Coverage) -> 
     let started = Instant::now();
     let checker: BTreeSet<u64> =
         reachable_fingerprints(&Space::new(bounds, prototype.clone(), true));
-    println!(
+    courier::status!(
         "checker's set: {} abstract states at messages={} ({:.2} s)",
         checker.len(),
         bounds.messages,
         started.elapsed().as_secs_f64()
     );
     let fraction = coverage.against(&checker);
-    println!(
+    courier::status!(
         "coverage: {} of {} checker states ({:.2}%), {} outside the checker's set",
         fraction.inside,
         fraction.checker,
@@ -51,7 +51,7 @@ pub(super) fn report(bounds: Bounds, prototype: &Agent, coverage: &Coverage) -> 
         fraction.outside
     );
     if fraction.outside > 0 {
-        println!(
+        courier::status!(
             "error: {} simulated states are not in the checker's set: \
              the engines fingerprint a state differently",
             fraction.outside
