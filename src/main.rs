@@ -74,7 +74,7 @@ enum Command {
     Diagram(cli::diagram::Args),
     /// Serve stateright's Explorer for the Courier model on 127.0.0.1.
     #[command(
-        after_help = "Prints the URL it serves on. Exit 0: stopped by Ctrl-C; 2: the port cannot be bound."
+        after_help = "Prints the URL it serves on. Exit 0: stopped by Ctrl-C (or SIGTERM, SIGHUP); 2: the port cannot be bound."
     )]
     Explore(cli::explore::Args),
     /// Serve the core over the JSON-lines protocol of docs/PROTOCOL.md.

@@ -918,6 +918,10 @@ fn bounded_memory_another_implementation_is_input_too() {
             "... (1000000 bytes in all)` is not JSON",
         ),
         ("", "error: --against: an empty command"),
+        (
+            "yes '{\"inserted\":\"A\"}'",
+            "goes on past 1048576 lines or 67108864 bytes without settling",
+        ),
     ];
     for (command, expected) in cases {
         for arguments in [
@@ -928,6 +932,98 @@ fn bounded_memory_another_implementation_is_input_too() {
             assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
             assert!(stderr.contains(expected), "{arguments:?}: {stderr}");
             assert!(stderr.len() < 2000, "{arguments:?}: {} bytes", stderr.len());
+        }
+    }
+}
+
+/// An implementation that never reads its stdin, sent a line longer than
+/// a pipe holds, times out like one that never answers (the write waits in
+/// a thread of its own). Before, `courier run` blocked in the write for
+/// ever. `COURIER_ANSWER_TIMEOUT` shortens the wait; a bad value is refused.
+#[cfg(unix)]
+#[test]
+fn bounded_time_an_implementation_that_does_not_read_times_out() {
+    let folder = folder();
+    let id = "A".repeat(200_000);
+    let transcript = write(&folder, "big.txn", format!("followup {id}\n----\n"));
+    let against = |timeout: &str| {
+        let mut child = courier()
+            .args(["run", "--against", "sleep 30", &text(&transcript)])
+            .env("COURIER_ANSWER_TIMEOUT", timeout)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        for _ in 0..200 {
+            if child.try_wait().unwrap().is_some() {
+                let output = child.wait_with_output().unwrap();
+                return (
+                    output.status.code(),
+                    String::from_utf8_lossy(&output.stderr).into_owned(),
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = child.kill();
+        panic!("`run --against 'sleep 30'` hangs on a write");
+    };
+    let (code, stderr) = against("1");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("` within 1s"), "{stderr}");
+    let (code, stderr) = against("soon");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("COURIER_ANSWER_TIMEOUT=soon: not a whole number of seconds"),
+        "{stderr}"
+    );
+}
+
+/// `courier` stopped by SIGTERM or SIGHUP (`timeout`, a closed terminal)
+/// while another implementation runs takes that implementation's whole
+/// process group with it, as Ctrl-C does, and exits 130. Before, the
+/// signal killed `courier` alone and left the implementation running.
+#[cfg(target_os = "linux")]
+#[test]
+fn never_leave_processes_a_terminated_run_takes_the_implementation_along() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", PASSING);
+    let pid_file = folder.path().join("grandchild.pid");
+    let command = format!(
+        "sh -c 'echo $$ > {}; exec sleep 300' >/dev/null 2>&1 & wait",
+        text(&pid_file)
+    );
+    for signal in ["TERM", "HUP"] {
+        let _ = std::fs::remove_file(&pid_file);
+        let mut child = courier()
+            .args(["run", "--against", &command, &text(&transcript)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut pid = String::new();
+        for _ in 0..100 {
+            pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+            if pid.ends_with('\n') {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let pid = pid.trim().to_owned();
+        assert!(!pid.is_empty(), "the implementation started");
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "SIG{signal}: {status:?}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !dead(&pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if !dead(&pid) {
+            let _ = Command::new("kill").args(["-9", &pid]).status();
+            panic!("SIG{signal}: the implementation {pid} outlived courier");
         }
     }
 }

@@ -5,8 +5,8 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command as Process, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::process::{Child, Command as Process, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use courier::files::{self, shown};
@@ -14,9 +14,35 @@ use courier_core::transcript::{Command, RUN_INPUTS_MAX, Stalled, parse_command};
 use courier_core::{AwaitPoint, Input, Output, PreStepDecision, Status, StepOutcome, Stimulus};
 use serde_json::Value;
 
-/// How long one answer may take: an implementation that hangs is a failure
-/// to report, not a reason for `courier run` to hang too.
+/// How long one answer may take, whole (a line trickled now and then does
+/// not extend it): an implementation that hangs, or stops reading its
+/// stdin, is a failure to report, not a reason for `courier run` to hang.
+/// `COURIER_ANSWER_TIMEOUT` (whole seconds) sets another.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The answer timeout: [`ANSWER_TIMEOUT`], or `COURIER_ANSWER_TIMEOUT`.
+fn answer_timeout() -> Result<Duration, String> {
+    match std::env::var("COURIER_ANSWER_TIMEOUT") {
+        Err(std::env::VarError::NotPresent) => Ok(ANSWER_TIMEOUT),
+        Ok(seconds) => match seconds.parse::<u64>() {
+            Ok(seconds) if seconds > 0 => Ok(Duration::from_secs(seconds)),
+            _ => Err(format!(
+                "COURIER_ANSWER_TIMEOUT={}: not a whole number of seconds from 1",
+                shown(&seconds)
+            )),
+        },
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err("COURIER_ANSWER_TIMEOUT: not a whole number of seconds from 1".to_owned())
+        }
+    }
+}
+
+/// The most lines and bytes one answer may hold: an implementation that
+/// answers one stimulus without end is a failure to report, not a reason
+/// to fill memory. One stimulus of the core answers with a few lines per
+/// message it moves; these are far beyond any honest answer.
+const ANSWER_LINES_MAX: usize = 1 << 20;
+const ANSWER_BYTES_MAX: usize = 64 << 20;
 
 /// The shell command `--against dsh` stands for: node on the dsh adapter's
 /// bundle, built first when its dependencies are installed.
@@ -71,18 +97,31 @@ fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
-/// One running implementation: its stdin, and its stdout's lines as a
-/// reader thread hands them over (so an answer can time out).
+/// One running implementation: a writer thread feeding its stdin, and its
+/// stdout's lines as a reader thread hands them over (so an answer can time
+/// out, even when the implementation stops reading and a write blocks).
 pub(crate) struct Peer {
     child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<std::io::Result<String>>,
+    stdin: Option<Sender<String>>,
+    lines: Receiver<Heard>,
+    timeout: Duration,
+}
+
+/// What the reader and writer threads hand over.
+enum Heard {
+    /// One line of stdout, without its newline.
+    Line(String),
+    /// Stdout ended: the implementation exited or closed it.
+    Closed,
+    /// Why the conversation broke (a read or a write failed), said whole.
+    Broken(String),
 }
 
 impl Peer {
     /// Spawns `command` with `sh -c` in a process group of its own (see
     /// [`group`]); its stderr passes through.
     pub(crate) fn spawn(command: &str) -> Result<Peer, String> {
+        let timeout = answer_timeout()?;
         let mut process = Process::new("sh");
         process
             .args(["-c", command])
@@ -90,11 +129,23 @@ impl Peer {
             .stdout(Stdio::piped());
         let mut child = group::spawn(&mut process)
             .map_err(|error| format!("cannot spawn `{command}`: {error}"))?;
-        let stdin = child.stdin.take();
+        let stdin = child.stdin.take().ok_or("no stdin pipe")?;
         let stdout = child.stdout.take().ok_or("no stdout pipe")?;
         // Bounded, so an implementation that floods stdout waits for the
         // reader instead of filling memory.
         let (sender, lines) = std::sync::mpsc::sync_channel(64);
+        let (writer, written) = std::sync::mpsc::channel::<String>();
+        let broken = sender.clone();
+        std::thread::spawn(move || {
+            let mut stdin = stdin;
+            for line in written {
+                if let Err(error) = writeln!(stdin, "{line}").and_then(|()| stdin.flush()) {
+                    let said = format!("cannot write to the implementation: {error}");
+                    let _gone = broken.send(Heard::Broken(said));
+                    return;
+                }
+            }
+        });
         std::thread::spawn(move || {
             let mut stdout = BufReader::new(stdout);
             // Each line read whole, but no longer than the protocol's cap:
@@ -104,63 +155,75 @@ impl Peer {
                 let read = (&mut stdout)
                     .take(super::serve::LINE_MAX + 1)
                     .read_until(b'\n', &mut line);
-                let line = match read {
-                    Ok(0) => return,
-                    Ok(_) if line.len() as u64 > super::serve::LINE_MAX => {
-                        Err(std::io::Error::other(format!(
-                            "it printed a line longer than {} bytes",
-                            super::serve::LINE_MAX
-                        )))
-                    }
+                let heard = match read {
+                    Ok(0) => Heard::Closed,
+                    Ok(_) if line.len() as u64 > super::serve::LINE_MAX => Heard::Broken(format!(
+                        "cannot read its answer: it printed a line longer than {} bytes",
+                        super::serve::LINE_MAX
+                    )),
                     Ok(_) => {
                         let text = line.strip_suffix(b"\n").unwrap_or(&line);
-                        String::from_utf8(text.to_vec()).map_err(|_| {
-                            std::io::Error::other(format!(
-                                "its line `{}` is not UTF-8",
+                        match String::from_utf8(text.to_vec()) {
+                            Ok(text) => Heard::Line(text),
+                            Err(_) => Heard::Broken(format!(
+                                "cannot read its answer: its line `{}` is not UTF-8",
                                 shown(&String::from_utf8_lossy(text))
-                            ))
-                        })
+                            )),
+                        }
                     }
-                    Err(error) => Err(error),
+                    Err(error) => Heard::Broken(format!("cannot read its answer: {error}")),
                 };
-                let broke = line.is_err();
-                if sender.send(line).is_err() || broke {
+                let last = !matches!(heard, Heard::Line(_));
+                if sender.send(heard).is_err() || last {
                     return;
                 }
             }
         });
         Ok(Peer {
             child,
-            stdin,
+            stdin: Some(writer),
             lines,
+            timeout,
         })
     }
 
     /// Sends one line and returns the JSON values answering it, up to (not
     /// including) the `{"settled":true}` marker.
     fn ask(&mut self, line: &str) -> Result<Vec<Value>, String> {
-        let stdin = self.stdin.as_mut().ok_or("stdin already closed")?;
-        writeln!(stdin, "{line}")
-            .and_then(|()| stdin.flush())
-            .map_err(|error| format!("cannot write to the implementation: {error}"))?;
+        let stdin = self.stdin.as_ref().ok_or("stdin already closed")?;
+        stdin
+            .send(line.to_owned())
+            .map_err(|_| "cannot write to the implementation: its writer stopped")?;
+        let deadline = Instant::now() + self.timeout;
         let mut values = Vec::new();
+        let mut bytes = 0;
         loop {
-            let text = match self.lines.recv_timeout(ANSWER_TIMEOUT) {
-                Ok(Ok(text)) => text,
-                Ok(Err(error)) => return Err(format!("cannot read its answer: {error}")),
+            let left = deadline.saturating_duration_since(Instant::now());
+            let text = match self.lines.recv_timeout(left) {
+                Ok(Heard::Line(text)) => text,
+                Ok(Heard::Broken(said)) => return Err(said),
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(format!(
-                        "no answer to `{}` within {ANSWER_TIMEOUT:?}",
-                        shown(&line)
+                        "no answer to `{}` within {:?}",
+                        shown(&line),
+                        self.timeout
                     ));
                 }
-                Err(RecvTimeoutError::Disconnected) => {
+                Ok(Heard::Closed) | Err(RecvTimeoutError::Disconnected) => {
                     return Err(format!(
                         "it exited (or closed its stdout) before settling `{}`",
                         shown(&line)
                     ));
                 }
             };
+            bytes += text.len();
+            if values.len() >= ANSWER_LINES_MAX || bytes > ANSWER_BYTES_MAX {
+                return Err(format!(
+                    "its answer to `{}` goes on past {ANSWER_LINES_MAX} lines or \
+                     {ANSWER_BYTES_MAX} bytes without settling",
+                    shown(&line)
+                ));
+            }
             let value: Value = serde_json::from_str(&text)
                 .map_err(|error| format!("its line `{}` is not JSON: {error}", shown(&text)))?;
             if value == serde_json::json!({ "settled": true }) {
@@ -367,9 +430,9 @@ impl From<String> for Broke {
 /// Another implementation runs in a process group of its own, led by the
 /// `sh` that starts it, so the whole group can be killed: killing `sh`
 /// alone would leave node (or whatever the command started) running. A
-/// group of its own is also out of the terminal's reach, so Ctrl-C is
-/// handled here: it kills every live group, then exits 130 as the signal
-/// would have.
+/// group of its own is also out of the terminal's reach, so Ctrl-C (and
+/// SIGTERM or SIGHUP: `timeout`, a closed terminal, a CI runner's stop) is
+/// handled here: it kills every live group, then exits 130.
 #[cfg(unix)]
 mod group {
     use std::io;
