@@ -2,10 +2,10 @@
 //! through here.
 //!
 //! [`check_paths`] refuses, before anything is written, an output that is a
-//! folder, read-only or a dangling link, lies in a folder that does not exist, or is the same
-//! file as an input or as another output of the same command (compared as
-//! canonical paths, a file not yet written being its canonical folder plus
-//! its name, and by inode). [`replace`] and [`Staged`] write through a
+//! folder, read-only or a dangling link, lies in a folder that does not
+//! exist, or is the same file as an input or as another output of the same
+//! command (compared as canonical paths, a file not yet written being its
+//! canonical folder plus its name, and by inode). [`replace`] and [`Staged`] write through a
 //! temporary file in the target's own folder and rename it over the target,
 //! so a full disk, a kill or a write error leaves the old file whole (or no
 //! file at all); a device or pipe is written in place, from a temporary
@@ -21,6 +21,7 @@
 use std::fs::{self, File, Permissions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tempfile::NamedTempFile;
 
@@ -36,8 +37,8 @@ pub struct Output<'a> {
 
 /// Refuses the outputs of one command before anything is written: a folder,
 /// a read-only file (the rename would go around its mode), a dangling link,
-/// a path in a missing folder, the same file as an input, or the same file as another
-/// output (also through a link). The error names the flag and the path.
+/// a path in a missing folder, the same file as an input, or the same file
+/// as another output (also through a link). The error names the flag and the path.
 /// Outputs it passes are noted with [`output_to`].
 pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), String> {
     let inputs: Vec<(&Path, Option<Identity>)> = inputs
@@ -165,8 +166,7 @@ pub fn is_stdout(path: &Path) -> bool {
 }
 
 /// Whether an output of this command is its stdout (see [`output_to`]).
-static STDOUT_IS_AN_OUTPUT: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
+static STDOUT_IS_AN_OUTPUT: AtomicBool = AtomicBool::new(false);
 
 /// Notes that the command writes an output to `path`: when that is its
 /// stdout (`--out /dev/stdout`), its status lines ([`status!`]) go to
@@ -175,13 +175,13 @@ static STDOUT_IS_AN_OUTPUT: std::sync::atomic::AtomicBool =
 /// [`status!`]: crate::status
 pub fn output_to(path: &Path) {
     if is_stdout(path) {
-        STDOUT_IS_AN_OUTPUT.store(true, std::sync::atomic::Ordering::Relaxed);
+        STDOUT_IS_AN_OUTPUT.store(true, Ordering::Relaxed);
     }
 }
 
 /// Whether status lines go to stderr (see [`output_to`]).
 pub fn status_on_stderr() -> bool {
-    STDOUT_IS_AN_OUTPUT.load(std::sync::atomic::Ordering::Relaxed)
+    STDOUT_IS_AN_OUTPUT.load(Ordering::Relaxed)
 }
 
 /// `println!` for a command's status lines (a verdict, `wrote FILE`): on
@@ -418,7 +418,7 @@ enum Replacing {
 /// ours now) is not ours: it is left alone and the next N is tried. NAME is
 /// cut (at a character) so the whole fits the file system's 255 bytes.
 fn temporary_in(folder: &Path, name: &str) -> io::Result<NamedTempFile> {
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::AtomicU64;
     /// How many stale names in a row are passed over before giving up.
     const TRIES: u32 = 1000;
     static MADE: AtomicU64 = AtomicU64::new(0);
@@ -657,7 +657,7 @@ static STDOUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 /// [`flush_stdout`] neither says it again nor overrides the exit code the
 /// command chose (`serve-protocol` ends with 0 when its client goes).
 pub fn stdout_failed(error: &io::Error) {
-    let again = STDOUT_FAILED.swap(true, std::sync::atomic::Ordering::Relaxed);
+    let again = STDOUT_FAILED.swap(true, Ordering::Relaxed);
     if !again && error.kind() != io::ErrorKind::BrokenPipe {
         let _unreported = writeln!(io::stderr(), "error: cannot write to stdout: {error}");
     }
@@ -668,7 +668,7 @@ pub fn stdout_failed(error: &io::Error) {
 /// for a closed pipe; `None` when the command already met the failure
 /// ([`stdout_failed`]) and chose its exit code.
 pub fn flush_stdout() -> Option<std::process::ExitCode> {
-    if STDOUT_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+    if STDOUT_FAILED.load(Ordering::Relaxed) {
         return None;
     }
     let error = io::stdout().flush().err()?;

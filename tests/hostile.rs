@@ -297,6 +297,27 @@ fn never_destroy_a_hard_link_to_the_input_or_a_read_only_file_is_refused() {
     assert_eq!(kept, PASSING.replace("idle\n", "busy\n"));
 }
 
+/// `repair --out` writes only new files: a file that appears at the
+/// target while the repaired log is staged (another process, a second
+/// run) is not replaced. Before, the final rename went over it.
+#[test]
+fn never_destroy_a_file_made_while_a_new_file_was_staged_is_kept() {
+    use std::io::Write as _;
+    let folder = folder();
+    let target = folder.path().join("repaired.jsonl");
+    let mut staged = courier::files::Staged::new(&target).unwrap();
+    staged.file().write_all(b"staged\n").unwrap();
+    std::fs::write(&target, "made meanwhile\n").unwrap();
+    let error = staged.commit_new().unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::AlreadyExists, "{error}");
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "made meanwhile\n"
+    );
+    let left: Vec<_> = std::fs::read_dir(folder.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "no temporary file left: {left:?}");
+}
+
 /// An output that is a link to a file that does not exist: the rename
 /// replaced the user's link with a regular file. Now refused, the link
 /// left as it was, for every command that writes a file.

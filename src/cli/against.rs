@@ -22,19 +22,20 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The answer timeout: [`ANSWER_TIMEOUT`], or `COURIER_ANSWER_TIMEOUT`.
 fn answer_timeout() -> Result<Duration, String> {
-    match std::env::var("COURIER_ANSWER_TIMEOUT") {
-        Err(std::env::VarError::NotPresent) => Ok(ANSWER_TIMEOUT),
-        Ok(seconds) => match seconds.parse::<u64>() {
-            Ok(seconds) if seconds > 0 => Ok(Duration::from_secs(seconds)),
-            _ => Err(format!(
+    let Some(value) = std::env::var_os("COURIER_ANSWER_TIMEOUT") else {
+        return Ok(ANSWER_TIMEOUT);
+    };
+    value
+        .to_str()
+        .and_then(|seconds| seconds.parse::<u64>().ok())
+        .filter(|&seconds| seconds > 0)
+        .map(Duration::from_secs)
+        .ok_or_else(|| {
+            format!(
                 "COURIER_ANSWER_TIMEOUT={}: not a whole number of seconds from 1",
-                shown(&seconds)
-            )),
-        },
-        Err(std::env::VarError::NotUnicode(_)) => {
-            Err("COURIER_ANSWER_TIMEOUT: not a whole number of seconds from 1".to_owned())
-        }
-    }
+                files::named(&value)
+            )
+        })
 }
 
 /// The most lines and bytes one answer may hold: an implementation that
@@ -129,7 +130,7 @@ impl Peer {
             .stdout(Stdio::piped());
         let mut child = group::spawn(&mut process)
             .map_err(|error| format!("cannot spawn `{command}`: {error}"))?;
-        let stdin = child.stdin.take().ok_or("no stdin pipe")?;
+        let mut stdin = child.stdin.take().ok_or("no stdin pipe")?;
         let stdout = child.stdout.take().ok_or("no stdout pipe")?;
         // Bounded, so an implementation that floods stdout waits for the
         // reader instead of filling memory.
@@ -137,7 +138,6 @@ impl Peer {
         let (writer, written) = std::sync::mpsc::channel::<String>();
         let broken = sender.clone();
         std::thread::spawn(move || {
-            let mut stdin = stdin;
             for line in written {
                 if let Err(error) = writeln!(stdin, "{line}").and_then(|()| stdin.flush()) {
                     let said = format!("cannot write to the implementation: {error}");

@@ -10,8 +10,9 @@
 //! rename. The input is only ever read.
 //!
 //! Exit 0 on success; 2 when the log cannot be read or is corrupt (naming
-//! the line), or `--out` names the input or any file that exists (it is
-//! never overwritten); 1 when the output cannot be written.
+//! the line), when `--out` names the input or any file that exists (it is
+//! never overwritten, not even one made while the repair ran), or when the
+//! output cannot be written.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
