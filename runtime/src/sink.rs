@@ -204,8 +204,7 @@ impl JsonlFile {
                 return Err(io::Error::new(
                     ErrorKind::InvalidData,
                     format!(
-                        "{:?} ends inside a line (a torn tail): resume it, which cuts the tail, before appending",
-                        path
+                        "{path:?} ends inside a line (a torn tail): resume it, which cuts the tail, before appending"
                     ),
                 ));
             }
@@ -296,14 +295,21 @@ impl JsonlFile {
 /// who has it. A file system that cannot lock is refused too: without the
 /// lock nothing stops a second writer from corrupting the log.
 pub(crate) fn take_writer(file: &File, path: &Path) -> io::Result<()> {
+    if !file.metadata()?.is_file() {
+        // A folder, a FIFO (whose read would wait for a writer for ever) or
+        // a device cannot be read back, cut at a torn tail or synced.
+        return Err(io::Error::new(
+            ErrorKind::InvalidInput,
+            format!("{path:?} is not a regular file: a session log is a file to append to"),
+        ));
+    }
     match file.try_lock() {
         Ok(()) => Ok(()),
         Err(TryLockError::WouldBlock) => Err(io::Error::new(
             ErrorKind::ResourceBusy,
             format!(
-                "{:?} is in use: another agent (in this process or another) appends to it; \
-                 a log has one writer, free once that agent is disposed or dropped, or its process ends",
-                path
+                "{path:?} is in use: another agent (in this process or another) appends to it; \
+                 a log has one writer, free once that agent is disposed or dropped, or its process ends"
             ),
         )),
         Err(TryLockError::Error(error)) => Err(io::Error::new(

@@ -184,6 +184,27 @@ fn a_corrupt_middle_line_is_refused_naming_it_and_the_file_untouched() {
     }
 }
 
+/// A log that is not a regular file is refused at once, naming it: a FIFO
+/// (before, the resume's read waited for a writer for ever) or a device.
+#[cfg(unix)]
+#[test]
+fn a_log_that_is_not_a_regular_file_is_refused() {
+    let (_folder, path) = log_path();
+    let made = std::process::Command::new("mkfifo").arg(&path).status();
+    assert!(made.is_ok_and(|status| status.success()), "mkfifo");
+    for path in [path.as_path(), Path::new("/dev/null")] {
+        let Err(ResumeError::Io(error)) = resume(path) else {
+            panic!("{path:?} resumed, or refused for another reason");
+        };
+        assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
+        assert!(
+            error.to_string().contains("is not a regular file"),
+            "{error}"
+        );
+        assert!(error.to_string().contains(&format!("{path:?}")), "{error}");
+    }
+}
+
 #[test]
 fn a_crash_while_the_closers_are_written_resumes_cleanly_again() {
     let (_folder, path) = cut_session(r#""user/message""#, 1, 0);
