@@ -968,25 +968,15 @@ fn bounded_time_an_implementation_that_does_not_read_times_out() {
     let id = "A".repeat(200_000);
     let transcript = write(&folder, "big.txn", format!("followup {id}\n----\n"));
     let against = |timeout: &str| {
-        let mut child = courier()
-            .args(["run", "--against", "sleep 30", &text(&transcript)])
+        let child = courier()
+            .args(["run", "--against", "sleep 300", &text(&transcript)])
             .env("COURIER_ANSWER_TIMEOUT", timeout)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        for _ in 0..200 {
-            if child.try_wait().unwrap().is_some() {
-                let output = child.wait_with_output().unwrap();
-                return (
-                    output.status.code(),
-                    String::from_utf8_lossy(&output.stderr).into_owned(),
-                );
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        let _ = child.kill();
-        panic!("`run --against 'sleep 30'` hangs on a write");
+        let (code, _, stderr) = wait_bounded(child, "`run --against 'sleep 300'`, a write");
+        (code, stderr)
     };
     let (code, stderr) = against("1");
     assert_eq!(code, Some(2), "{stderr}");
@@ -2098,12 +2088,18 @@ fn never_panic_a_label_wider_than_its_lane_is_drawn_cut() {
 /// Runs `courier` with `arguments`, its stdout a pipe, for at most a
 /// minute (killed then, failing the test): its exit code, stdout and stderr.
 fn run_bounded(arguments: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = courier()
+    let child = courier()
         .args(arguments)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("courier runs");
+    wait_bounded(child, &format!("{arguments:?}"))
+}
+
+/// Waits up to a minute for `child` (spawned with piped stdout and
+/// stderr): its exit code, stdout and stderr. Killed and failed if it hangs.
+fn wait_bounded(mut child: std::process::Child, what: &str) -> (Option<i32>, String, String) {
     for _ in 0..600 {
         if child.try_wait().expect("a child to wait for").is_some() {
             let output = child.wait_with_output().expect("courier ends");
@@ -2117,7 +2113,7 @@ fn run_bounded(arguments: &[&str]) -> (Option<i32>, String, String) {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let _ = child.kill();
-    panic!("{arguments:?} hangs");
+    panic!("{what} hangs");
 }
 
 /// `--diagram` beside an output that is a device or a pipe (`--out
