@@ -1028,14 +1028,7 @@ fn never_leave_processes_a_terminated_run_takes_the_implementation_along() {
         assert!(sent.success());
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(130), "SIG{signal}: {status:?}");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while !dead(&pid) && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        if !dead(&pid) {
-            let _ = Command::new("kill").args(["-9", &pid]).status();
-            panic!("SIG{signal}: the implementation {pid} outlived courier");
-        }
+        assert_dies(&pid, &format!("SIG{signal}: the implementation"));
     }
 }
 
@@ -1334,6 +1327,20 @@ fn never_destroy_an_edit_made_while_rewrite_runs() {
     }
 }
 
+/// Fails (killing it) unless process `pid` is gone within 5 s: a signal is
+/// delivered before `kill` returns, but the process may take a moment.
+#[cfg(target_os = "linux")]
+fn assert_dies(pid: &str, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !dead(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if !dead(pid) {
+        let _ = Command::new("kill").args(["-9", pid]).status();
+        panic!("{what} {pid} outlived courier");
+    }
+}
+
 /// Whether process `pid` is gone (or a zombie waiting for its reaper,
 /// which is dead too: `kill -0` would still find it).
 #[cfg(unix)]
@@ -1383,16 +1390,7 @@ fn never_leave_processes_another_implementation_dies_with_its_children() {
         let pid = std::fs::read_to_string(&pid_file).expect("the grandchild wrote its pid");
         let pid = pid.trim();
         assert!(!pid.is_empty());
-        // SIGKILL is delivered before `killpg` returns, but the process may
-        // take a moment to exit.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while !dead(pid) && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        if !dead(pid) {
-            let _ = Command::new("kill").args(["-9", pid]).status();
-            panic!("{arguments:?}: grandchild {pid} outlived the run");
-        }
+        assert_dies(pid, &format!("{arguments:?}: grandchild"));
     }
 }
 
