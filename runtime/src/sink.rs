@@ -6,11 +6,12 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use courier_core::Output;
 use courier_core::log::{durable_line, encode_durable};
 
-use crate::sync::{Arc, Mutex, lock};
+use crate::sync::{Arc, Mutex, lock, pause};
 
 /// A destination for log lines. Called outside the agent's lock, by one
 /// writer at a time, in the log's order. Its first error (or panic, which
@@ -291,6 +292,16 @@ impl JsonlFile {
     }
 }
 
+/// How long a busy lock is tried again before the log is called in use: 1,
+/// 2, 4, ... 128 ms (255 ms in all). A process that any thread of this
+/// program spawns holds a copy of every open descriptor from its fork to
+/// its exec (close-on-exec closes them only then), and with it the lock of
+/// a log this program has just let go: a resume right after a dispose was
+/// refused as "in use" while another thread spawned a child (seen under
+/// load in `runtime/tests/resume.rs`). That copy goes within moments; a
+/// real second writer keeps the lock for as long as it lives.
+const BUSY_WAITS: std::ops::Range<u32> = 0..8;
+
 /// Takes the log's one-writer lock on `file` (opened from `path`), or says
 /// who has it. A file system that cannot lock is refused too: without the
 /// lock nothing stops a second writer from corrupting the log.
@@ -303,19 +314,29 @@ pub(crate) fn take_writer(file: &File, path: &Path) -> io::Result<()> {
             format!("{path:?} is not a regular file: a session log is a file to append to"),
         ));
     }
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(TryLockError::WouldBlock) => Err(io::Error::new(
-            ErrorKind::ResourceBusy,
-            format!(
-                "{path:?} is in use: another agent (in this process or another) appends to it; \
-                 a log has one writer, free once that agent is disposed or dropped, or its process ends"
-            ),
-        )),
-        Err(TryLockError::Error(error)) => Err(io::Error::new(
-            error.kind(),
-            format!("cannot lock {path:?}: {error}"),
-        )),
+    let mut waits = BUSY_WAITS.map(|power| Duration::from_millis(1 << power));
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) => match waits.next() {
+                Some(wait) => pause(wait),
+                None => {
+                    return Err(io::Error::new(
+                        ErrorKind::ResourceBusy,
+                        format!(
+                            "{path:?} is in use: another agent (in this process or another) appends to it; \
+                             a log has one writer, free once that agent is disposed or dropped, or its process ends"
+                        ),
+                    ));
+                }
+            },
+            Err(TryLockError::Error(error)) => {
+                return Err(io::Error::new(
+                    error.kind(),
+                    format!("cannot lock {path:?}: {error}"),
+                ));
+            }
+        }
     }
 }
 

@@ -55,3 +55,10 @@ pub(crate) fn wait_timeout<'a, T>(
         .unwrap_or_else(PoisonError::into_inner);
     guard
 }
+
+/// Sleeps for `duration` of real time, in both builds: for waiting on
+/// another process (a log's lock, see `sink::take_writer`), which is not a
+/// primitive any model explores.
+pub(crate) fn pause(duration: Duration) {
+    std::thread::sleep(duration);
+}

@@ -222,6 +222,43 @@ fn a_crash_while_the_closers_are_written_resumes_cleanly_again() {
     }
 }
 
+/// A child that another thread spawns holds a copy of every descriptor of
+/// this process from its fork to its exec, the log's locked one among
+/// them: a resume right after the agent was dropped waits for the exec
+/// instead of calling the log in use. (Before: refused as in use; CI met it
+/// when the FIFO test above ran `mkfifo` at that moment, 8 runs in 300
+/// under load.) Here the child stays between fork and exec for 50 ms.
+#[cfg(unix)]
+#[test]
+fn a_lock_a_spawning_child_holds_until_its_exec_is_waited_for() {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+
+    let (_folder, path) = cut_session(r#""user/message""#, 1, 0);
+    let handle = resume(&path).expect("resumable");
+    let (mut forked, in_child) = io::pipe().expect("a pipe");
+    let spawner = std::thread::spawn(move || {
+        let mut command = std::process::Command::new("true");
+        // SAFETY: between fork and exec the child only writes to a pipe
+        // and sleeps (`write` and `nanosleep`, both async-signal-safe).
+        unsafe {
+            command.pre_exec(move || {
+                (&in_child).write_all(b"f")?;
+                std::thread::sleep(Duration::from_millis(50));
+                Ok(())
+            });
+        }
+        command.status()
+    });
+    let mut byte = [0];
+    forked.read_exact(&mut byte).expect("the child forked");
+    drop(handle);
+    let again = resume(&path);
+    let status = spawner.join().expect("the spawner thread");
+    assert!(status.is_ok_and(|status| status.success()), "`true` ran");
+    assert!(again.is_ok(), "{:?}", again.err());
+}
+
 /// A resumed agent, live: its handle and its driver task (not run).
 fn resume_live(path: &Path) -> (Handle, impl Sized) {
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
