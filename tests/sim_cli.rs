@@ -7,11 +7,14 @@ mod common;
 
 use common::{courier, stdout};
 
-/// A fresh scratch file under cargo's per-target temp folder.
-fn scratch(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sim_cli-{name}"));
-    let _ = std::fs::remove_file(&path);
-    path
+/// A path named `name` in a fresh temporary folder (removed when the
+/// folder is dropped): nothing there yet, and never shared with another
+/// run of these tests (a fixed path under cargo's temp folder was, so two
+/// runs at once overwrote each other's reports).
+fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let path = folder.path().join(name);
+    (folder, path)
 }
 
 #[test]
@@ -91,7 +94,7 @@ fn a_format_1_report_still_replays() {
     let json = report.to_json();
     let old = json.replace(",\n    \"restart_percent\": 0", "");
     assert!(!old.contains("restart"), "{old}");
-    let path = scratch("format-1.json");
+    let (_path_folder, path) = scratch("format-1.json");
     std::fs::write(&path, old).expect("writable");
     let output = courier(&["replay", path.to_str().expect("utf-8")]);
     let text = stdout(&output);
@@ -173,18 +176,18 @@ fn bad_arguments_and_bad_reports_exit_2() {
             .code(),
         Some(2)
     );
-    let missing = scratch("missing.json");
+    let (_missing_folder, missing) = scratch("missing.json");
     let output = courier(&["replay", missing.to_str().expect("utf-8")]);
     assert_eq!(output.status.code(), Some(2));
 
-    let malformed = scratch("malformed.json");
+    let (_malformed_folder, malformed) = scratch("malformed.json");
     std::fs::write(&malformed, "{\"format\": 1, \"seed\": \"x\"}").expect("writable");
     let output = courier(&["replay", malformed.to_str().expect("utf-8")]);
     assert_eq!(output.status.code(), Some(2));
     let error = String::from_utf8_lossy(&output.stderr);
     assert!(error.contains("not a race report"), "{error}");
 
-    let future = scratch("future.json");
+    let (_future_folder, future) = scratch("future.json");
     std::fs::write(&future, "{\"format\": 99}").expect("writable");
     let output = courier(&["replay", future.to_str().expect("utf-8")]);
     assert_eq!(output.status.code(), Some(2));
@@ -203,7 +206,7 @@ fn bad_arguments_and_bad_reports_exit_2() {
 #[cfg(feature = "mutants")]
 #[test]
 fn a_planted_bug_is_found_replayed_and_shrunk_from_the_command_line() {
-    let report = scratch("no-latch.json");
+    let (_report_folder, report) = scratch("no-latch.json");
     let report_path = report.to_str().expect("utf-8");
     let found = courier(&[
         "sim",
@@ -234,7 +237,7 @@ fn a_planted_bug_is_found_replayed_and_shrunk_from_the_command_line() {
     );
     assert!(!replayed_text.contains("note: "), "{replayed_text}");
 
-    let shrunk = scratch("no-latch.txn");
+    let (_shrunk_folder, shrunk) = scratch("no-latch.txn");
     let shrunk_path = shrunk.to_str().expect("utf-8");
     let output = courier(&["shrink", report_path, "--out", shrunk_path]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
@@ -264,7 +267,7 @@ fn a_planted_bug_is_found_replayed_and_shrunk_from_the_command_line() {
 #[cfg(feature = "mutants")]
 #[test]
 fn a_resume_bug_is_found_and_shrunk_to_a_transcript_with_a_restart() {
-    let report = scratch("resume-skips-claims.json");
+    let (_report_folder, report) = scratch("resume-skips-claims.json");
     let report_path = report.to_str().expect("utf-8");
     let mutant = "resume-skips-claims";
     let found = courier(&[
@@ -297,7 +300,7 @@ fn a_resume_bug_is_found_and_shrunk_to_a_transcript_with_a_restart() {
         "{replayed_text}"
     );
 
-    let shrunk = scratch("resume-skips-claims.txn");
+    let (_shrunk_folder, shrunk) = scratch("resume-skips-claims.txn");
     let shrunk_path = shrunk.to_str().expect("utf-8");
     let output = courier(&["shrink", report_path, "--out", shrunk_path]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
