@@ -256,6 +256,49 @@ pub fn replace(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
     replace_with(path, |file| file.write_all(bytes.as_ref()))
 }
 
+/// What a command writes where the user named no path (`check`'s
+/// `counterexample.txn`, `sim`'s `race-<seed>.json`), and how to tell a
+/// file it wrote there before (which it replaces) from a file of the
+/// user's that happens to have the name (which it keeps).
+pub struct DefaultOutput<'a> {
+    /// Where it goes.
+    pub path: &'a Path,
+    /// The flag that names another path.
+    pub flag: &'static str,
+    /// Whether the start of a file (up to 4 KiB) is one this command wrote.
+    pub ours: fn(&[u8]) -> bool,
+}
+
+impl DefaultOutput<'_> {
+    /// Why the default path cannot be replaced, if a file of the user's is
+    /// there: never overwritten for a default nobody asked for.
+    pub fn foreign(&self) -> Option<String> {
+        let file = File::open(self.path).ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut start = Vec::new();
+        file.take(4096).read_to_end(&mut start).ok()?;
+        (!(self.ours)(&start)).then(|| {
+            format!(
+                "{} is there and was not written by this command: kept (name another \
+                 file with {})",
+                named(self.path),
+                self.flag
+            )
+        })
+    }
+
+    /// [`replace`], unless [`DefaultOutput::foreign`] says the file there
+    /// is the user's.
+    pub fn replace(&self, bytes: impl AsRef<[u8]>) -> io::Result<()> {
+        match self.foreign() {
+            Some(why) => Err(io::Error::new(io::ErrorKind::AlreadyExists, why)),
+            None => replace(self.path, bytes),
+        }
+    }
+}
+
 /// Writes `path` through `write`, whole or not at all: `write` fills a
 /// temporary file in `path`'s folder, which is synced and renamed over
 /// `path`. If `write` fails (a full disk), `path` is as it was and the

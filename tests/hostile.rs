@@ -1643,6 +1643,66 @@ fn truthful_an_unwritable_default_output_keeps_the_verdict() {
     }
 }
 
+/// A file of the user's that has a default output's name is kept: `check`
+/// (no `--out`) and `sim` (no `--report`) replace only a counterexample or
+/// a race report they wrote before, and print what they found instead
+/// (the verdict stands, exit 1). Before, both replaced the user's file.
+#[cfg(feature = "mutants")]
+#[test]
+fn never_destroy_a_default_output_keeps_a_users_file_of_that_name() {
+    for (arguments, name, printed) in [
+        (
+            &[
+                "check",
+                "--mutant",
+                "no-latch",
+                "--messages",
+                "2",
+                "--restarts",
+                "0",
+            ][..],
+            "counterexample.txn",
+            "shortest counterexample:",
+        ),
+        (
+            &["sim", "--mutant", "no-latch", "--seeds", "0..5"][..],
+            "race-0.json",
+            "rerun: courier sim --seeds 0 ",
+        ),
+    ] {
+        let folder = folder();
+        let mine = write(&folder, name, "my notes\n");
+        let found = || {
+            courier()
+                .args(arguments)
+                .current_dir(folder.path())
+                .output()
+                .expect("courier runs")
+        };
+        let output = found();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}: {stdout}{stderr}");
+        assert!(stdout.contains(printed), "{name}: {stdout}");
+        assert!(
+            stderr.contains(&format!(
+                "{name} is there and was not written by this command: kept"
+            )),
+            "{name}: {stderr}"
+        );
+        assert_eq!(std::fs::read_to_string(&mine).expect("kept"), "my notes\n");
+        // What the command wrote itself it replaces on the next run.
+        std::fs::remove_file(&mine).expect("removable");
+        for run in 1..=2 {
+            let output = found();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(1), "{name} run {run}: {stderr}");
+            assert!(!stderr.contains("error"), "{name} run {run}: {stderr}");
+            assert!(mine.exists(), "{name} run {run}: written");
+        }
+    }
+}
+
 /// `check --messages` takes what `explore --messages` takes, 1 to 26 (ids
 /// A..Z), and says so. Before, `--messages 0` model-checked an empty space
 /// and failed on goals never reached (exit 1, blaming the design for the

@@ -70,7 +70,28 @@ impl Args {
             .as_deref()
             .unwrap_or(Path::new("counterexample.txn"))
     }
+
+    /// The default output when `--out` is not given: it replaces only a
+    /// counterexample written before (its first line says how to replay).
+    fn default_out(&self) -> Option<files::DefaultOutput<'_>> {
+        self.out.is_none().then(|| files::DefaultOutput {
+            path: self.out(),
+            flag: "--out",
+            ours: |start| start.starts_with(REPLAY.as_bytes()),
+        })
+    }
+
+    /// Writes the counterexample to `--out`, or to the default.
+    fn write(&self, text: &str) -> std::io::Result<()> {
+        match self.default_out() {
+            Some(default) => default.replace(text),
+            None => files::replace(self.out(), text),
+        }
+    }
 }
+
+/// How every counterexample starts: the command that replays it.
+const REPLAY: &str = "# replay: courier run ";
 
 pub(crate) fn main(args: &Args) -> ExitCode {
     let Some(agent) = super::agent(args.mutant) else {
@@ -110,6 +131,9 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         // design writes nothing, and a counterexample that cannot be
         // written is printed instead.
         Err(error) => eprintln!("note: {error}; a counterexample would be printed, not written"),
+    }
+    if let Some(why) = args.default_out().and_then(|default| default.foreign()) {
+        eprintln!("note: {why}; a counterexample would be printed, not written");
     }
     let threads = args.threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -156,7 +180,7 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
             courier::status!("violation: {}", violation.property);
             courier::status!("  {}", violation.detail);
             let text = transcript(args, space, &counterexample);
-            match files::replace(args.out(), &text) {
+            match args.write(&text) {
                 Ok(()) => {
                     let length = counterexample.trace.len();
                     let noun = if length == 1 { "command" } else { "commands" };
@@ -165,8 +189,11 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
                 }
                 Err(error) => {
                     // The search is not lost: the counterexample goes to stdout.
+                    // Named by its flag when the user gave it, as every
+                    // output is.
+                    let flag = if args.out.is_some() { "--out " } else { "" };
                     eprintln!(
-                        "error: --out {}: cannot write: {error}",
+                        "error: {flag}{}: cannot write: {error}",
                         files::named(args.out())
                     );
                     courier::status!("shortest counterexample:\n{text}");
@@ -187,8 +214,8 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
 fn transcript(args: &Args, space: &Space, counterexample: &Counterexample) -> String {
     let out = files::named(args.out());
     let replay = match &args.mutant {
-        Some(name) => format!("# replay: courier run --mutant {name} {out}\n"),
-        None => format!("# replay: courier run {out}\n"),
+        Some(name) => format!("{REPLAY}--mutant {name} {out}\n"),
+        None => format!("{REPLAY}{out}\n"),
     };
     replay + &counterexample.transcript(&space.fresh_agent())
 }

@@ -336,7 +336,17 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     courier::status!("violation: {} seed={}", violation.property, run.seed);
     courier::status!("detail: {}", violation.detail);
     courier::status!("outputs: {}", report.output_hash);
-    if let Err(error) = files::replace(&path, report.to_json()) {
+    let written = match args.report {
+        Some(_) => files::replace(&path, report.to_json()),
+        // The default replaces only a race report written before.
+        None => files::DefaultOutput {
+            path: &path,
+            flag: "--report",
+            ours: is_race_report,
+        }
+        .replace(report.to_json()),
+    };
+    if let Err(error) = written {
         // Named by its flag when the user gave it, as every output is.
         let flag = if args.report.is_some() {
             "--report "
@@ -364,6 +374,15 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     courier::status!("shrink: courier shrink {shown} --out shrunk.txn");
     courier::status!("rerun: {}", rerun_command(args, run.seed));
     ExitCode::from(1)
+}
+
+/// Whether a file starts as [`Report::to_json`] writes one: a JSON object
+/// whose first field is `format`.
+fn is_race_report(start: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(start);
+    text.trim_start()
+        .strip_prefix('{')
+        .is_some_and(|rest| rest.trim_start().starts_with("\"format\""))
 }
 
 fn rerun_command(args: &Args, seed: u64) -> String {
