@@ -272,21 +272,24 @@ pub struct DefaultOutput<'a> {
 impl DefaultOutput<'_> {
     /// Why the default path cannot be replaced, if a file of the user's is
     /// there: never overwritten for a default nobody asked for.
+    /// (A file that cannot be read is kept too: whose it is cannot be told.)
     pub fn foreign(&self) -> Option<String> {
-        let file = File::open(self.path).ok()?;
-        if !file.metadata().ok()?.is_file() {
+        // Nothing there, or not a file (refused or written in place elsewhere).
+        if !fs::metadata(self.path).is_ok_and(|meta| meta.is_file()) {
             return None;
         }
         let mut start = Vec::new();
-        file.take(4096).read_to_end(&mut start).ok()?;
-        (!(self.ours)(&start)).then(|| {
-            format!(
-                "{} is there and was not written by this command: kept (name another \
-                 file with {})",
-                named(self.path),
-                self.flag
-            )
-        })
+        let read = File::open(self.path).and_then(|file| file.take(4096).read_to_end(&mut start));
+        let why = match read {
+            Ok(_) if (self.ours)(&start) => return None,
+            Ok(_) => "was not written by this command".to_owned(),
+            Err(error) => format!("cannot be read ({error}) to tell whether this command wrote it"),
+        };
+        Some(format!(
+            "{} is there and {why}: kept (name another file with {})",
+            named(self.path),
+            self.flag
+        ))
     }
 
     /// [`replace`], unless [`DefaultOutput::foreign`] says the file there
