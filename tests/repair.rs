@@ -63,6 +63,16 @@ fn every_prefix_of_a_dsh_log_repairs() {
             let bytes = repaired(whole).unwrap_or_else(|error| panic!("{name}:{error}"));
             assert_valid(&bytes, &format!("{name} cut after line {}", line + 1));
             let middle = &text[..(start + end) / 2];
+            if line == 0 {
+                // Cut inside the header: no session to resume.
+                let refused = kept::read(middle).expect_err("a torn header");
+                assert!(
+                    refused.reason.contains("its only line is torn"),
+                    "{refused}"
+                );
+                start = end + 1;
+                continue;
+            }
             let kept = kept::read(middle).unwrap_or_else(|error| panic!("{name}:{error}"));
             let torn = Some(Torn::NoNewline {
                 line: line as u64 + 1,
@@ -193,6 +203,8 @@ fn repair_refuses_a_corrupt_log_naming_the_line() {
 #[derive(Default)]
 struct Cuts {
     prefixes: usize,
+    /// Cut inside the header: refused, as a resume refuses it.
+    headerless: usize,
     closed: usize,
     torn: usize,
     inside: usize,
@@ -206,23 +218,28 @@ impl Cuts {
         let mut start = 0;
         for end in (0..text.len()).filter(|&index| text[index] == b'\n') {
             for cut in [end + 1, (start + end) / 2] {
-                let kept = kept::read(&text[..cut]).unwrap_or_else(|error| {
-                    panic!("{what} cut at byte {cut}: {error}");
-                });
-                let bytes = repaired(&text[..cut]).expect("read above");
-                // A cut inside the header keeps an empty log: nothing to check.
-                if kept.header.is_some() {
-                    assert_valid(&bytes, &format!("{what} cut at byte {cut}"));
-                }
                 self.prefixes += 1;
+                self.inside += usize::from(cut > start && cut <= end);
+                let kept = match kept::read(&text[..cut]) {
+                    Ok(kept) => kept,
+                    // A cut inside the header keeps no session to resume.
+                    Err(error) if start == 0 && cut <= end => {
+                        assert!(error.reason.contains("no `session` header kept"), "{error}");
+                        self.headerless += 1;
+                        continue;
+                    }
+                    Err(error) => panic!("{what} cut at byte {cut}: {error}"),
+                };
+                let bytes = repaired(&text[..cut]).expect("read above");
+                assert_valid(&bytes, &format!("{what} cut at byte {cut}"));
                 self.closed += usize::from(!kept.closers().is_empty());
                 self.torn += usize::from(kept.torn.is_some());
-                self.inside += usize::from(cut > start && cut <= end);
             }
             start = end + 1;
         }
         assert_eq!(
-            self.torn, self.inside,
+            self.torn + self.headerless,
+            self.inside,
             "a line is dropped only when cut inside it"
         );
     }
@@ -239,11 +256,14 @@ fn every_prefix_of_every_dsh_log_repairs() {
     }
     let Cuts {
         prefixes,
+        headerless,
         closed,
         torn,
         ..
     } = cuts;
-    println!("{prefixes} prefixes repaired, {closed} needed closers, {torn} dropped a torn line");
+    println!(
+        "{prefixes} prefixes: {headerless} cut inside the header refused, the rest repaired; {closed} needed closers, {torn} dropped a torn line"
+    );
 }
 
 /// The log the core writes for every transcript (the project's and the

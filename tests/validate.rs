@@ -334,15 +334,25 @@ fn a_log_must_open_with_a_session_header() {
     let chunk = "{\"type\":\"assistant/chunk\",\"data\":{}}\n";
     let (_, outcome) = check(chunk.as_bytes());
     assert_eq!(outcome.unwrap_err().line, 1);
+    // A blank line is not JSON (dsh's loader refuses it too): refused in
+    // the middle, said torn at the end.
     let (_, outcome) = check("\n \n".as_bytes());
     let error = outcome.unwrap_err();
     assert_eq!(
         (error.line, error.reason.as_str()),
-        (2, "not a session log: no `session` header")
+        (1, "a blank line: not JSON (dsh's loader refuses it too)")
     );
-    let header = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\r\n\r\n";
+    let header = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\r\n";
     let (findings, outcome) = check(header.as_bytes());
-    assert_eq!((findings, outcome.unwrap().lines), (vec![], 2));
+    assert_eq!((findings, outcome.unwrap().lines), (vec![], 1));
+    let (_, outcome) = check(format!("{header}\r\n").as_bytes());
+    let error = outcome.unwrap_err();
+    assert_eq!(error.line, 2);
+    assert!(error.reason.contains("a torn final line"), "{error:?}");
+    let (_, outcome) = check(format!("{header} \t\n{header}").as_bytes());
+    let error = outcome.unwrap_err();
+    assert_eq!(error.line, 2);
+    assert!(!error.reason.contains("torn"), "{error:?}");
 }
 
 #[test]
@@ -478,11 +488,17 @@ fn a_log_cut_inside_a_line_is_unreadable_at_that_line_and_said_torn() {
             };
             prop_assert_eq!(error.line, line_of(log, cut));
             prop_assert!(error.reason.starts_with("cannot parse"), "{}", error);
-            // Said to be torn only while it is the unterminated last line.
+            // Said to be torn only while it is the last line, terminated
+            // or not (SPEC §11).
             prop_assert!(error.reason.contains("a torn final line"), "{}", error);
             let terminated = [&log[..cut], b"\n"].concat();
             let Err(error) = check(&terminated[..]).1 else {
                 return Err(TestCaseError::fail("a terminated cut line was accepted"));
+            };
+            prop_assert!(error.reason.contains("a torn final line"), "{}", error);
+            let followed = [&terminated[..], b"{\"type\":\"x\",\"data\":{}}\n"].concat();
+            let Err(error) = check(&followed[..]).1 else {
+                return Err(TestCaseError::fail("a cut line in the middle was accepted"));
             };
             prop_assert!(!error.reason.contains("torn"), "{}", error);
             Ok(())

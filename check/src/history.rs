@@ -126,7 +126,7 @@ pub struct History {
     /// The previous durable output opened a step or admitted a message.
     admitting: bool,
     /// The agent stopped or restarted, so only a waking send (a splice that
-    /// inserts) may open the next turn ([`Mode::Log`] only: the
+    /// appends one message) may open the next turn ([`Mode::Log`] only: the
     /// [`Checker`](crate::Checker) sees a core's wakeups themselves).
     parked: Option<Parked>,
 }
@@ -388,8 +388,15 @@ impl History {
             self.pending_index.remove(id);
         }
         let inserted = self.insert(splice)?;
-        if !inserted.is_empty() {
-            // Maybe a waking send (an edit that inserts looks the same).
+        // Maybe a waking send: a send writes one message onto the end of its
+        // list and nothing else (SPEC §5), so an `append` looks the same; a
+        // replace, a prepend or a splice of several is an edit, which never
+        // wakes.
+        let send = splice.outcome.is_none()
+            && splice.removed_count == 0
+            && splice.start == length
+            && inserted.len() == 1;
+        if send {
             self.parked = None;
         }
         // The log-only checks come after those above, which name the

@@ -40,7 +40,9 @@ use std::io::{BufRead, Read};
 
 use crate::goal::GoalRounds;
 use crate::{History, Mode, Violation};
-use courier_core::log::{BOM_HINT, Conversions, LineError, LogLine, Reader, utf16_hint};
+use courier_core::log::{
+    BLANK_LINE, BOM_HINT, Conversions, LineError, LogLine, Reader, utf16_hint,
+};
 
 /// The longest line read; a longer one makes the file unreadable rather
 /// than memory unbounded (dsh inlines images, so this is generous).
@@ -113,16 +115,23 @@ pub fn validate<R: BufRead>(
     while let Some((text, terminated)) = next_line(&mut reader, &mut buffer, summary.lines + 1)? {
         summary.lines += 1;
         let line = summary.lines;
-        if text.trim().is_empty() {
-            continue;
-        }
-        let event = lines.line(text).map_err(|error| {
-            // What a crash leaves: said, not dropped (the user asked for a
-            // verdict on every line; a resume is what drops it).
+        let read = if text.trim_ascii().is_empty() {
+            Err((BLANK_LINE.to_owned(), true))
+        } else {
+            lines.line(text).map_err(|error| {
+                let not_json = matches!(error, LineError::NotJson(_));
+                (error.to_string(), not_json)
+            })
+        };
+        let event = read.map_err(|(error, not_json)| {
+            // What a crash leaves (a final line that is not JSON, SPEC §11):
+            // said, not dropped (the user asked for a verdict on every line;
+            // a resume is what drops it).
+            let last = !terminated || reader.fill_buf().is_ok_and(<[u8]>::is_empty);
             let torn = if text.starts_with('\u{feff}') {
                 // dsh's loader (JSON.parse) refuses it too.
                 BOM_HINT
-            } else if !terminated && matches!(error, LineError::NotJson(_)) {
+            } else if not_json && last {
                 " (a torn final line, as a crash leaves it: `courier repair` drops it)"
             } else {
                 ""

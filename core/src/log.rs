@@ -663,6 +663,10 @@ impl<'a> KeySet<'a> {
     }
 }
 
+/// Why a blank line is refused: it is not JSON, and dsh's loader refuses
+/// it too (a line it cannot parse followed by a `turn/end`).
+pub const BLANK_LINE: &str = "a blank line: not JSON (dsh's loader refuses it too)";
+
 /// Said of a log whose first line starts with a UTF-8 byte order mark:
 /// no JSON parser reads it, and it is no torn tail either.
 pub const BOM_HINT: &str = " (the line starts with a byte order mark: save the file without one)";
@@ -748,7 +752,8 @@ fn lone_surrogates_replaced(text: &str) -> Option<String> {
 }
 
 /// `text` with every number written with a fraction or an exponent whose
-/// value is a safe integer (`1.0`, `2e3`, `-0.0`) written as that integer;
+/// value is a safe integer (`1.0`, `2e3`, `-0.0`), and `-0`, written as
+/// that integer;
 /// `None` when it has none. Numbers are found outside strings only, in one
 /// pass; anything else (duplicate keys included) is left as it is, for the
 /// reader to judge again.
@@ -775,7 +780,8 @@ fn integral_numbers_as_integers(text: &str) -> Option<String> {
                     at += 1;
                 }
                 let number = &text[start..at];
-                if !number.contains(['.', 'e', 'E']) {
+                // `-0` is an integer to JavaScript, a float to serde.
+                if !number.contains(['.', 'e', 'E']) && number != "-0" {
                     continue;
                 }
                 let Ok(value) = number.parse::<f64>() else {
@@ -1154,6 +1160,11 @@ mod tests {
             (
                 r#"{"type":"step/end","seq":0.0,"data":{"turn":2e0,"step":1E+1}}"#,
                 Output::StepEnd { turn: 2, step: 10 },
+            ),
+            (
+                // JavaScript's `-0 === 0`.
+                r#"{"type":"step/end","seq":-0,"data":{"turn":2,"step":-0}}"#,
+                Output::StepEnd { turn: 2, step: 0 },
             ),
             (
                 r#"{"type":"turn/start","data":{"turn":9007199254740991.0}}"#,

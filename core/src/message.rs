@@ -10,7 +10,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHasher;
-use serde::ser::SerializeStruct;
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use strum::{Display, EnumString, IntoStaticStr};
@@ -174,7 +175,6 @@ impl Serialize for Source {
     /// straight to the serializer (no intermediate map: every log line of a
     /// message serializes its source).
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
         let (typed, extra) = match self {
             Self::User { extra } | Self::Tool { extra } | Self::Other { extra, .. } => (0, extra),
             Self::Plugin { extra, .. } => (1, extra),
@@ -206,7 +206,7 @@ impl Serialize for Source {
 impl<'de> Deserialize<'de> for Source {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        let mut extra = Map::<String, Value>::deserialize(deserializer)?;
+        let UniqueKeys(mut extra) = UniqueKeys::deserialize(deserializer)?;
         let kind = match extra.remove("kind") {
             Some(Value::String(kind)) => kind,
             _ => return Err(D::Error::custom("source needs a string `kind`")),
@@ -297,6 +297,9 @@ struct MessageData {
     role: Role,
     content: Content,
     source: Source,
+    /// Fields beyond the four (dsh writes none): kept, so a message read
+    /// from a log is written back whole.
+    extra: Map<String, Value>,
     /// [`Message::digest`], computed on first use; not part of the value.
     digest: OnceLock<u64>,
     /// The fields above as JSON, once a log line asked ([`Message::json`]):
@@ -306,13 +309,13 @@ struct MessageData {
     json: OnceLock<Box<str>>,
 }
 
-/// The four fields as they are read (`content` as JSON).
-#[derive(Deserialize)]
+/// The fields as they are read (`content` as JSON).
 struct Fields {
     id: MessageId,
     role: Role,
     content: Value,
     source: Source,
+    extra: Map<String, Value>,
 }
 
 impl MessageData {
@@ -322,6 +325,7 @@ impl MessageData {
             role,
             content,
             source,
+            extra,
         }: Fields,
     ) -> Self {
         Self {
@@ -329,6 +333,7 @@ impl MessageData {
             id,
             role,
             source,
+            extra,
             digest: OnceLock::new(),
             json: OnceLock::new(),
         }
@@ -337,26 +342,162 @@ impl MessageData {
 
 impl Serialize for MessageData {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut fields = serializer.serialize_struct("MessageData", 4)?;
-        fields.serialize_field("id", &self.id)?;
-        fields.serialize_field("role", &self.role)?;
-        fields.serialize_field("content", &*self.content.value(&self.id))?;
-        fields.serialize_field("source", &self.source)?;
+        let mut fields = serializer.serialize_map(Some(4 + self.extra.len()))?;
+        fields.serialize_entry("id", &self.id)?;
+        fields.serialize_entry("role", &self.role)?;
+        fields.serialize_entry("content", &*self.content.value(&self.id))?;
+        fields.serialize_entry("source", &self.source)?;
+        for (key, value) in &self.extra {
+            fields.serialize_entry(key, value)?;
+        }
         fields.end()
     }
 }
 
 impl<'de> Deserialize<'de> for MessageData {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Fields::deserialize(deserializer).map(Self::new)
+        deserializer.deserialize_map(FieldsVisitor).map(Self::new)
     }
 }
 
-// The value is the four fields; the digest and the JSON are derived from them.
+/// Reads a message object: the four fields once each, any other key once
+/// too (a key named twice would lose one of its values).
+struct FieldsVisitor;
+
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = Fields;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a message: an object with `id`, `role`, `content` and `source`")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+        use serde::de::Error;
+        // Checked before the value is read, so the error names the key.
+        fn fresh<T, E: Error>(slot: &Option<T>, key: &'static str) -> Result<(), E> {
+            match slot {
+                None => Ok(()),
+                Some(_) => Err(E::duplicate_field(key)),
+            }
+        }
+        let (mut id, mut role, mut content, mut source) = (None, None, None, None);
+        let mut extra = Map::new();
+        while let Some(key) = map.next_key::<FieldKey>()? {
+            match key {
+                FieldKey::Id => {
+                    fresh(&id, "id")?;
+                    id = Some(map.next_value()?);
+                }
+                FieldKey::Role => {
+                    fresh(&role, "role")?;
+                    role = Some(map.next_value()?);
+                }
+                FieldKey::Content => {
+                    fresh(&content, "content")?;
+                    content = Some(map.next_value()?);
+                }
+                FieldKey::Source => {
+                    fresh(&source, "source")?;
+                    source = Some(map.next_value()?);
+                }
+                FieldKey::Other(key) => {
+                    if extra.contains_key(&key) {
+                        return Err(A::Error::custom(format_args!("duplicate key `{key}`")));
+                    }
+                    extra.insert(key, map.next_value()?);
+                }
+            }
+        }
+        Ok(Fields {
+            id: id.ok_or_else(|| A::Error::missing_field("id"))?,
+            role: role.ok_or_else(|| A::Error::missing_field("role"))?,
+            content: content.ok_or_else(|| A::Error::missing_field("content"))?,
+            source: source.ok_or_else(|| A::Error::missing_field("source"))?,
+            extra,
+        })
+    }
+}
+
+/// A message's key: the four are matched without allocating.
+enum FieldKey {
+    Id,
+    Role,
+    Content,
+    Source,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for FieldKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = FieldKey;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a key")
+            }
+
+            fn visit_str<E>(self, key: &str) -> Result<FieldKey, E> {
+                Ok(match key {
+                    "id" => FieldKey::Id,
+                    "role" => FieldKey::Role,
+                    "content" => FieldKey::Content,
+                    "source" => FieldKey::Source,
+                    other => FieldKey::Other(other.to_owned()),
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+/// A JSON object whose keys are each named once: serde_json's own `Map`
+/// keeps the last of a repeated key, and the other value would be lost.
+struct UniqueKeys(Map<String, Value>);
+
+impl<'de> Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MapVisitor;
+        impl<'de> Visitor<'de> for MapVisitor {
+            type Value = UniqueKeys;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("an object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+                let mut keys = Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if keys.contains_key(&key) {
+                        return Err(serde::de::Error::custom(format_args!(
+                            "duplicate key `{key}`"
+                        )));
+                    }
+                    keys.insert(key, map.next_value()?);
+                }
+                Ok(UniqueKeys(keys))
+            }
+        }
+        deserializer.deserialize_map(MapVisitor)
+    }
+}
+
+// The value is the fields; the digest and the JSON are derived from them.
 impl PartialEq for MessageData {
     fn eq(&self, other: &Self) -> bool {
-        (&self.id, self.role, &self.content, &self.source)
-            == (&other.id, other.role, &other.content, &other.source)
+        (
+            &self.id,
+            self.role,
+            &self.content,
+            &self.source,
+            &self.extra,
+        ) == (
+            &other.id,
+            other.role,
+            &other.content,
+            &other.source,
+            &other.extra,
+        )
     }
 }
 
@@ -385,6 +526,7 @@ impl Message {
             role: Role::User,
             content,
             source,
+            extra: Map::new(),
         })))
     }
 
@@ -396,6 +538,7 @@ impl Message {
             role: Role::User,
             content: Content::OwnIdText,
             source,
+            extra: Map::new(),
             digest: OnceLock::new(),
             json: OnceLock::new(),
         }))
@@ -423,7 +566,7 @@ impl Message {
         })
     }
 
-    /// A 64-bit digest of the role, content and source (FxHash: fixed, the
+    /// A 64-bit digest of the role, content, source and extra fields (FxHash: fixed, the
     /// same in every run), in which every string equal to the message's own
     /// id is written as a marker. Messages that differ only in their id (a
     /// text block holding it, as [`Message::text`] builds) digest alike, so
@@ -444,10 +587,11 @@ impl Message {
                 role,
                 content,
                 source,
+                extra,
                 digest: _,
                 json: _,
             } = &*self.0;
-            (role, &*content.value(id), source).hash(&mut hasher);
+            (role, &*content.value(id), source, extra).hash(&mut hasher);
             hasher.finish()
         })
     }
@@ -680,5 +824,51 @@ mod tests {
             let value: Value = serde_json::from_str(message.json()).expect("parses");
             assert_eq!(value["content"], other);
         }
+    }
+
+    /// Fields beyond the four, in the message or its source, are written
+    /// back as read and are part of the value; a key named twice is
+    /// refused, since one of its values would be lost.
+    #[test]
+    fn extra_fields_round_trip_and_a_key_named_twice_is_refused() {
+        let json = r#"{"id":"A","role":"user","content":"A","source":{"kind":"tool","call":7},"meta":{"x":[1]}}"#;
+        let read: Message = serde_json::from_str(json).expect("parses");
+        let written: Value = serde_json::from_str(read.json()).expect("parses");
+        assert_eq!(
+            written,
+            serde_json::from_str::<Value>(json).expect("parses")
+        );
+        let plain: Message =
+            serde_json::from_str(&json.replace(r#","meta":{"x":[1]}"#, "")).expect("parses");
+        assert_ne!(read, plain);
+        assert_ne!(read.digest(), plain.digest());
+        for (twice, error) in [
+            (
+                json.replace(r#""meta""#, r#""x":1,"x""#),
+                "duplicate key `x`",
+            ),
+            (
+                json.replace(r#""call""#, r#""kind":"user","call""#),
+                "duplicate key `kind`",
+            ),
+            (
+                json.replace(r#""meta""#, r#""role""#),
+                "duplicate field `role`",
+            ),
+            (
+                json.replace(r#""meta":{"x":[1]}"#, r#""id":"B""#),
+                "duplicate field `id`",
+            ),
+        ] {
+            let refused = serde_json::from_str::<Message>(&twice).unwrap_err();
+            assert!(refused.to_string().contains(error), "{twice}: {refused}");
+        }
+        let missing = serde_json::from_str::<Message>(r#"{"id":"A","role":"user","content":"A"}"#);
+        assert!(
+            missing
+                .unwrap_err()
+                .to_string()
+                .contains("missing field `source`")
+        );
     }
 }

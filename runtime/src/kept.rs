@@ -12,8 +12,10 @@
 //! - Only a fork's (header with `seedLength`) first `session/end-seed` is a
 //!   boundary: the fork starts empty there. Every other end-seed is the
 //!   marker a resume appends, and the replay goes on across it.
-//! - Whitespace-only lines are skipped; a second `session` header is
-//!   corruption (a resume continues one session).
+//! - A blank line is not JSON (dsh's loader refuses it too): corruption in
+//!   the middle, a torn tail at the end. A second `session` header is
+//!   corruption (a resume continues one session), and so is a log that
+//!   kept no header (a resume would not know its session).
 //! - A final line is torn when it has no terminating newline (even if it
 //!   happens to parse: the writer never finished it) or is not JSON.
 
@@ -24,7 +26,8 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use courier_core::log::{
-    BOM_HINT, END_SEED_LINE, LineError, LogLine, Reader, SessionHeader, durable_line, utf16_hint,
+    BLANK_LINE, BOM_HINT, END_SEED_LINE, LineError, LogLine, Reader, SessionHeader, durable_line,
+    utf16_hint,
 };
 use courier_core::{Agent, MessageId, Output, Replay, Target};
 
@@ -81,9 +84,9 @@ impl std::error::Error for Unresumable {}
 /// A kept log, read: what a resume rebuilds from it.
 #[derive(Clone, Debug)]
 pub struct KeptLog {
-    /// The `session` header; `None` only when nothing was kept (an empty
-    /// file, or a crash inside the header's own write): an empty log.
-    pub header: Option<SessionHeader>,
+    /// The `session` header (a log that kept none is refused: without its
+    /// session there is nothing to resume).
+    pub header: SessionHeader,
     /// The replay of every kept event: its closers, and the agent it resumes.
     pub replay: Replay,
     /// The final line dropped, if one was torn.
@@ -180,7 +183,7 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
         state.lines = line;
         state.kept_bytes += buffer.len() as u64;
     }
-    Ok(state.finish())
+    state.finish()
 }
 
 /// Why a line did not parse: a torn write is never valid JSON, so only a
@@ -192,12 +195,12 @@ enum Bad {
 }
 
 /// A line's event, read by the core's one log reader (which converts dsh's
-/// older records as dsh's loader does); `None` for a blank line.
-fn parse(lines: &mut Reader, text: &str) -> Result<Option<LogLine>, Bad> {
-    if text.trim().is_empty() {
-        return Ok(None);
+/// older records as dsh's loader does).
+fn parse(lines: &mut Reader, text: &str) -> Result<LogLine, Bad> {
+    if text.trim_ascii().is_empty() {
+        return Err(Bad::NotJson(BLANK_LINE.into()));
     }
-    lines.line(text).map(Some).map_err(|error| match error {
+    lines.line(text).map_err(|error| match error {
         LineError::NotJson(_) => Bad::NotJson(format!("not JSON: {error}")),
         LineError::Shape(_) | LineError::Refused(_) => {
             Bad::Shape(format!("not a valid event: {error}"))
@@ -275,26 +278,25 @@ impl Reading {
     }
 
     /// One kept line's event, in log order.
-    fn observe(&mut self, event: Option<LogLine>) -> Result<(), String> {
+    fn observe(&mut self, event: LogLine) -> Result<(), String> {
         let first = self.header.is_none();
         match event {
-            None => Ok(()),
-            Some(LogLine::Header(header)) if first => {
+            LogLine::Header(header) if first => {
                 self.seeding = header.extra.contains_key("seedLength");
                 self.header = Some(header);
                 Ok(())
             }
-            Some(LogLine::Header(_)) => Err("a second `session` header".into()),
-            Some(_) if first => Err("not a session log: no `session` header first".into()),
-            Some(LogLine::EndSeed) => {
+            LogLine::Header(_) => Err("a second `session` header".into()),
+            _ if first => Err("not a session log: no `session` header first".into()),
+            LogLine::EndSeed => {
                 if std::mem::take(&mut self.seeding) {
                     self.replay.end_seed();
                     self.claimed.clear();
                 }
                 Ok(())
             }
-            Some(LogLine::Other(_)) => Ok(()),
-            Some(LogLine::Delivery(output)) => self.deliver(&output),
+            LogLine::Other(_) => Ok(()),
+            LogLine::Delivery(output) => self.deliver(&output),
         }
     }
 
@@ -329,7 +331,18 @@ impl Reading {
         Ok(())
     }
 
-    fn finish(self) -> KeptLog {
+    fn finish(self) -> Result<KeptLog, Unresumable> {
+        let Some(header) = self.header else {
+            // An empty file, or a crash inside the header's own write.
+            let kept = match &self.torn {
+                Some(torn) => format!("its only line is torn ({torn})"),
+                None => "the file is empty".into(),
+            };
+            return Err(Unresumable {
+                line: 1,
+                reason: format!("no `session` header kept: {kept}: nothing to resume"),
+            });
+        };
         let pending: BTreeSet<&MessageId> = [Target::NextTurn, Target::NextStep]
             .into_iter()
             .flat_map(|target| self.replay.inbox().list(target).iter().map(|m| m.id()))
@@ -341,15 +354,15 @@ impl Reading {
             .filter(|id| open && !pending.contains(id))
             .cloned()
             .collect();
-        KeptLog {
-            header: self.header,
+        Ok(KeptLog {
+            header,
             replay: self.replay,
             torn: self.torn,
             lines: self.lines,
             kept_bytes: self.kept_bytes,
             lost,
             seeding: self.seeding,
-        }
+        })
     }
 }
 

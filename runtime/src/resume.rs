@@ -60,13 +60,6 @@ pub(crate) fn repair_in_place(path: &Path) -> Result<(KeptLog, JsonlFile), Resum
         })?;
     take_writer(&file, path)?;
     let kept = kept::read(BufReader::new(&file)).map_err(ResumeError::Unresumable)?;
-    if kept.header.is_none() {
-        // Nothing was kept, not even the session id: nothing to resume.
-        return Err(ResumeError::Unresumable(Unresumable {
-            line: 1,
-            reason: "no `session` header kept: nothing to resume".into(),
-        }));
-    }
     let lines = kept.appended_lines();
     let repaired = || -> io::Result<()> {
         if kept.torn.is_some() || !lines.is_empty() {

@@ -79,9 +79,6 @@ pub(crate) fn main(args: &Args) -> ExitCode {
 /// What a resume would do, one fact a line.
 fn report(kept: &KeptLog) -> String {
     let mut text = format!("lines kept: {}\n", kept.lines);
-    if kept.header.is_none() {
-        text.push_str("session header: none kept (an empty log)\n");
-    }
     match &kept.torn {
         None => text.push_str("torn tail: none\n"),
         Some(torn) => text.push_str(&format!("torn tail: dropped ({torn})\n")),

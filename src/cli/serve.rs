@@ -220,17 +220,13 @@ fn line_kind(value: &Value) -> Result<&'static str, String> {
 }
 
 /// serde's reason an input did not read, in docs/PROTOCOL.md's words: what
-/// serde expected is named by Rust types (`struct Fields`, `internally
-/// tagged enum CancelCause`, `usize`) and JSON by serde's data model (`map`,
+/// serde expected is named by Rust types (`internally tagged enum
+/// CancelCause`, `usize`) and JSON by serde's data model (`map`,
 /// `sequence`, `unit`), none of which a client of the protocol has heard of.
 fn in_protocol_words(reason: &serde_json::Error) -> String {
     /// serde's phrase, then the protocol's, longest phrases first where one
     /// holds another.
-    const WORDS: [(&str, &str); 13] = [
-        (
-            "expected struct Fields",
-            "expected a message: an object with `id`, `role`, `content` and `source`",
-        ),
+    const WORDS: [(&str, &str); 12] = [
         (
             "expected internally tagged enum CancelCause",
             "expected a cause: an object whose `kind` is `user`, `parent` or `hook`",

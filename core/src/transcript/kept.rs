@@ -55,6 +55,13 @@ const TAIL_MIN: usize = 1024;
 /// Made for no restart at all (`None`), it keeps nothing (the replay costs
 /// a sixth of `courier run`'s time on a long file), and a restart then
 /// finds no log.
+///
+/// A restart starts from the last checkpoint at or before its cut (the
+/// replay of a prefix, left by an earlier restart's walk), not from the
+/// start of the tail: a transcript of many shallow restarts walks each
+/// event about once, not once per restart. Checkpoints are at least as far
+/// apart as the replay holds pending messages, so their clones cost no
+/// more than the walks between them, and they hold no more than the tail.
 #[derive(Clone, Debug)]
 pub struct TailLog {
     replayed: Result<Replay, CorruptLog>,
@@ -62,7 +69,13 @@ pub struct TailLog {
     replayed_len: usize,
     tail: VecDeque<Output>,
     lose_total: Option<usize>,
+    /// Replays of longer prefixes, by increasing length (counted from the
+    /// session's start), all within `replayed_len..=replayed_len + tail.len()`.
+    checkpoints: Vec<(usize, Replay)>,
 }
+
+/// The fewest events between two checkpoints.
+const CHECKPOINT_MIN: usize = 64;
 
 impl TailLog {
     /// An empty log of `prototype`'s variant whose restarts lose at most
@@ -73,6 +86,7 @@ impl TailLog {
             replayed_len: 0,
             tail: VecDeque::new(),
             lose_total,
+            checkpoints: Vec::new(),
         }
     }
 }
@@ -97,6 +111,10 @@ impl RunnerLog for TailLog {
             }
         }
         self.replayed_len += older;
+        let gone = self
+            .checkpoints
+            .partition_point(|(at, _)| *at < self.replayed_len);
+        self.checkpoints.drain(..gone);
     }
 
     /// A `lose` beyond the tail (past the `lose_total` it was made with,
@@ -110,9 +128,21 @@ impl RunnerLog for TailLog {
             });
         }
         let kept = self.tail.len() - lose.min(self.tail.len());
-        let mut replay = self.replayed.clone()?;
-        for event in self.tail.range(..kept) {
+        let cut = self.replayed_len + kept;
+        let valid = self.checkpoints.partition_point(|(at, _)| *at <= cut);
+        self.checkpoints.truncate(valid);
+        let (mut at, mut replay) = match self.checkpoints.last() {
+            Some((at, replay)) => (*at, replay.clone()),
+            None => (self.replayed_len, self.replayed.clone()?),
+        };
+        let mut last = at;
+        for event in self.tail.range(at - self.replayed_len..kept) {
             replay.apply(event)?;
+            at += 1;
+            if at - last >= replay.inbox().len().max(CHECKPOINT_MIN) {
+                self.checkpoints.push((at, replay.clone()));
+                last = at;
+            }
         }
         self.tail.truncate(kept);
         Ok(replay.resume())
