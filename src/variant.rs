@@ -51,6 +51,8 @@ pub fn fresh_agent(mutant: Option<&str>) -> Result<Agent, String> {
         None => None,
         Some(name) => Some(name.parse::<Mutant>().map_err(|_| {
             let known: Vec<&str> = Mutant::ALL.iter().map(|bug| bug.name()).collect();
+            // Quoted escaped and capped: the name comes from a user's file.
+            let name = crate::files::shown(&name);
             format!("unknown mutant `{name}` (known: {})", known.join(", "))
         })?),
     };

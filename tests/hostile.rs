@@ -981,12 +981,18 @@ fn bounded_time_an_implementation_that_does_not_read_times_out() {
     let (code, stderr) = against("1");
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("` within 1s"), "{stderr}");
-    let (code, stderr) = against("soon");
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("COURIER_ANSWER_TIMEOUT=soon: not a whole number of seconds"),
-        "{stderr}"
-    );
+    // Refused before any transcript runs (no file's line named), and one
+    // past the clock's reach too (it panicked adding to the clock).
+    for bad in ["soon", "0", "9223372036854775807"] {
+        let (code, stderr) = against(bad);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "error: COURIER_ANSWER_TIMEOUT={bad}: not a whole number of seconds from 1 to 1000000000\n"
+            )
+        );
+    }
 }
 
 /// `courier` stopped by SIGTERM or SIGHUP (`timeout`, a closed terminal)
@@ -1646,7 +1652,8 @@ fn truthful_an_unwritable_default_output_keeps_the_verdict() {
 /// A file of the user's that has a default output's name is kept: `check`
 /// (no `--out`) and `sim` (no `--report`) replace only a counterexample or
 /// a race report they wrote before, and print what they found instead
-/// (the verdict stands, exit 1). Before, both replaced the user's file.
+/// (the verdict stands, exit 1); so does the `--diagram` picture beside
+/// such a default. Before, both replaced the user's file.
 #[cfg(feature = "mutants")]
 #[test]
 fn never_destroy_a_default_output_keeps_a_users_file_of_that_name() {
@@ -1668,6 +1675,33 @@ fn never_destroy_a_default_output_keeps_a_users_file_of_that_name() {
             &["sim", "--mutant", "no-latch", "--seeds", "0..5"][..],
             "race-0.json",
             "rerun: courier sim --seeds 0 ",
+        ),
+        // The picture beside a default output is a default output too.
+        (
+            &[
+                "check",
+                "--mutant",
+                "no-latch",
+                "--messages",
+                "2",
+                "--restarts",
+                "0",
+                "--diagram",
+            ][..],
+            "counterexample.svg",
+            "shortest counterexample",
+        ),
+        (
+            &[
+                "sim",
+                "--mutant",
+                "no-latch",
+                "--seeds",
+                "0..5",
+                "--diagram",
+            ][..],
+            "race-0.svg",
+            "report: race-0.json",
         ),
     ] {
         let folder = folder();
@@ -2746,4 +2780,51 @@ fn bounded_memory_a_row_of_many_ids_draws_a_few_and_counts_the_rest() {
     let (code, mermaid, stderr) = run(&["diagram", &text(&path), "--format", "mermaid"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(mermaid.len() < 10_000, "{} bytes of Mermaid", mermaid.len());
+}
+
+/// Text from a user's file that an error or a diff quotes is escaped and
+/// capped wherever it is quoted: a `run` diff's command header (it printed
+/// a 50 MB command whole), an output line holding a carriage return (the
+/// diff split it in two, forging a line), and an unknown mutant's name
+/// from a transcript comment or a report (printed raw: escape sequences
+/// acted on the terminal, a newline forged a line).
+#[test]
+fn truthful_quoted_text_is_escaped_and_capped_in_diffs_and_mutant_names() {
+    let folder = folder();
+    let long = write(
+        &folder,
+        "long.txn",
+        format!("followup {}\n----\n", "A".repeat(100_000)),
+    );
+    let (code, stdout, _) = run(&["run", &text(&long)]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let longest = stdout.lines().map(str::len).max().unwrap_or_default();
+    assert!(longest < 300, "a diff line of {longest} bytes");
+    assert!(stdout.contains("(100009 bytes in all)"), "{stdout}");
+
+    let forged = write(
+        &folder,
+        "forged.txn",
+        "followup A\n----\n\npre-step enter A\u{1b}x\rFORGED\n----\n\n",
+    );
+    let (code, stdout, _) = run(&["run", &text(&forged)]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(!stdout.contains(['\u{1b}', '\r']), "{stdout:?}");
+    assert!(
+        stdout.contains("    + error: bad-command: pre-step enter A\\u{1b}x\\rFORGED\n"),
+        "{stdout}"
+    );
+
+    let named = write(
+        &folder,
+        "named.txn",
+        "# mutant: \u{1b}[31mRED\rX\nfollowup A\n----\n",
+    );
+    let (code, stdout, stderr) = run(&["diagram", &text(&named), "--out", "/dev/null"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(!stderr.contains(['\u{1b}', '\r']), "{stderr:?}");
+    assert!(
+        stderr.contains("unknown mutant `\\u{1b}[31mRED\\rX`"),
+        "{stderr}"
+    );
 }

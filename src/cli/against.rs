@@ -20,6 +20,10 @@ use serde_json::Value;
 /// `COURIER_ANSWER_TIMEOUT` (whole seconds) sets another.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The longest `COURIER_ANSWER_TIMEOUT` (about 31 years): a deadline
+/// further out overflows the clock.
+const ANSWER_TIMEOUT_MAX: u64 = 1_000_000_000;
+
 /// The answer timeout: [`ANSWER_TIMEOUT`], or `COURIER_ANSWER_TIMEOUT`.
 fn answer_timeout() -> Result<Duration, String> {
     let Some(value) = std::env::var_os("COURIER_ANSWER_TIMEOUT") else {
@@ -28,11 +32,11 @@ fn answer_timeout() -> Result<Duration, String> {
     value
         .to_str()
         .and_then(|seconds| seconds.parse::<u64>().ok())
-        .filter(|&seconds| seconds > 0)
+        .filter(|seconds| (1..=ANSWER_TIMEOUT_MAX).contains(seconds))
         .map(Duration::from_secs)
         .ok_or_else(|| {
             format!(
-                "COURIER_ANSWER_TIMEOUT={}: not a whole number of seconds from 1",
+                "COURIER_ANSWER_TIMEOUT={}: not a whole number of seconds from 1 to {ANSWER_TIMEOUT_MAX}",
                 files::named(&value)
             )
         })
@@ -48,6 +52,9 @@ const ANSWER_BYTES_MAX: usize = 64 << 20;
 /// The shell command `--against dsh` stands for: node on the dsh adapter's
 /// bundle, built first when its dependencies are installed.
 pub(crate) fn resolve(against: &str) -> Result<String, String> {
+    // Checked once, before any transcript or seed: an error of the
+    // environment, not of a file's line.
+    answer_timeout()?;
     if against.trim().is_empty() {
         return Err("--against: an empty command (a shell command, or `dsh`)".to_owned());
     }

@@ -241,7 +241,17 @@ fn print_diagram(args: &Args, text: &str) {
         courier::diagram::from_transcript(args.out(), text, args.mutant.map(MutantArg::name))
             .and_then(|diagram| {
                 let text = diagram.render(courier::diagram::Format::Svg);
-                files::replace(&svg, text).map_err(|error| error.to_string())
+                match args.out {
+                    Some(_) => files::replace(&svg, text),
+                    // Beside the default: replaces only a picture drawn here.
+                    None => files::DefaultOutput {
+                        path: &svg,
+                        flag: "--out",
+                        ours: courier::diagram::drawn_here,
+                    }
+                    .replace(text),
+                }
+                .map_err(|error| error.to_string())
             });
     match drawn {
         Ok(()) => courier::status!("diagram: {}", files::named(&svg)),

@@ -586,7 +586,8 @@ fn print_mismatch(
     Mismatch { block, actual }: Mismatch<'_>,
     say: &mut dyn FnMut(std::fmt::Arguments<'_>),
 ) {
-    let command = files::escaped(&block.command);
+    // Escaped and capped: a command line may be megabytes long.
+    let command = files::shown(&block.command);
     say(format_args!("  {name}:{}: {command}", block.line));
     let Some(expected) = &block.expected else {
         say(format_args!(
@@ -598,9 +599,12 @@ fn print_mismatch(
     // (`Block::passes`), so the diff does not show it either.
     let expected: String = expected
         .iter()
-        .map(|line| format!("{}\n", line.trim_end()))
+        .map(|line| format!("{}\n", one_line(line.trim_end())))
         .collect();
-    let actual = lines_text(actual);
+    let actual: String = actual
+        .iter()
+        .map(|line| format!("{}\n", one_line(line)))
+        .collect();
     for change in TextDiff::from_lines(&expected, &actual).iter_all_changes() {
         let sign = match change.tag() {
             ChangeTag::Delete => "-",
@@ -637,6 +641,12 @@ fn visible_trailing_whitespace(line: &str) -> String {
     files::shown(&format!("{text}{trailing}"))
 }
 
-fn lines_text(lines: &[String]) -> String {
-    lines.iter().map(|line| format!("{line}\n")).collect()
+/// A line whose carriage returns are escaped before the diff splits the
+/// text into lines (it splits at a lone `\r` too), so one line of output
+/// never shows as two.
+fn one_line(line: &str) -> std::borrow::Cow<'_, str> {
+    match line.contains('\r') {
+        true => line.replace('\r', "\\r").into(),
+        false => line.into(),
+    }
 }

@@ -296,7 +296,18 @@ fn print_diagram(args: &Args, path: &Path, report: &Report) {
         return;
     }
     let drawn = courier::diagram::from_report(path, report, None).and_then(|diagram| {
-        files::replace(&svg, diagram.render(Format::Svg)).map_err(|error| error.to_string())
+        let text = diagram.render(Format::Svg);
+        match args.report {
+            Some(_) => files::replace(&svg, text),
+            // Beside the default: replaces only a picture drawn here.
+            None => files::DefaultOutput {
+                path: &svg,
+                flag: "--report",
+                ours: courier::diagram::drawn_here,
+            }
+            .replace(text),
+        }
+        .map_err(|error| error.to_string())
     });
     match drawn {
         Ok(()) => courier::status!("diagram: {}", files::named(&svg)),

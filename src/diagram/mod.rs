@@ -19,6 +19,7 @@ use courier_core::{Output, Transition};
 
 pub use load::{INPUTS_DRAWN_MAX, from_report, from_transcript, load, svg_beside, title};
 pub use sequence::{Lane, ROWS_DRAWN_MAX};
+pub use svg::drawn_here;
 
 /// A whole run, ready to draw.
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -24,6 +24,19 @@ const DETAIL_WIDTH: usize = 140;
 /// How to read the picture, printed under it.
 const LEGEND: &str = "thick: the input · solid: durable log · dashed: live notifications (~) · dotted: what the driver awaits · boxes: durable events · orange band: a crash, then the events it lost (struck through) and the closers the resume wrote";
 
+/// Whether the start of a file (its first 4 KiB) is a picture drawn here:
+/// the root element as written below, then this stylesheet. A default
+/// output (`counterexample.svg`, `race-<seed>.svg`) replaces only such a
+/// file; a picture of the user's with that name is kept.
+pub fn drawn_here(start: &[u8]) -> bool {
+    const ROOT: &[u8] = br#"<svg xmlns="http://www.w3.org/2000/svg" width=""#;
+    let style = [b"<style>", &STYLE.as_bytes()[..60]].concat();
+    // The root's attributes are three numbers: the style follows within
+    // a few hundred bytes.
+    let head = &start[..start.len().min(256)];
+    head.starts_with(ROOT) && head.windows(style.len()).any(|window| window == style)
+}
+
 /// The stylesheet, inside the file so nothing is fetched.
 const STYLE: &str = "text{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px}\
 .title{font-size:15px;font-weight:bold}.lane{font-weight:bold;font-size:13px}\
