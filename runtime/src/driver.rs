@@ -8,8 +8,8 @@
 //! before the agent's end tells the agent so, which then refuses every call
 //! instead of accepting work nothing will serve.
 
-use std::any::Any;
 use std::future::{Future, poll_fn};
+use std::ops::ControlFlow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
 use std::task::Poll;
@@ -18,8 +18,9 @@ use courier_core::{Input, PreStepDecision, StepOutcome};
 
 use crate::handle::WeakHandle;
 use crate::hooks::{Boundary, Hook, HookPanic, PreStepHook, StepCall, StepHook};
-use crate::shared::{Job, Shared};
+use crate::shared::{Interrupt, Job, Shared};
 use crate::sync::{Arc, INSIDE_HOOK};
+use crate::unwind::{Guarded, drop_guarded, panic_message};
 
 /// Serves one agent: spawn [`DriverTask::run`] on any executor. Named apart
 /// from the core's driver (the state of a running turn) because it outlives
@@ -30,8 +31,9 @@ use crate::sync::{Arc, INSIDE_HOOK};
 #[must_use = "the agent makes no progress until its driver task runs: spawn `driver.run()`"]
 pub struct DriverTask<P, S> {
     shared: Arc<Shared>,
-    pre_step_hook: P,
-    step_hook: S,
+    /// The user's hooks may panic when dropped too.
+    pre_step_hook: Guarded<P>,
+    step_hook: Guarded<S>,
     #[cfg(feature = "mutants")]
     racy_wake: bool,
 }
@@ -43,14 +45,17 @@ enum Settled<T> {
     Aborted,
     /// The hook panicked; the message.
     Panicked(String),
+    /// The log failed: the driver task stops (the hook's future was
+    /// dropped), as a crash stops it.
+    Stopped,
 }
 
 impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
     pub(crate) fn new(shared: Arc<Shared>, pre_step_hook: P, step_hook: S) -> Self {
         Self {
             shared,
-            pre_step_hook,
-            step_hook,
+            pre_step_hook: Guarded::new(pre_step_hook),
+            step_hook: Guarded::new(step_hook),
             #[cfg(feature = "mutants")]
             racy_wake: false,
         }
@@ -67,7 +72,8 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
     /// Serves the agent until it is disposed and idle. A cancel that aborts
     /// the turn drops the hook in flight and completes its point with `fail`;
     /// the core, which knows the turn is aborted, ends it `aborted`. A hook
-    /// that panics is that point's `fail` too, kept as a [`HookPanic`].
+    /// that panics is that point's `fail` too, kept as a [`HookPanic`]. A
+    /// log failure stops it, even mid-hook (the hook's future is dropped).
     pub async fn run(mut self) {
         while let Some(job) = self.next_job().await {
             let agent = WeakHandle::new(Arc::clone(&self.shared));
@@ -79,9 +85,13 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
                         batch,
                         agent,
                     };
-                    let hook = &mut self.pre_step_hook;
+                    let hook = self.pre_step_hook.get_mut();
                     let settled = settle(&self.shared, turn, || hook.decide(boundary)).await;
-                    let decision = self.failed_unless_done(settled, turn, step, Hook::PreStep);
+                    let ControlFlow::Continue(decision) =
+                        self.failed_unless_done(settled, turn, step, Hook::PreStep)
+                    else {
+                        return;
+                    };
                     Input::PreStep(decision.unwrap_or(PreStepDecision::Fail))
                 }
                 Job::Step {
@@ -95,9 +105,13 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
                         entered,
                         agent,
                     };
-                    let hook = &mut self.step_hook;
+                    let hook = self.step_hook.get_mut();
                     let settled = settle(&self.shared, turn, || hook.step(call)).await;
-                    let outcome = self.failed_unless_done(settled, turn, step, Hook::Step);
+                    let ControlFlow::Continue(outcome) =
+                        self.failed_unless_done(settled, turn, step, Hook::Step)
+                    else {
+                        return;
+                    };
                     Input::Step(outcome.unwrap_or(StepOutcome::Fail))
                 }
             };
@@ -106,17 +120,19 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
     }
 
     /// The hook's answer; `None` (the point fails) when it was aborted or
-    /// panicked, and a panic is kept for [`crate::Handle::hook_panics`].
+    /// panicked, and a panic is kept for [`crate::Handle::hook_panics`];
+    /// `Break` when the log failed (nothing is completed: the driver task
+    /// stops).
     fn failed_unless_done<T>(
         &self,
         settled: Settled<T>,
         turn: u64,
         step: u64,
         hook: Hook,
-    ) -> Option<T> {
+    ) -> ControlFlow<(), Option<T>> {
         match settled {
-            Settled::Done(answer) => Some(answer),
-            Settled::Aborted => None,
+            Settled::Done(answer) => ControlFlow::Continue(Some(answer)),
+            Settled::Aborted => ControlFlow::Continue(None),
             Settled::Panicked(message) => {
                 self.shared.hook_panicked(HookPanic {
                     turn,
@@ -124,8 +140,9 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
                     hook,
                     message,
                 });
-                None
+                ControlFlow::Continue(None)
             }
+            Settled::Stopped => ControlFlow::Break(()),
         }
     }
 
@@ -148,13 +165,13 @@ impl<P, S> Drop for DriverTask<P, S> {
 }
 
 /// Calls the hook with `start` and runs its future until it finishes, `turn`
-/// is aborted (its future is dropped), or it panics. The abort is checked
-/// before each poll, so a hook is not even polled for a turn that is
-/// already aborted. Both the call and each poll run marked as inside this
-/// agent's hook, for [`inside_hook_of`]. The future is dropped here, inside
-/// the same guard: a hook whose future panics when dropped (a user's guard
-/// in it, when a cancel drops it mid-await) has panicked, and the driver
-/// task goes on.
+/// is aborted or the log fails (its future is dropped), or it panics. The
+/// abort and the failure are checked before each poll, so a hook is not
+/// even polled for a turn that is already aborted. Both the call and each
+/// poll run marked as inside this agent's hook, for [`inside_hook_of`]. The
+/// future is dropped here, inside the same guard: a hook whose future
+/// panics when dropped (a user's guard in it, when a cancel drops it
+/// mid-await) has panicked, and the driver task goes on.
 async fn settle<F: Future>(
     shared: &Shared,
     turn: u64,
@@ -162,12 +179,15 @@ async fn settle<F: Future>(
 ) -> Settled<F::Output> {
     let hook = match catch_unwind(AssertUnwindSafe(|| inside_hook(shared, start))) {
         Ok(hook) => hook,
-        Err(payload) => return Settled::Panicked(panic_message(payload.as_ref())),
+        Err(payload) => return Settled::Panicked(panic_message(payload)),
     };
     let mut hook = pin!(Some(hook));
     let settled = poll_fn(|context| {
-        if shared.poll_aborted(turn, context).is_ready() {
-            return Poll::Ready(Settled::Aborted);
+        if let Poll::Ready(interrupt) = shared.poll_interrupted(turn, context) {
+            return Poll::Ready(match interrupt {
+                Interrupt::Aborted => Settled::Aborted,
+                Interrupt::LogFailed => Settled::Stopped,
+            });
         }
         let Some(running) = hook.as_mut().as_pin_mut() else {
             unreachable!("the hook's future is dropped only once settled");
@@ -177,16 +197,23 @@ async fn settle<F: Future>(
         }));
         match polled {
             Ok(poll) => poll.map(Settled::Done),
-            Err(payload) => Poll::Ready(Settled::Panicked(panic_message(payload.as_ref()))),
+            Err(payload) => Poll::Ready(Settled::Panicked(panic_message(payload))),
         }
     })
     .await;
     let dropped = catch_unwind(AssertUnwindSafe(|| {
         inside_hook(shared, || hook.as_mut().set(None));
     }));
-    match dropped {
-        Ok(()) => settled,
-        Err(payload) => Settled::Panicked(panic_message(payload.as_ref())),
+    match (dropped, settled) {
+        (Ok(()), settled) => settled,
+        // Nothing is completed once the log failed, not even a `fail`.
+        (Err(payload), Settled::Stopped) => {
+            drop_guarded(payload);
+            Settled::Stopped
+        }
+        (Err(payload), Settled::Done(_) | Settled::Aborted | Settled::Panicked(_)) => {
+            Settled::Panicked(panic_message(payload))
+        }
     }
 }
 
@@ -211,16 +238,4 @@ fn inside_hook<R>(shared: &Shared, body: impl FnOnce() -> R) -> R {
 /// for that agent from here would wait for itself.
 pub(crate) fn inside_hook_of(shared: &Shared) -> bool {
     INSIDE_HOOK.with(|inside| inside.get() == address(shared))
-}
-
-/// A panic payload's message: its `&str` or `String` (another payload,
-/// from `panic_any`, has no text to show).
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(message) = payload.downcast_ref::<&str>() {
-        (*message).to_owned()
-    } else if let Some(message) = payload.downcast_ref::<String>() {
-        message.clone()
-    } else {
-        "a panic whose payload is not a string (`panic_any`)".to_owned()
-    }
 }

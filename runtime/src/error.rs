@@ -11,14 +11,21 @@ use courier_core::Refusal;
 pub enum Error {
     /// The core refused the input (SPEC §5); nothing changed.
     Refused(Refusal),
-    /// The driver task is gone (dropped, or its task aborted) while the
-    /// agent was not disposed: nothing will ever run a hook, finish a turn
-    /// or resolve a waiter again, so the call was not made. The log is left
-    /// as a crash leaves it; [`crate::Handle::resume`] picks it up.
+    /// The driver task is gone (dropped, or its task aborted) before the
+    /// agent's end (disposed and idle; a disposal it left midway, its turn
+    /// aborted but not ended, never ends): nothing will ever run a hook,
+    /// finish a turn or resolve a waiter again, so the call was not made.
+    /// The log is left as a crash leaves it; [`crate::Handle::resume`]
+    /// picks it up.
     DriverGone,
     /// Awaited inside one of the agent's own hooks: the driver task is
     /// waiting for that very hook, so the wait could never end.
     InsideHook,
+    /// Called inside the agent's own [`crate::Sink`] (while the journal
+    /// writes or flushes the log through it, on the calling thread), under
+    /// any [`crate::Durability`]: the call would wait for the log's writer,
+    /// which that very sink holds, so it was not made.
+    InsideSink,
     /// The log's sink failed or panicked (the first error it ever
     /// reported), during this call's transition (which was applied) or
     /// before it (then the call was not made: accepting work the log cannot
@@ -28,7 +35,11 @@ pub enum Error {
     /// error. [`crate::Handle::resume`] goes on from what the file kept.
     Log(io::Error),
     /// The [`crate::Observer`] panicked observing this call's transition
-    /// (which was applied); the observer was dropped.
+    /// (which was applied); the observer was dropped. `when_idle` and
+    /// `dispose` return it once their wait ends, for their own transitions
+    /// and for those no call made (the driver task's completions, the last
+    /// handle's disposal) while they waited; see
+    /// [`crate::Handle::observer_panic`].
     ObserverPanicked(String),
 }
 
@@ -48,6 +59,9 @@ impl fmt::Display for Error {
             Self::InsideHook => formatter.write_str(
                 "awaited inside the agent's own hook, which the driver task is waiting for: it would never resolve",
             ),
+            Self::InsideSink => formatter.write_str(
+                "called inside the agent's own sink, which holds the log's writer the call would wait for",
+            ),
             Self::Log(error) => write!(formatter, "the session log failed: {error}"),
             Self::ObserverPanicked(message) => {
                 write!(formatter, "the observer panicked and was dropped: {message}")
@@ -61,7 +75,9 @@ impl std::error::Error for Error {
         match self {
             Self::Refused(refusal) => Some(refusal),
             Self::Log(error) => Some(error),
-            Self::DriverGone | Self::InsideHook | Self::ObserverPanicked(_) => None,
+            Self::DriverGone | Self::InsideHook | Self::InsideSink | Self::ObserverPanicked(_) => {
+                None
+            }
         }
     }
 }

@@ -206,9 +206,13 @@ impl Handle {
     /// Resolves at the next quiescence: at once when idle, else at the next
     /// retirement that starts no other driver. The waiter is registered by
     /// this call, not by the first poll, so it sees the state as of the call.
-    /// Resolves with [`Error::DriverGone`] if the driver task goes first, and
-    /// with [`Error::InsideHook`] when awaited inside one of this agent's own
-    /// hooks (the quiescence it waits for needs that hook to finish).
+    /// Resolves with [`Error::DriverGone`] if the driver task goes first,
+    /// with [`Error::Log`] once the log failed (the driver task stops at
+    /// it), and with [`Error::InsideHook`] when awaited inside one of this
+    /// agent's own hooks (the quiescence it waits for needs that hook to
+    /// finish). An observer that panicked observing this registration, or a
+    /// transition no call made while this waited, is reported at the
+    /// quiescence, as [`Error::ObserverPanicked`].
     pub fn when_idle(&self) -> WhenIdle {
         WhenIdle {
             ticket: self.shared.when_idle(),
@@ -220,11 +224,15 @@ impl Handle {
     /// refuses every later insertion), waits until it is idle, and writes
     /// and syncs the log, whatever the durability policy. Fails with the
     /// first error the sink ever reported ([`Error::Log`], after the
-    /// disposal all the same), with [`Error::DriverGone`] (nothing disposed:
-    /// the log stays as a crash leaves it), or, inside one of this agent's
-    /// own hooks, with [`Error::InsideHook`] once the disposal started: the
-    /// turn that hook belongs to is aborted, so its future is dropped at its
-    /// next suspension. Once disposed and written, the sink is dropped (a
+    /// disposal all the same), with [`Error::DriverGone`] (the driver task
+    /// went before the disposal ended: the log stays as a crash leaves it),
+    /// with [`Error::ObserverPanicked`] once disposed and written (the
+    /// observer panicked at this disposal, or at a transition no call made
+    /// while it waited), or, inside one of this agent's own hooks, with
+    /// [`Error::InsideHook`] once the disposal started: the turn that hook
+    /// belongs to is aborted, so its future is dropped at its next
+    /// suspension (inside its sink, with [`Error::InsideSink`], nothing
+    /// disposed). Once disposed and written, the sink is dropped (a
     /// [`JsonlFile`](crate::JsonlFile) closed, its one-writer lock
     /// released), so the log can be resumed at once, before the driver task
     /// and the last handle are gone. So it is after [`Error::Log`] or
@@ -239,18 +247,17 @@ impl Handle {
             Err(error) => Err(error),
         };
         match disposed {
-            Ok(()) => {
+            Ok(()) | Err(Error::ObserverPanicked(_)) => {
                 let flushed = self.shared.flush();
                 self.shared.release_log();
-                flushed.map_err(Error::Log)
+                flushed.map_err(Error::Log)?;
+                disposed
             }
             Err(error @ (Error::Log(_) | Error::DriverGone)) => {
                 self.shared.release_log();
                 Err(error)
             }
-            Err(error @ (Error::InsideHook | Error::Refused(_) | Error::ObserverPanicked(_))) => {
-                Err(error)
-            }
+            Err(error @ (Error::InsideHook | Error::InsideSink | Error::Refused(_))) => Err(error),
         }
     }
 
@@ -266,14 +273,28 @@ impl Handle {
     }
 
     /// Every output from now on, keeping at most about `capacity` unread
-    /// (rounded up to a power of two, at most `usize::MAX / 2`): a reader
-    /// that falls further behind loses the oldest and is told how many
-    /// ([`Lagged`]), like tokio's `broadcast`. Memory stays bounded whatever
-    /// the reader does. The stream ends when the driver task does.
+    /// (rounded up to a power of two, at most [`Handle::BOUNDED_CAPACITY_MAX`]:
+    /// the ring is allocated whole up front): a reader that falls further
+    /// behind loses the oldest and is told how many ([`Lagged`]), like
+    /// tokio's `broadcast`. Memory stays bounded whatever the reader does.
+    /// The stream ends when the driver task does.
     pub fn subscribe_bounded(&self, capacity: NonZeroUsize) -> BoundedNotifications {
-        let (sender, receiver) = broadcast::channel(capacity.get().min(usize::MAX / 2));
+        let capacity = capacity.get().min(Self::BOUNDED_CAPACITY_MAX);
+        let (sender, receiver) = broadcast::channel(capacity);
         self.shared.subscribe(Subscriber::Bounded(sender));
         BoundedNotifications { receiver }
+    }
+
+    /// The most outputs a [`Handle::subscribe_bounded`] stream keeps unread
+    /// (65,536): a larger capacity is clamped to it, instead of a ring of
+    /// that size allocated at once (a panic or an abort, for a huge one).
+    pub const BOUNDED_CAPACITY_MAX: usize = 1 << 16;
+
+    /// The observer's panic, once it panicked (it was dropped then): kept
+    /// for a panic that no waiting call reported (at a transition the
+    /// driver task ran while nobody waited), and for one a call did.
+    pub fn observer_panic(&self) -> Option<String> {
+        self.shared.observer_panic()
     }
 
     /// The latest hook panics (up to 64), oldest first. Each failed its

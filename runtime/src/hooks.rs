@@ -4,8 +4,10 @@
 //! across calls, plus a closure adapter for the common case. The driver task
 //! runs one hook at a time; a cancel that aborts the turn drops the hook's
 //! future (that is how cancellation reaches it), and the core still decides
-//! how the turn ends. A hook that panics fails its point instead (SPEC §5
-//! `fail`), and the panic is kept as a [`HookPanic`].
+//! how the turn ends (a log failure drops it too, and the driver task stops
+//! there). A hook that panics fails its point instead (SPEC §5 `fail`), and
+//! the panic is kept as a [`HookPanic`]; a hook whose `Drop` panics is
+//! caught when the driver task drops it.
 //!
 //! Each call carries a [`WeakHandle`] to its agent, so a hook can call the
 //! agent mid-step (a tool's result injected into the next step) without

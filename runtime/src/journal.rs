@@ -7,7 +7,8 @@
 //! taken out of the journal's state while it is in use, so
 //! at most one batch is written at a time and batches leave the queue in
 //! order. No sink code ever runs under the agent's lock, and every sink
-//! error is kept and returned to whoever asked for the lines it failed on.
+//! error is kept and returned to whoever asked for the lines it failed on,
+//! and wakes the driver task, which stops at it whatever write met it.
 //!
 //! How the lines reach the disk is the [`Durability`] policy:
 //! - `Sync`: the caller writes its own lines (and every line queued before
@@ -24,15 +25,17 @@
 use std::io;
 use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use courier_core::Output;
 
-use crate::driver::panic_message;
 use crate::sink::{Event, Sink};
 use crate::sync::{
-    Arc, AtomicBool, Condvar, Mutex, MutexGuard, Ordering, lock, thread, wait, wait_timeout,
+    Arc, AtomicBool, Condvar, INSIDE_SINK, Mutex, MutexGuard, Ordering, lock, thread, wait,
+    wait_timeout,
 };
+use crate::unwind::{drop_guarded, panic_message};
 
 /// When the durable log lines of a transition reach the disk.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -90,6 +93,10 @@ struct State {
     /// The first error the sink returned. After one, nothing more is
     /// written: a log with a hole in it would mislead its reader.
     failure: Option<io::Error>,
+    /// The driver task's waker while it waits, woken by the failure: a
+    /// write that does not wake it otherwise (an edit while idle, the
+    /// write-behind thread's) still stops it.
+    driver: Option<Waker>,
     /// Callers blocked on `written`, so a writer skips the notify when none.
     waiting: usize,
     /// The write-behind thread will look at the queue without a wake: it is
@@ -129,6 +136,7 @@ impl Journal {
                 line: String::new(),
             }),
             failure,
+            driver: None,
             waiting: 0,
             armed: false,
             closed: false,
@@ -239,6 +247,29 @@ impl Journal {
         }
     }
 
+    /// Whether the log failed (the driver task stops); else `waker` is kept,
+    /// to be woken by the failure when it comes. Checked and kept under the
+    /// journal's lock, where the failure is set, so none comes unseen
+    /// between the two.
+    pub(crate) fn stopped(&self, waker: &Waker) -> bool {
+        let mut state = lock(&self.state);
+        if state.failure.is_some() {
+            return true;
+        }
+        match &state.driver {
+            Some(parked) if parked.will_wake(waker) => {}
+            _ => state.driver = Some(waker.clone()),
+        }
+        false
+    }
+
+    /// Whether this thread is inside this journal's sink right now: a call
+    /// on its agent from there would wait for the writer's token the sink
+    /// holds.
+    pub(crate) fn inside_sink(&self) -> bool {
+        INSIDE_SINK.with(|inside| inside.get() == address(self))
+    }
+
     /// Writes and syncs every output queued so far, under any policy (a
     /// flush, or `dispose`); returns the first error the sink ever reported.
     pub(crate) fn sync_all(&self) -> io::Result<()> {
@@ -291,24 +322,50 @@ impl Journal {
             mut batch,
             end,
         } = taken;
-        let written = guarded(|| writer.write(&mut batch));
+        let written = self.in_sink(|| guarded(|| writer.write(&mut batch)));
         batch.clear();
         let mut state = lock(&self.state);
         state.writer = Some(writer);
         state.spare = batch;
-        match written {
-            Ok(()) => state.synced = end,
+        let stopped = match written {
+            Ok(()) => {
+                state.synced = end;
+                None
+            }
             Err(error) => {
                 state.failure.get_or_insert(error);
                 self.failed.store(true, Ordering::Release);
                 // Queued while this batch failed: never written either.
                 state.queue.clear();
+                state.driver.take()
             }
-        }
+        };
         if state.waiting > 0 {
             self.written.notify_all();
         }
-        state
+        match stopped {
+            None => state,
+            Some(driver) => {
+                // Woken with the journal's lock released: the driver task's
+                // next look takes the agent's lock, then this one.
+                drop(state);
+                driver.wake();
+                lock(&self.state)
+            }
+        }
+    }
+
+    /// Runs `body`, which calls the sink, marked as inside it (see
+    /// [`Journal::inside_sink`]).
+    fn in_sink<R>(&self, body: impl FnOnce() -> R) -> R {
+        struct Restore(usize);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                INSIDE_SINK.with(|inside| inside.set(self.0));
+            }
+        }
+        let _restore = Restore(INSIDE_SINK.with(|inside| inside.replace(address(self))));
+        body()
     }
 
     /// The write-behind thread: sleeps until an empty queue gets work, lets
@@ -353,11 +410,7 @@ impl Journal {
             if let Some(writer) = &mut state.writer {
                 let sink = mem::replace(&mut writer.sink, Box::new(Released));
                 drop(state);
-                // A user's sink may panic in `Drop` too.
-                drop(guarded(|| {
-                    drop(sink);
-                    Ok(())
-                }));
+                drop_guarded(sink);
                 return;
             }
             state.waiting += 1;
@@ -374,9 +427,13 @@ impl Journal {
         if let Some(thread) = writer.0.take() {
             // It catches its sink's panics, so it ends; this runs in `Drop`,
             // which must not panic either way.
-            drop(thread.join());
+            drop_guarded(thread.join());
         }
     }
+}
+
+fn address(journal: &Journal) -> usize {
+    std::ptr::from_ref(journal) as usize
 }
 
 /// Calls the user's sink; a panic in it is its failure, so it never
@@ -385,7 +442,7 @@ fn guarded(call: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
     catch_unwind(AssertUnwindSafe(call)).unwrap_or_else(|payload| {
         Err(io::Error::other(format!(
             "the sink panicked: {}",
-            panic_message(payload.as_ref())
+            panic_message(payload)
         )))
     })
 }
@@ -395,6 +452,14 @@ fn guarded(call: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
 struct Writer {
     sink: Box<dyn Sink>,
     line: String,
+}
+
+impl Drop for Writer {
+    /// A user's sink may panic in `Drop` too; the journal goes with the
+    /// agent's last reference, from the driver task or a `Drop`.
+    fn drop(&mut self) {
+        drop_guarded(mem::replace(&mut self.sink, Box::new(Released)));
+    }
 }
 
 impl Writer {

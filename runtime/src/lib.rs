@@ -51,6 +51,7 @@ mod resume;
 mod shared;
 mod sink;
 mod sync;
+mod unwind;
 
 pub use driver::DriverTask;
 pub use error::Error;

@@ -17,18 +17,28 @@
 //! Why nothing hangs once the driver task is gone: its drop marks the agent
 //! [`Driver::Gone`] under the lock, wakes every `when_idle` waiter and ends
 //! every subscription; from then on a call that needs the driver task is
-//! refused with [`Error::DriverGone`] before it reaches the core.
+//! refused with [`Error::DriverGone`] before it reaches the core. Only an
+//! agent at its end (disposed and idle) needs it no more: a disposal the
+//! driver task left midway (its turn aborted, the completion never fed)
+//! needs it to end.
+//!
+//! Why a log failure stops the driver task whatever write met it: the
+//! journal wakes the waker the driver task parks there too (see
+//! [`Journal::stopped`]), so a failure on a write that gives the driver task
+//! no work (an edit while idle, the write-behind thread's) stops it as
+//! well, and its end ends the subscriptions and wakes the waiters.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::mem;
+use std::ops::RangeInclusive;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::task::{Context, Poll, Waker};
 
 use courier_core::log::SessionHeader;
-use courier_core::{Agent as Core, AwaitPoint, Inbox, Input, Message, Output, Status};
+use courier_core::{Agent as Core, AwaitPoint, Inbox, Input, Message, Output, Refusal, Status};
 
-use crate::driver::{inside_hook_of, panic_message};
+use crate::driver::inside_hook_of;
 use crate::error::Error;
 use crate::fanout::{Fanout, Subscriber};
 use crate::hooks::HookPanic;
@@ -36,6 +46,7 @@ use crate::journal::{Durability, Journal, WriterThread};
 use crate::observer::{Observer, Transition};
 use crate::sink::Sink;
 use crate::sync::{Arc, Mutex, lock};
+use crate::unwind::{drop_guarded, panic_message};
 
 /// What the driver task must do next for the core.
 pub(crate) enum Job {
@@ -53,12 +64,23 @@ pub(crate) enum Job {
     },
 }
 
+/// Why the driver task stops awaiting a hook.
+pub(crate) enum Interrupt {
+    /// A cancel or dispose aborted the turn: its point fails.
+    Aborted,
+    /// The log failed: the driver task stops.
+    LogFailed,
+}
+
 /// Whether a driver task still serves the agent.
 enum Driver {
     Serving,
     /// Dropped: no completion will ever come.
     Gone,
 }
+
+/// No waiter reports an observer's panic: a client's input does.
+const NO_WAITER: RangeInclusive<u64> = RangeInclusive::new(1, 0);
 
 /// The most recent hook panics kept for [`crate::Handle::hook_panics`].
 const HOOK_PANICS_KEPT: usize = 64;
@@ -85,10 +107,29 @@ struct Locked {
     /// Sees every transition; without one, `run` copies nothing.
     observer: Option<Box<dyn Observer>>,
     driver: Driver,
-    /// The observer's panic, until the call it happened in reports it.
-    observer_panic: Option<String>,
+    /// The observer's panic; it is dropped then, so there is only one.
+    observer_panic: Option<ObserverPanic>,
     /// The latest hook panics, oldest first.
     hook_panics: Vec<HookPanic>,
+}
+
+/// The observer's panic, kept for [`crate::Handle::observer_panic`].
+struct ObserverPanic {
+    message: String,
+    /// The `when_idle` tickets (`dispose`'s too) that report it once their
+    /// `idle` comes: the waiter whose registration it observed, or every
+    /// waiter still waiting through a transition no call made (a
+    /// completion, the last handle's disposal). Empty when a client's input
+    /// reported it, or nobody waited.
+    tickets: RangeInclusive<u64>,
+}
+
+/// One transition's run: the core's answer, and the observer's panic if it
+/// panicked observing it, for the caller to route ([`Locked::keep_panic`]).
+#[must_use = "the observer's panic must be routed to whoever reports it"]
+struct Ran {
+    answer: Result<(), Refusal>,
+    panic: Option<String>,
 }
 
 /// `when_idle` waiters. The core resolves waiters in the order they
@@ -180,27 +221,38 @@ impl Shared {
             "completions belong to the driver task"
         );
         debug_assert!(input != Input::WhenIdle, "a waiter needs its ticket");
+        if self.journal.inside_sink() {
+            return Err(Error::InsideSink);
+        }
         let winds_down = matches!(input, Input::Cancel { .. } | Input::Dispose);
         if !winds_down {
             self.journal.failure().map_err(Error::Log)?;
         }
         let (result, synced) = self.section(|locked| {
             locked.served()?;
-            locked.run(input)?;
-            locked.observer_failure()
+            let Ran { answer, panic } = locked.run(input);
+            // A refusal is the call's answer (the panic is kept all the
+            // same); an applied input reports the panic.
+            let panic = locked.keep_panic(panic, NO_WAITER);
+            answer?;
+            panic.map_or(Ok(()), |message| Err(Error::ObserverPanicked(message)))
         });
         result.map_err(|error| self.unserved(error))?;
         synced.map_err(Error::Log)
     }
 
-    /// The driver task's completion of the point it was awaiting.
+    /// The driver task's completion of the point it was awaiting. An
+    /// observer's panic here is no call's: every waiter waiting through it
+    /// reports it.
     pub(crate) fn complete(&self, completion: Input) {
         debug_assert!(completion.is_completion(), "clients feed no completions");
         self.with(|locked| {
-            let fed = locked.run(completion);
+            let waiting = locked.idle.unresolved();
+            let Ran { answer, panic } = locked.run(completion);
             // Only the driver task feeds completions and no client input moves
             // the awaited point, so the point the job named is still awaited.
-            fed.expect("the driver task completes the point it was given");
+            answer.expect("the driver task completes the point it was given");
+            drop(locked.keep_panic(panic, waiting));
         });
     }
 
@@ -212,13 +264,19 @@ impl Shared {
     /// Disposes and registers the waiter for the disposal's end in one
     /// critical section, so its `idle` is emitted before the driver task can
     /// see the agent disposed and idle, end, and end the subscriptions with
-    /// it. A log failure met on the way is kept, for the flush after.
+    /// it. A log failure met on the way is kept, for the flush after; an
+    /// observer's panic, for the waiter's end.
     pub(crate) fn dispose(&self) -> Result<u64, Error> {
+        if self.journal.inside_sink() {
+            return Err(Error::InsideSink);
+        }
         self.with(|locked| {
             locked.served()?;
             // Never refused.
-            drop(locked.run(Input::Dispose));
-            Ok(locked.register_waiter())
+            let Ran { answer: _, panic } = locked.run(Input::Dispose);
+            let ticket = locked.register_waiter();
+            drop(locked.keep_panic(panic, ticket..=ticket));
+            Ok(ticket)
         })
         .map_err(|error| self.unserved(error))
     }
@@ -232,9 +290,12 @@ impl Shared {
         }
     }
 
-    /// Ready when the ticket's `idle` came; an error when it never can (the
-    /// driver task is gone, or this is polled inside one of the agent's own
-    /// hooks, which the driver task is waiting for).
+    /// Ready when the ticket's `idle` came (with the observer's panic if
+    /// this waiter reports it); an error when the log failed (the driver
+    /// task stops at it: this `idle` may never come, and one that came may
+    /// not be kept) or when it never can come (the driver task is gone, or
+    /// this is polled inside one of the agent's own hooks, which the driver
+    /// task is waiting for).
     pub(crate) fn poll_idle(
         &self,
         ticket: u64,
@@ -242,13 +303,16 @@ impl Shared {
     ) -> Poll<Result<(), Error>> {
         let inside_hook = inside_hook_of(self);
         self.with(|locked| {
-            if locked.idle.resolved(ticket) {
-                return Poll::Ready(Ok(()));
-            }
             if let Err(error) = self.journal.failure() {
-                // The driver task stops at the log's failure: this `idle`
-                // may never come.
                 return Poll::Ready(Err(Error::Log(error)));
+            }
+            if locked.idle.resolved(ticket) {
+                return Poll::Ready(match &locked.observer_panic {
+                    Some(panic) if panic.tickets.contains(&ticket) => {
+                        Err(Error::ObserverPanicked(panic.message.clone()))
+                    }
+                    Some(_) | None => Ok(()),
+                });
             }
             if let Err(error) = locked.served() {
                 return Poll::Ready(Err(error));
@@ -276,6 +340,7 @@ impl Shared {
             return Poll::Ready(None);
         }
         self.with(|locked| match locked.look() {
+            Poll::Pending if self.journal.stopped(context.waker()) => Poll::Ready(None),
             Poll::Pending => {
                 park(&mut locked.driver_task, context.waker());
                 Poll::Pending
@@ -296,14 +361,18 @@ impl Shared {
         Poll::Pending
     }
 
-    /// Ready once a cancel or dispose aborted `turn`; parks the driver task's
-    /// waker otherwise, so the abort reaches the hook in flight.
-    pub(crate) fn poll_aborted(&self, turn: u64, context: &mut Context<'_>) -> Poll<()> {
+    /// Ready once the log failed or a cancel or dispose aborted `turn`;
+    /// parks the driver task's waker otherwise, so either reaches the hook
+    /// in flight.
+    pub(crate) fn poll_interrupted(&self, turn: u64, context: &mut Context<'_>) -> Poll<Interrupt> {
         self.with(|locked| {
+            if self.journal.stopped(context.waker()) {
+                return Poll::Ready(Interrupt::LogFailed);
+            }
             let open =
                 matches!(locked.core.status(), Status::Running { turn: open, .. } if open == turn);
             if open && locked.core.abort_cause().is_some() {
-                return Poll::Ready(());
+                return Poll::Ready(Interrupt::Aborted);
             }
             park(&mut locked.driver_task, context.waker());
             Poll::Pending
@@ -326,6 +395,13 @@ impl Shared {
 
     pub(crate) fn hook_panics(&self) -> Vec<HookPanic> {
         self.with(|locked| locked.hook_panics.clone())
+    }
+
+    pub(crate) fn observer_panic(&self) -> Option<String> {
+        self.with(|locked| {
+            let panic = locked.observer_panic.as_ref();
+            panic.map(|panic| panic.message.clone())
+        })
     }
 
     /// The driver task is being dropped: whatever it was serving stays
@@ -380,69 +456,89 @@ impl Shared {
 
     /// The last handle disposes, so the driver task ends instead of waiting
     /// for inputs that can no longer come (without a driver task, there is
-    /// nothing to end). Never panics: it runs in `Drop`.
+    /// nothing to end). Never panics: it runs in `Drop`. An observer's panic
+    /// at that disposal is no call's: the waiters still waiting report it.
     pub(crate) fn handle_dropped(&self) {
         self.with(|locked| {
             locked.handles = locked.handles.saturating_sub(1);
             let last = locked.handles == 0 && !locked.core.is_disposed();
             if last && let Driver::Serving = locked.driver {
+                let waiting = locked.idle.unresolved();
                 // Dispose is never refused.
-                drop(locked.run(Input::Dispose));
+                let Ran { answer: _, panic } = locked.run(Input::Dispose);
+                drop(locked.keep_panic(panic, waiting));
             }
         });
     }
 }
 
 impl Locked {
-    /// A `when_idle` waiter's ticket, fed to the core as its input.
+    /// A `when_idle` waiter's ticket, fed to the core as its input; the
+    /// waiter reports an observer's panic at its registration.
     fn register_waiter(&mut self) -> u64 {
         let ticket = self.idle.issue();
         // Never refused.
-        drop(self.run(Input::WhenIdle));
+        let Ran { answer: _, panic } = self.run(Input::WhenIdle);
+        drop(self.keep_panic(panic, ticket..=ticket));
         ticket
     }
 
-    /// Whether a call can be served: a driver task runs, or the agent is
-    /// disposed (then the core answers for itself, refusing insertions).
+    /// Whether a call can be served: a driver task runs, or the agent is at
+    /// its end, disposed and idle (then the core answers for itself,
+    /// refusing insertions, and every wait resolves at once).
     fn served(&self) -> Result<(), Error> {
+        let ended = self.core.is_disposed() && self.core.status() == Status::Idle;
         match self.driver {
-            Driver::Gone if !self.core.is_disposed() => Err(Error::DriverGone),
+            Driver::Gone if !ended => Err(Error::DriverGone),
             Driver::Gone | Driver::Serving => Ok(()),
         }
     }
 
-    /// The observer's panic, once: the observer is dropped after it (it
-    /// missed a transition, so what it checks no longer holds), and the call
-    /// whose transition it was observing reports it.
-    fn observer_failure(&mut self) -> Result<(), Error> {
-        match self.observer_panic.take() {
-            None => Ok(()),
-            Some(message) => Err(Error::ObserverPanicked(message)),
-        }
+    /// Keeps the observer's panic of the transition just run (if it
+    /// panicked), reported by the waiters holding `tickets`; returns its
+    /// message, for a caller that reports it itself.
+    fn keep_panic(
+        &mut self,
+        panic: Option<String>,
+        tickets: RangeInclusive<u64>,
+    ) -> Option<String> {
+        let message = panic?;
+        debug_assert!(self.observer_panic.is_none(), "a dropped observer panicked");
+        self.observer_panic = Some(ObserverPanic {
+            message: message.clone(),
+            tickets,
+        });
+        Some(message)
     }
 
     /// Runs one transition, delivers its outputs and picks whom to wake; an
     /// observer gets the transition last, still under the lock, so the order
-    /// it sees is the core's.
-    fn run(&mut self, input: Input) -> Result<(), courier_core::Refusal> {
+    /// it sees is the core's. One that panics is dropped (it missed a
+    /// transition, so what it checks no longer holds), guarded.
+    fn run(&mut self, input: Input) -> Ran {
         if self.observer.is_none() {
-            return self.transition(input, None);
+            let answer = self.transition(input, None);
+            return Ran {
+                answer,
+                panic: None,
+            };
         }
         let mut outputs = Vec::new();
-        let result = self.transition(input.clone(), Some(&mut outputs));
+        let answer = self.transition(input.clone(), Some(&mut outputs));
+        let mut panic = None;
         if let Some(observer) = &mut self.observer {
             let transition = Transition {
                 input,
-                answer: result.clone(),
+                answer: answer.clone(),
                 outputs,
             };
             let observed = catch_unwind(AssertUnwindSafe(|| observer.observe(transition)));
             if let Err(payload) = observed {
-                self.observer = None;
-                self.observer_panic = Some(panic_message(payload.as_ref()));
+                drop_guarded(self.observer.take());
+                panic = Some(panic_message(payload));
             }
         }
-        result
+        Ran { answer, panic }
     }
 
     /// The transition itself; `record` collects copies of its outputs.
@@ -450,7 +546,7 @@ impl Locked {
         &mut self,
         input: Input,
         record: Option<&mut Vec<Output>>,
-    ) -> Result<(), courier_core::Refusal> {
+    ) -> Result<(), Refusal> {
         let before = self.core.status();
         let aborts = input.abort().is_some();
         self.core.handle(input)?;
@@ -519,9 +615,12 @@ impl Locked {
 }
 
 impl Drop for Shared {
-    /// The write-behind thread writes the last lines before the agent goes.
+    /// The write-behind thread writes the last lines before the agent goes;
+    /// the user's observer may panic in `Drop` (the sink is guarded in the
+    /// journal's).
     fn drop(&mut self) {
         self.journal.close(&mut self.writer);
+        drop_guarded(lock(&self.locked).observer.take());
     }
 }
 
@@ -549,6 +648,11 @@ impl Tickets {
 
     fn resolved(&self, ticket: u64) -> bool {
         ticket <= self.resolved
+    }
+
+    /// The tickets still waiting.
+    fn unresolved(&self) -> RangeInclusive<u64> {
+        self.resolved + 1..=self.issued
     }
 
     fn wait(&mut self, ticket: u64, waker: &Waker) {

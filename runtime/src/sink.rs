@@ -21,6 +21,12 @@ use crate::sync::{Arc, Mutex, lock, pause};
 /// write on its own after an error either (a `BufWriter` retries what it
 /// buffered when dropped): those lines belong to a call that was told it
 /// failed, and may land after a partial line ([`JsonlFile`] drops them).
+///
+/// A sink must not call its own agent: while it runs it holds the log's
+/// writer, which that call's lines would wait for. A send, edit, cancel or
+/// `dispose` made from inside it (on the thread the journal called it on)
+/// returns [`crate::Error::InsideSink`] instead, under any
+/// [`crate::Durability`]. A panic in its `Drop` is caught.
 pub trait Sink: Send + 'static {
     /// Appends one JSONL line, given without its newline: the header, and
     /// every event unless [`Sink::write_event`] is overridden.

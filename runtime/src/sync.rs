@@ -25,10 +25,14 @@ std::thread_local! {
     /// The agent whose hook this thread is calling or polling (its
     /// address), 0 for none; see `driver::inside_hook`.
     pub(crate) static INSIDE_HOOK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The journal whose sink this thread is calling (its address), 0 for
+    /// none; see `journal::Journal::inside_sink`.
+    pub(crate) static INSIDE_SINK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 #[cfg(loom)]
 loom::thread_local! {
     pub(crate) static INSIDE_HOOK: std::cell::Cell<usize> = std::cell::Cell::new(0);
+    pub(crate) static INSIDE_SINK: std::cell::Cell<usize> = std::cell::Cell::new(0);
 }
 
 /// Locks `mutex`. Nothing user-supplied runs under the runtime's locks

@@ -376,7 +376,9 @@ fn a_failing_sink_refuses_later_work_and_dispose_reports_it() {
             "{sent:?}"
         );
         assert!(agent.inbox().is_empty(), "A was not accepted");
-        agent.when_idle().await.expect("the driver task runs");
+        // The driver task stopped at the failure: a wait ends with it.
+        let idle = agent.when_idle().await;
+        assert!(matches!(idle, Err(Error::Log(_))), "{idle:?}");
         let error = agent.dispose().await.expect_err("the failure surfaces");
         assert_eq!(error.to_string(), "the session log failed: disk full");
     });
