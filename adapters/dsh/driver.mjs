@@ -164,8 +164,9 @@ async function flushed(live) {
     await live.ctx.sessions.flush(live.agent.session)
   } catch (error) {
     // A session a disposal (or a failed restart) took out of the store
-    // has nothing to flush; the file, if any, is what it left.
-    if (sessionFile() !== undefined) throw error
+    // has nothing to flush; the file, if any, is what it left. A disposal
+    // still running owns the session too (it may be removing it now).
+    if (live.disposing === undefined && sessionFile() !== undefined) throw error
   }
 }
 
@@ -191,11 +192,12 @@ async function restart(live, lose) {
   // A crash during a disposal still waiting for its turn keeps what was
   // flushed; awaiting that disposal would hang on the held completion.
   await flushed(live)
-  live.disposing = undefined
   const path = sessionFile()
   // dsh writes no file before its first flush, and a finished disposal
-  // removes the session: either way there is nothing to resume.
+  // removes the session: either way there is nothing to resume, and the
+  // agent (disposing or not) stays as it is.
   if (path === undefined) return [{ unsupported: 'restart: dsh left no session file to resume' }]
+  live.disposing = undefined
   live.agent = undefined
   held = { preStep: undefined, step: undefined }
   const lines = readFileSync(path, 'utf8').split('\n').filter(line => line !== '')
