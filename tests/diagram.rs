@@ -375,3 +375,46 @@ turn/end 1 error
     let plain = courier::diagram::load(&file, None).expect("it draws");
     assert_eq!(plain.diverged, None);
 }
+
+/// A build without the planted bugs draws a file that names one (a
+/// report's `mutant`, a transcript's `# mutant:`) as the correct design,
+/// with a note saying so. Before, a report was refused (exit 2) where a
+/// transcript was drawn.
+#[cfg(not(feature = "mutants"))]
+#[test]
+fn a_planted_bug_this_build_lacks_draws_the_correct_design_with_a_note() {
+    use courier_check::Property;
+    use courier_sim::{Prng, REPORT_FORMAT, Report, Swarm};
+
+    let report = Report {
+        format: REPORT_FORMAT,
+        seed: 3,
+        mutant: Some("no-latch".to_owned()),
+        swarm: Swarm::draw(&mut Prng::new(3)),
+        property: Property::NoLostWakeup,
+        detail: "retired with 1 owed: A".to_owned(),
+        output_hash: "fnv1a64:0000000000000000".to_owned(),
+        trace: vec![Stimulus::Input(Input::followup(Message::text(
+            "A",
+            Source::user(),
+        )))],
+    };
+    let diagram = courier::diagram::from_report(Path::new("race-3.json"), &report, None).unwrap();
+    assert_eq!(diagram.title, "race-3.json (correct design) seed 3");
+    assert!(
+        diagram.notes[0].starts_with(
+            "note: the report's `mutant` field: `no-latch` is a planted bug, and this build has none"
+        ),
+        "{:?}",
+        diagram.notes
+    );
+    assert!(diagram.notes[0].ends_with("; drawing the correct design instead"));
+
+    let text = "# mutant: no-latch\nfollowup A\n----\n";
+    let drawn = courier::diagram::from_transcript(Path::new("t.txn"), text, None).unwrap();
+    assert!(
+        drawn.notes[0].starts_with("note: line 1 names the variant: `no-latch` is a planted bug"),
+        "{:?}",
+        drawn.notes
+    );
+}

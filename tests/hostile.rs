@@ -2671,6 +2671,10 @@ fn truthful_a_protocol_input_error_is_in_the_protocols_words() {
             "input pre-step: invalid type: integer `1`, expected a kind's name (a string)",
         ),
         (
+            r#"{"input":"pre-step","decision":"pass","batch":[]}"#.to_owned(),
+            "input pre-step: batch: invalid type: an array, expected null",
+        ),
+        (
             r#"{"input":"cancel","cause":"user","keep_inbox":true}"#.to_owned(),
             "input cancel: cause: invalid type: string \"user\", expected a cause: an object whose `kind` is `user`, `parent` or `hook`",
         ),
@@ -2825,6 +2829,43 @@ fn truthful_quoted_text_is_escaped_and_capped_in_diffs_and_mutant_names() {
     assert!(!stderr.contains(['\u{1b}', '\r']), "{stderr:?}");
     assert!(
         stderr.contains("unknown mutant `\\u{1b}[31mRED\\rX`"),
+        "{stderr}"
+    );
+}
+
+/// `run --against` holds another implementation to the protocol's own
+/// rules: an answer naming a key twice is refused as the core's server
+/// refuses such a line (it was read as its last value), and an input past
+/// the protocol's 16 MiB line is said to be one, naming the transcript's
+/// line, before it is sent (the core's own server refused it, and the
+/// error blamed the implementation for exiting).
+#[cfg(unix)]
+#[test]
+fn truthful_run_against_holds_a_peer_to_the_protocols_rules() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", "followup A\n----\n");
+    let twice = r#"read line; printf '%s\n' '{"type":"turn/start","data":{"turn":1},"data":{"turn":2}}' '{"settled":true}'; cat >/dev/null"#;
+    let (code, stdout, stderr) = run(&["run", "--against", twice, &text(&transcript)]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("duplicate key `data`"), "{stderr}");
+
+    // About 100 bytes of JSON each: 20 MB in all.
+    let ids: Vec<String> = (0..200_000).map(|k| format!("m{k:08}")).collect();
+    let long = write(
+        &folder,
+        "long.txn",
+        format!("splice next-turn 0 0 {}\n----\n", ids.join(" ")),
+    );
+    let output = courier()
+        .args(["run", "--against", "cat >/dev/null", &text(&long)])
+        .env("COURIER_ANSWER_TIMEOUT", "30")
+        .output()
+        .expect("courier runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("long.txn:1: ")
+            && stderr.contains("past the protocol's line of 16777216 bytes"),
         "{stderr}"
     );
 }

@@ -165,6 +165,36 @@ pub enum Input {
     Step(StepOutcome),
 }
 
+/// The first key of `sent`, at any depth, that `read` (`sent` read as an
+/// [`Input`] and written back) lacks: one serde ignored (a misspelt
+/// `reason` in a cancel's cause), which would change nothing silently;
+/// named by its path (`cause.reason`, `inserted[1].zz`). Engines that read
+/// inputs from JSON (the protocol server, race reports) refuse it.
+pub fn dropped_key(sent: &serde_json::Value, read: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let inside = |step: String, inner: String| match inner.starts_with('[') {
+        true => format!("{step}{inner}"),
+        false => format!("{step}.{inner}"),
+    };
+    match (sent, read) {
+        (Value::Object(sent), Value::Object(read)) => {
+            sent.iter().find_map(|(key, value)| match read.get(key) {
+                None => Some(key.clone()),
+                Some(kept) => dropped_key(value, kept).map(|inner| inside(key.clone(), inner)),
+            })
+        }
+        (Value::Array(sent), Value::Array(read)) => {
+            sent.iter()
+                .zip(read)
+                .enumerate()
+                .find_map(|(index, (value, kept))| {
+                    dropped_key(value, kept).map(|inner| inside(format!("[{index}]"), inner))
+                })
+        }
+        _ => None,
+    }
+}
+
 impl Input {
     /// `followup = (next-turn, wake)`.
     pub fn followup(message: Message) -> Self {

@@ -41,6 +41,7 @@ pub struct Report {
     pub output_hash: String,
     /// Every input and restart applied, up to and including the violating
     /// one.
+    #[serde(deserialize_with = "trace::read")]
     pub trace: Vec<Stimulus>,
 }
 
@@ -77,10 +78,38 @@ pub enum ReportError {
 }
 
 /// The one field read before the rest: the format version (any JSON value,
-/// so a wrong type is reported as such); every other field is skipped.
-#[derive(Deserialize)]
+/// so a wrong type is reported as such); every other field is skipped. A
+/// report is an object: an array is not read as its fields in order.
 struct Versioned {
     format: Option<serde_json::Value>,
+}
+
+impl<'de> Deserialize<'de> for Versioned {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = Versioned;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("a race report (a JSON object)")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Versioned, A::Error> {
+                let mut format = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "format" => format = Some(map.next_value()?),
+                        _ => drop(map.next_value::<serde::de::IgnoredAny>()?),
+                    }
+                }
+                Ok(Versioned { format })
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
 }
 
 impl Report {
@@ -101,7 +130,7 @@ impl Report {
         let found = format
             .ok_or_else(|| ReportError::Malformed("no `format` field".to_owned()))?
             .as_u64()
-            .ok_or_else(|| ReportError::Malformed("`format` is not a number".to_owned()))?;
+            .ok_or_else(|| ReportError::Malformed("`format` is not a whole number".to_owned()))?;
         if !(REPORT_FORMAT_OLDEST..=REPORT_FORMAT).contains(&found) {
             return Err(ReportError::Version { found });
         }
@@ -127,6 +156,84 @@ impl Report {
         let mut text = serde_json::to_string_pretty(self).expect("a report serializes");
         text.push('\n');
         text
+    }
+}
+
+/// A trace read one stimulus at a time, each refused naming its index and
+/// what is wrong: serde's untagged [`Stimulus`] says only that nothing
+/// matched, and ignores a key neither variant has (a restart beside an
+/// input, a misspelt field), so the report would replay as something else.
+mod trace {
+    use std::fmt;
+
+    use courier_core::{Input, Stimulus, dropped_key};
+    use serde::de::{Error, SeqAccess, Visitor};
+    use serde::{Deserialize, Deserializer};
+    use serde_json::Value;
+
+    pub(super) fn read<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<Stimulus>, D::Error> {
+        deserializer.deserialize_seq(Stimuli)
+    }
+
+    struct Stimuli;
+
+    impl<'de> Visitor<'de> for Stimuli {
+        type Value = Vec<Stimulus>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("an array of inputs and restarts")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Vec<Stimulus>, A::Error> {
+            let mut trace = Vec::new();
+            while let Some(item) = items.next_element::<Value>()? {
+                let stimulus = stimulus(&item)
+                    .map_err(|why| A::Error::custom(format!("trace[{}]: {why}", trace.len())))?;
+                trace.push(stimulus);
+            }
+            Ok(trace)
+        }
+    }
+
+    /// A key from the file as an error quotes it: escaped (a newline or an
+    /// escape sequence must not act on the terminal) and at most 200
+    /// characters.
+    fn quoted(key: &str) -> String {
+        let start: String = key.chars().take(200).collect();
+        start.escape_debug().to_string()
+    }
+
+    /// A restart (`{"restart":{"lose":N}}`, nothing else) or an input
+    /// (every key of which it keeps).
+    fn stimulus(item: &Value) -> Result<Stimulus, String> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Restart {
+            lose: usize,
+        }
+        match item {
+            Value::Object(keys) if keys.contains_key("restart") => {
+                if let Some(other) = keys.keys().find(|key| *key != "restart") {
+                    let other = quoted(other);
+                    return Err(format!(
+                        "a restart holds `restart` alone, not `{other}` too"
+                    ));
+                }
+                let Restart { lose } = Restart::deserialize(&keys["restart"])
+                    .map_err(|error| format!("restart: {error}"))?;
+                Ok(Stimulus::Restart { lose })
+            }
+            _ => {
+                let input = Input::deserialize(item).map_err(|error| error.to_string())?;
+                let read = serde_json::to_value(&input).map_err(|error| error.to_string())?;
+                match dropped_key(item, &read) {
+                    Some(key) => Err(format!("unknown key `{}`", quoted(&key))),
+                    None => Ok(Stimulus::Input(input)),
+                }
+            }
+        }
     }
 }
 
@@ -192,6 +299,55 @@ mod tests {
                 assert_eq!(line, "followup B\n----");
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// A stimulus that is not one is refused naming its index and what is
+    /// wrong, and a key the trace would drop (a restart beside an input, a
+    /// field no input has) is refused instead of replaying as something
+    /// else. Before: "data did not match any variant of untagged enum
+    /// Stimulus", and `{"input":"when-idle","restart":{"lose":1}}` replayed
+    /// as a bare `when-idle`.
+    #[test]
+    fn a_bad_stimulus_is_refused_naming_its_index_and_what_is_wrong() {
+        let good = report().to_json();
+        let followup = r#"{
+      "input": "when-idle"
+    }"#;
+        assert!(good.contains(followup), "{good}");
+        for (stimulus, expected) in [
+            (
+                r#"{"input":"when-idle","restart":{"lose":1}}"#,
+                "trace[2]: a restart holds `restart` alone, not `input` too",
+            ),
+            (
+                r#"{"input":"when-idle","extra":1}"#,
+                "trace[2]: unknown key `extra`",
+            ),
+            (
+                r#"{"restart":{"lose":1,"x":1}}"#,
+                "trace[2]: restart: unknown field `x`, expected `lose`",
+            ),
+            (
+                r#"{"restart":{"lose":-1}}"#,
+                "trace[2]: restart: invalid value: integer `-1`",
+            ),
+            (
+                r#"{"input":"frobnicate"}"#,
+                "trace[2]: unknown variant `frobnicate`",
+            ),
+            (
+                r#"{"input":"cancel","cause":{"kind":"user","reason":"x\n"},"keep_inbox":false}"#,
+                "trace[2]: unknown key `cause.reason`",
+            ),
+        ] {
+            let text = good.replacen(followup, stimulus, 1);
+            match Report::parse(&text) {
+                Err(ReportError::Malformed(why)) => {
+                    assert!(why.starts_with(expected), "{stimulus}: {why}");
+                }
+                other => panic!("{stimulus}: {other:?}"),
+            }
         }
     }
 

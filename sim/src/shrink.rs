@@ -429,7 +429,8 @@ pub fn transcript(prototype: &Agent, trace: &[Stimulus]) -> String {
     text
 }
 
-/// Events lost over every restart of `trace`.
+/// Events lost over every restart of `trace` (saturating: a report may ask
+/// a restart to lose up to `usize::MAX`, clamped to the log when run).
 fn lost(trace: &[Stimulus]) -> usize {
     trace
         .iter()
@@ -437,7 +438,7 @@ fn lost(trace: &[Stimulus]) -> usize {
             Stimulus::Restart { lose } => *lose,
             Stimulus::Input(_) => 0,
         })
-        .sum()
+        .fold(0, usize::saturating_add)
 }
 
 #[cfg(test)]
@@ -598,6 +599,15 @@ mod tests {
                 shrunk.trace.len()
             );
         }
+    }
+
+    /// Losses add up saturating: a report's `lose` may be `usize::MAX`
+    /// (it panicked in debug, and wrapped to a small total in release).
+    #[test]
+    fn the_events_lost_saturate() {
+        let restart = |lose| Stimulus::Restart { lose };
+        assert_eq!(lost(&[restart(usize::MAX), restart(8)]), usize::MAX);
+        assert_eq!(lost(&[restart(2), restart(3)]), 5);
     }
 
     /// A restart that must cut the log at one event (here, lose the end of

@@ -197,6 +197,16 @@ impl Peer {
     /// Sends one line and returns the JSON values answering it, up to (not
     /// including) the `{"settled":true}` marker.
     fn ask(&mut self, line: &str) -> Result<Vec<Value>, String> {
+        let max = super::serve::LINE_MAX;
+        if line.len() as u64 > max {
+            // No implementation need read it (the core's server refuses it):
+            // said here, not blamed on the implementation.
+            return Err(format!(
+                "the input is {} bytes, past the protocol's line of {max} bytes \
+                 (docs/PROTOCOL.md): it cannot be sent",
+                line.len()
+            ));
+        }
         let stdin = self.stdin.as_ref().ok_or("stdin already closed")?;
         stdin
             .send(line.to_owned())
@@ -231,7 +241,8 @@ impl Peer {
                     shown(&line)
                 ));
             }
-            let value: Value = serde_json::from_str(&text)
+            // A key given twice is refused, as the core's server refuses it.
+            let super::serve::Unique(value) = serde_json::from_str(&text)
                 .map_err(|error| format!("its line `{}` is not JSON: {error}", shown(&text)))?;
             if value == serde_json::json!({ "settled": true }) {
                 return Ok(values);

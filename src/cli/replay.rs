@@ -40,8 +40,8 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let regenerated = simulate(report.seed, restarts, &prototype, record);
     if regenerated.trace != report.trace {
         println!(
-            "note: seed {} now generates a different trace (the generator changed); \
-             replaying the recorded one",
+            "note: seed {} now generates a different trace (the generator changed, \
+             or the report's trace was edited); replaying the recorded one",
             report.seed
         );
     }

@@ -203,7 +203,8 @@ fn line_kind(value: &Value) -> Result<&'static str, String> {
         "input" => serde_json::from_value::<Input>(value.clone())
             .ok()
             .and_then(|input| serde_json::to_value(input).ok())
-            .and_then(|read| first_dropped(value, &read)),
+            .and_then(|read| courier_core::dropped_key(value, &read))
+            .map(|key| files::shown(&key)),
         "restart" => first_unknown(value, |key| key == "restart")
             .or_else(|| first_unknown(&value["restart"], |key| key == "lose")),
         "bench" => first_unknown(value, |key| key == "bench").or_else(|| {
@@ -259,11 +260,24 @@ fn in_protocol_words(reason: &serde_json::Error) -> String {
         ("invalid type: sequence", "invalid type: an array"),
         ("invalid value: map", "invalid value: an object"),
     ];
-    WORDS
+    let text = WORDS
         .iter()
         .fold(reason.to_string(), |text, (serde, protocol)| {
             text.replace(serde, protocol)
-        })
+        });
+    // `expected null variant PreStepDecision::Pass`: the value a word
+    // (`pass`) stands for is null, whatever Rust calls the word.
+    const VARIANT: &str = "expected null variant ";
+    match text.find(VARIANT) {
+        None => text,
+        Some(at) => {
+            let rest = &text[at + VARIANT.len()..];
+            let path = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == ':' || c == '_'))
+                .unwrap_or(rest.len());
+            format!("{}expected null{}", &text[..at], &rest[path..])
+        }
+    }
 }
 
 /// The path (`message.id`, `inserted[1].id`) of the field an input's
@@ -408,36 +422,6 @@ fn first_unknown(object: &Value, known: impl Fn(&str) -> bool) -> Option<String>
         .map(files::shown)
 }
 
-/// The first key of `line`, at any depth, that `read` (the line read as an
-/// input and written back) lacks: one serde ignored (a misspelt `reason` in
-/// a cancel's cause, a field a message does not have, which would vanish
-/// from the log), named by its path (`message.zz`, `inserted[1].zz`).
-fn first_dropped(line: &Value, read: &Value) -> Option<String> {
-    let inside = |step: String, inner: String| match inner.starts_with('[') {
-        true => format!("{step}{inner}"),
-        false => format!("{step}.{inner}"),
-    };
-    match (line, read) {
-        (Value::Object(line), Value::Object(read)) => {
-            line.iter().find_map(|(key, value)| match read.get(key) {
-                None => Some(files::shown(key)),
-                Some(kept) => {
-                    first_dropped(value, kept).map(|inner| inside(files::shown(key), inner))
-                }
-            })
-        }
-        (Value::Array(line), Value::Array(read)) => {
-            line.iter()
-                .zip(read)
-                .enumerate()
-                .find_map(|(index, (value, kept))| {
-                    first_dropped(value, kept).map(|inner| inside(format!("[{index}]"), inner))
-                })
-        }
-        _ => None,
-    }
-}
-
 /// What a JSON value is, for an error.
 fn kind_of(value: &Value) -> &'static str {
     match value {
@@ -453,7 +437,7 @@ fn kind_of(value: &Value) -> &'static str {
 /// A JSON value read refusing a key given twice in one object, at any
 /// depth: serde_json keeps the last silently, so `{"query":"inbox",
 /// "query":"status"}` would be answered as one of the two.
-struct Unique(Value);
+pub(crate) struct Unique(pub(crate) Value);
 
 impl<'de> serde::Deserialize<'de> for Unique {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -42,18 +42,7 @@ pub fn from_transcript(file: &Path, text: &str, mutant: Option<&str>) -> Result<
     let (agent, variant, note) = match (mutant, &named) {
         (Some(flag), _) => (flagged(flag)?, Some(flag), None),
         (None, None) => (fresh_agent(None)?, None, None),
-        (None, Some((line, name))) => match fresh_agent(Some(name)) {
-            Ok(agent) => (agent, Some(name.as_str()), None),
-            // A planted bug this build lacks: the correct design is drawn.
-            Err(error) if name.parse::<Mutant>().is_ok() => {
-                let note = format!(
-                    "note: line {line} names the variant: {error}; drawing the correct \
-                     design instead"
-                );
-                (fresh_agent(None)?, None, Some(note))
-            }
-            Err(error) => return Err(format!("line {line} names the variant: {error}")),
-        },
+        (None, Some((line, name))) => named_agent(name, &format!("line {line} names the variant"))?,
     };
     let mut tracer = Tracer::new(agent);
     // A stall is the run's verdict (a liveness failure), drawn up to there.
@@ -110,16 +99,16 @@ fn diverged(text: &str, rows: usize) -> Option<Diverged> {
 /// breaks a property the simulator's verdict is marked at the last row (or
 /// a note says the trace passes now).
 pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result<Diagram, String> {
-    let agent = match (mutant, &report.mutant) {
-        (Some(flag), _) => flagged(flag)?,
-        (None, named) => fresh_agent(named.as_deref())
-            .map_err(|error| format!("the report's `mutant` field: {error}"))?,
+    let (agent, variant, note) = match (mutant, &report.mutant) {
+        (Some(flag), _) => (flagged(flag)?, Some(flag), None),
+        (None, None) => (fresh_agent(None)?, None, None),
+        (None, Some(name)) => named_agent(name, "the report's `mutant` field")?,
     };
-    let variant = mutant.or(report.mutant.as_deref());
     let mut tracer = Tracer::new(agent.clone());
     tracer.apply_all(report.trace.iter().cloned());
     let title = format!("{} seed {}", title(file, variant), report.seed);
     let mut diagram = tracer.finish(title);
+    diagram.notes.extend(note);
     let last = diagram.rows.len().checked_sub(1);
     if let (None, Some(last)) = (&diagram.broken, last) {
         // Marked only when the simulator's own verdict over the trace (what
@@ -135,6 +124,23 @@ pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result
         }
     }
     Ok(diagram)
+}
+
+/// The agent of the variant a file names (`named_where` says where), with its
+/// name; a planted bug this build lacks draws the correct design, with a
+/// note saying so.
+fn named_agent<'a>(
+    name: &'a str,
+    named_where: &str,
+) -> Result<(Agent, Option<&'a str>, Option<String>), String> {
+    match fresh_agent(Some(name)) {
+        Ok(agent) => Ok((agent, Some(name), None)),
+        Err(error) if name.parse::<Mutant>().is_ok() => {
+            let note = format!("note: {named_where}: {error}; drawing the correct design instead");
+            Ok((fresh_agent(None)?, None, Some(note)))
+        }
+        Err(error) => Err(format!("{named_where}: {error}")),
+    }
 }
 
 /// The most inputs a file may hold to be drawn: every row is kept while the
