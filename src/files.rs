@@ -675,7 +675,13 @@ pub fn exit_on_environment_failure() {
             Some("stderr") => None,
             Some(_) => Some(format!("error: cannot write to stdout: {message}")),
             None if message.starts_with("failed to spawn thread") => {
-                Some(format!("error: cannot start a worker thread: {message}"))
+                // std writes the error's Debug (`Os { code: 11, kind: ... }`):
+                // said as the OS says it.
+                let why = os_code(message).map_or_else(
+                    || message.to_owned(),
+                    |code| io::Error::from_raw_os_error(code).to_string(),
+                );
+                Some(format!("error: cannot start a worker thread: {why}"))
             }
             None => return default(info),
         };
@@ -684,6 +690,16 @@ pub fn exit_on_environment_failure() {
         }
         std::process::exit(2);
     }));
+}
+
+/// The OS error code in std's Debug of an `io::Error` (`Os { code: 11, ...`).
+fn os_code(message: &str) -> Option<i32> {
+    let (_, after) = message.split_once("Os { code: ")?;
+    after
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Whether std's print failure names a closed pipe: its message ends with
@@ -839,6 +855,20 @@ pub fn shown(text: &impl std::fmt::Display) -> String {
     }
 }
 
+/// [`shown`] for bytes that may not be UTF-8 (another program's line): a
+/// byte that is no character shows as `\xFF`, as [`named`] shows it, not
+/// as a replacement character that hides which byte it was.
+pub fn shown_bytes(bytes: &[u8]) -> String {
+    let mut text = String::new();
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            text.push_str(&format!("\\x{byte:02X}"));
+        }
+    }
+    shown(&text)
+}
+
 /// The largest transcript read whole: by `courier diagram`, and by `courier
 /// run` from a pipe or a device, which it cannot read twice (the biggest
 /// written by hand or by `courier check` are a few kilobytes). `courier run`
@@ -880,12 +910,16 @@ pub fn read_report(path: &Rereadable) -> Result<courier_sim::Report, String> {
             let first: serde_json::Value = serde_json::from_str(&line.ok()?).ok()?;
             Some(first.get("type")?.is_string())
         });
+        let mut start = Vec::new();
+        let utf16 = File::open(path.path())
+            .and_then(|file| file.take(2).read_to_end(&mut start))
+            .map_or("", |_| courier_core::log::utf16_hint(&start));
         match log {
             Some(true) => format!(
                 "{error} (it reads as a JSONL session log, an event a line: `courier \
                  validate` and `courier repair` read those)"
             ),
-            Some(false) | None => error.to_string(),
+            Some(false) | None => format!("{error}{utf16}"),
         }
     })
 }

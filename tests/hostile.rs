@@ -586,7 +586,12 @@ fn never_panic_a_thread_that_cannot_be_spawned_is_an_error() {
     let (code, _, stderr) = refused(&["check", "--messages", "1", "--threads", "2"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
-        stderr.contains("error: cannot start a worker thread"),
+        stderr.contains("error: cannot start a worker thread: "),
+        "{stderr}"
+    );
+    // As the OS says it, not std's Debug of the error (`Os { code: 11, ...`).
+    assert!(
+        stderr.contains("(os error ") && !stderr.contains("Os {"),
         "{stderr}"
     );
 }
@@ -2850,6 +2855,39 @@ fn truthful_run_against_holds_a_peer_to_the_protocols_rules() {
     assert!(stderr.contains("duplicate key `data`"), "{stderr}");
 
     // About 100 bytes of JSON each: 20 MB in all.
+    // A line that is never an output is said at once, quoted as the peer
+    // printed it, in the protocol's words: a marker not exactly the
+    // marker (it waited out the timeout), a number past 64 bits (quoted
+    // as a re-sorted float, `expected u64`), bytes that are not UTF-8
+    // (shown as replacement characters).
+    for (printed, said) in [
+        (
+            r#"'{"settled":1}'"#,
+            r#"its line `{"settled":1}` is no settle marker"#,
+        ),
+        (
+            r#"'{"type":"turn/start","data":{"turn":18446744073709551616}}' '{"settled":true}'"#,
+            r#"its line `{"type":"turn/start","data":{"turn":18446744073709551616}}` is not an output"#,
+        ),
+        (
+            r#"'{"type":"idle'"$(printf '\377')"'"}'"#,
+            r#"its line `{"type":"idle\xFF"}` is not UTF-8"#,
+        ),
+    ] {
+        let peer = format!("read line; printf '%s\\n' {printed}; cat >/dev/null");
+        let output = courier()
+            .args(["run", "--against", &peer, &text(&transcript)])
+            .env("COURIER_ANSWER_TIMEOUT", "30")
+            .output()
+            .expect("courier runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{peer}: {stderr}");
+        assert!(stderr.contains(said), "{peer}: {stderr}");
+        for rust in ["u64", "usize", "enum", "variant", "\u{fffd}", "within"] {
+            assert!(!stderr.contains(rust), "{peer}: {stderr}");
+        }
+    }
+
     let ids: Vec<String> = (0..200_000).map(|k| format!("m{k:08}")).collect();
     let long = write(
         &folder,
@@ -2868,4 +2906,25 @@ fn truthful_run_against_holds_a_peer_to_the_protocols_rules() {
             && stderr.contains("past the protocol's line of 16777216 bytes"),
         "{stderr}"
     );
+}
+
+/// A race report saved as UTF-16 is said to be one by `replay` and
+/// `shrink`, as `diagram`, `run` and `validate` say it. Before: "expected
+/// value at line 1 column 1".
+#[test]
+fn truthful_a_utf16_report_is_said_to_be_one() {
+    let folder = folder();
+    let report = write(&folder, "r.json", b"\xff\xfe{\x00}\x00");
+    let out = folder.path().join("out.txn");
+    for arguments in [
+        vec!["replay", &text(&report)][..].to_vec(),
+        vec!["shrink", &text(&report), "--out", &text(&out)],
+    ] {
+        let (code, stdout, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("(it starts with a UTF-16 byte order mark: save it as UTF-8)"),
+            "{arguments:?}: {stderr}"
+        );
+    }
 }

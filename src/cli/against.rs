@@ -174,7 +174,7 @@ impl Peer {
                             Ok(text) => Heard::Line(text),
                             Err(_) => Heard::Broken(format!(
                                 "cannot read its answer: its line `{}` is not UTF-8",
-                                shown(&String::from_utf8_lossy(text))
+                                files::shown_bytes(text)
                             )),
                         }
                     }
@@ -194,9 +194,10 @@ impl Peer {
         })
     }
 
-    /// Sends one line and returns the JSON values answering it, up to (not
-    /// including) the `{"settled":true}` marker.
-    fn ask(&mut self, line: &str) -> Result<Vec<Value>, String> {
+    /// Sends one line and returns the lines answering it (each as JSON and
+    /// as printed, which an error quotes), up to (not including) the
+    /// `{"settled":true}` marker.
+    fn ask(&mut self, line: &str) -> Result<Vec<(Value, String)>, String> {
         let max = super::serve::LINE_MAX;
         if line.len() as u64 > max {
             // No implementation need read it (the core's server refuses it):
@@ -247,7 +248,14 @@ impl Peer {
             if value == serde_json::json!({ "settled": true }) {
                 return Ok(values);
             }
-            values.push(value);
+            if value.get("settled").is_some() {
+                // Never an output: waiting on would only time out.
+                return Err(format!(
+                    "its line `{}` is no settle marker: the marker is `{{\"settled\":true}}` exactly",
+                    shown(&text)
+                ));
+            }
+            values.push((value, text));
         }
     }
 
@@ -262,7 +270,7 @@ impl Peer {
         let values = self.ask(&line)?;
         values
             .iter()
-            .map(answered)
+            .map(|(value, text)| answered(value, text))
             .collect::<Result<Vec<_>, _>>()
             .map(Answer)
     }
@@ -271,10 +279,10 @@ impl Peer {
     fn query(&mut self, key: &str) -> Result<Value, String> {
         let answer = self.ask(&format!(r#"{{"query":"{key}"}}"#))?;
         match answer.as_slice() {
-            [value] => value
+            [(value, text)] => value
                 .get(key)
                 .cloned()
-                .ok_or_else(|| format!("`{}` does not answer the {key} query", shown(value))),
+                .ok_or_else(|| format!("`{}` does not answer the {key} query", shown(text))),
             _ => Err(format!("{} lines answer the {key} query", answer.len())),
         }
     }
@@ -414,7 +422,7 @@ impl Answer {
 
 /// One answer line read. A protocol `error` (the implementation did not
 /// understand us) fails the run.
-fn answered(value: &Value) -> Result<Answered, String> {
+fn answered(value: &Value, text: &str) -> Result<Answered, String> {
     if let Some(refused) = value.get("refused").and_then(Value::as_str) {
         return Ok(Answered::Refused(refused.to_owned()));
     }
@@ -428,7 +436,10 @@ fn answered(value: &Value) -> Result<Answered, String> {
     }
     serde_json::from_value::<Output>(value.clone())
         .map(Answered::Output)
-        .map_err(|error| format!("`{}` is not an output: {error}", shown(value)))
+        .map_err(|error| {
+            let why = super::serve::in_protocol_words(&error);
+            format!("its line `{}` is not an output: {why}", shown(&text))
+        })
 }
 
 /// Why a transcript's run on another implementation broke off.

@@ -224,7 +224,7 @@ fn line_kind(value: &Value) -> Result<&'static str, String> {
 /// serde expected is named by Rust types (`internally tagged enum
 /// CancelCause`, `usize`) and JSON by serde's data model (`map`,
 /// `sequence`, `unit`), none of which a client of the protocol has heard of.
-fn in_protocol_words(reason: &serde_json::Error) -> String {
+pub(crate) fn in_protocol_words(reason: &serde_json::Error) -> String {
     /// serde's phrase, then the protocol's, longest phrases first where one
     /// holds another.
     const WORDS: [(&str, &str); 12] = [
@@ -265,19 +265,28 @@ fn in_protocol_words(reason: &serde_json::Error) -> String {
         .fold(reason.to_string(), |text, (serde, protocol)| {
             text.replace(serde, protocol)
         });
-    // `expected null variant PreStepDecision::Pass`: the value a word
-    // (`pass`) stands for is null, whatever Rust calls the word.
-    const VARIANT: &str = "expected null variant ";
-    match text.find(VARIANT) {
-        None => text,
-        Some(at) => {
-            let rest = &text[at + VARIANT.len()..];
-            let path = rest
-                .find(|c: char| !(c.is_alphanumeric() || c == ':' || c == '_'))
-                .unwrap_or(rest.len());
-            format!("{}expected null{}", &text[..at], &rest[path..])
-        }
-    }
+    // The phrases that name a Rust type after them (`expected null variant
+    // PreStepDecision::Pass`: the value the word `pass` stands for is
+    // null), said without it.
+    const NAMING: [(&str, &str); 4] = [
+        ("expected null variant ", "expected null"),
+        ("expected unit variant ", "expected null"),
+        ("expected struct variant ", "expected an object"),
+        (
+            "expected internally tagged enum ",
+            "expected an object whose `kind` names its case",
+        ),
+    ];
+    NAMING.iter().fold(text, |text, (serde, protocol)| {
+        let Some(at) = text.find(serde) else {
+            return text;
+        };
+        let rest = &text[at + serde.len()..];
+        let path = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == ':' || c == '_'))
+            .unwrap_or(rest.len());
+        format!("{}{protocol}{}", &text[..at], &rest[path..])
+    })
 }
 
 /// The path (`message.id`, `inserted[1].id`) of the field an input's
