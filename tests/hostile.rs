@@ -2928,3 +2928,29 @@ fn truthful_a_utf16_report_is_said_to_be_one() {
         );
     }
 }
+
+/// An implementation that exits before it settles is said to have exited,
+/// with how it ended, whichever of its pipes the run met first. Before,
+/// the error was one of two texts by chance (`it exited (or closed its
+/// stdout)` or `cannot write to the implementation: Broken pipe`), and
+/// neither said the exit code or the signal.
+#[cfg(unix)]
+#[test]
+fn truthful_an_implementation_that_exits_is_said_to_with_how_it_ended() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", "followup A\n----\n\nfollowup B\n----\n");
+    for (peer, said) in [
+        ("exit 7", "it exited with code 7 before settling"),
+        (
+            "kill -SEGV $$",
+            "it was killed by signal 11 before settling",
+        ),
+        ("read line; exit 3", "it exited with code 3 before settling"),
+    ] {
+        for _ in 0..3 {
+            let (code, stdout, stderr) = run(&["run", "--against", peer, &text(&transcript)]);
+            assert_eq!(code, Some(2), "{peer}: {stdout}{stderr}");
+            assert!(stderr.contains(said), "{peer}: {stderr}");
+        }
+    }
+}

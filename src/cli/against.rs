@@ -121,8 +121,11 @@ enum Heard {
     Line(String),
     /// Stdout ended: the implementation exited or closed it.
     Closed,
-    /// Why the conversation broke (a read or a write failed), said whole.
+    /// Why the conversation broke (a read failed, or a line broke the
+    /// protocol), said whole.
     Broken(String),
+    /// A write to its stdin failed, said whole (most often: it exited).
+    Unwritable(String),
 }
 
 impl Peer {
@@ -148,7 +151,7 @@ impl Peer {
             for line in written {
                 if let Err(error) = writeln!(stdin, "{line}").and_then(|()| stdin.flush()) {
                     let said = format!("cannot write to the implementation: {error}");
-                    let _gone = broken.send(Heard::Broken(said));
+                    let _gone = broken.send(Heard::Unwritable(said));
                     return;
                 }
             }
@@ -220,6 +223,16 @@ impl Peer {
             let text = match self.lines.recv_timeout(left) {
                 Ok(Heard::Line(text)) => text,
                 Ok(Heard::Broken(said)) => return Err(said),
+                Ok(Heard::Unwritable(said)) => {
+                    // A write to a process that exited fails too: how it
+                    // ended is what to say.
+                    return Err(match self.ending() {
+                        Some(ending) => {
+                            format!("it {ending} before settling `{}`", shown(&line))
+                        }
+                        None => said,
+                    });
+                }
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(format!(
                         "no answer to `{}` within {:?}",
@@ -228,10 +241,9 @@ impl Peer {
                     ));
                 }
                 Ok(Heard::Closed) | Err(RecvTimeoutError::Disconnected) => {
-                    return Err(format!(
-                        "it exited (or closed its stdout) before settling `{}`",
-                        shown(&line)
-                    ));
+                    let ending = self.ending();
+                    let ending = ending.as_deref().unwrap_or("closed its stdout");
+                    return Err(format!("it {ending} before settling `{}`", shown(&line)));
                 }
             };
             bytes += text.len();
@@ -370,6 +382,21 @@ impl Peer {
     }
 }
 
+impl Peer {
+    /// How the implementation ended, once it has (given a moment: its
+    /// stdout closes just before it exits).
+    fn ending(&mut self) -> Option<String> {
+        let deadline = Instant::now() + Duration::from_millis(500);
+        loop {
+            let ending = group::ending(&mut self.child);
+            if ending.is_some() || Instant::now() >= deadline {
+                return ending;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 impl Drop for Peer {
     /// Closing stdin ends a well-behaved implementation; one that lingers
     /// past a second is killed. Either way its whole process group goes
@@ -494,13 +521,31 @@ mod group {
     /// is a zombie its pid, the group's id, cannot be reused, so
     /// [`kill`] cannot reach a stranger.
     pub(super) fn exited(child: &mut Child) -> bool {
+        ending(child).is_some()
+    }
+
+    /// How the group's leader ended (`exited with code 7`, `was killed by
+    /// signal 9`), if it has, without reaping it (see [`exited`]).
+    pub(super) fn ending(child: &mut Child) -> Option<String> {
         // SAFETY: `waitid` only writes the zeroed `siginfo_t` it is given;
         // `WNOWAIT` leaves the child to `Child::wait`.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         let options = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
         let waited = unsafe { libc::waitid(libc::P_PID, child.id(), &mut info, options) };
-        // SAFETY: `si_pid` is set by `waitid` (0 when nothing exited yet).
-        waited != 0 || unsafe { info.si_pid() } != 0
+        if waited != 0 {
+            // Nothing left to wait for: it ended, reaped already.
+            return Some("ended".to_owned());
+        }
+        // SAFETY: `si_pid` is set by `waitid` (0 when nothing exited yet),
+        // and `si_status` once it found the child exited.
+        if unsafe { info.si_pid() } == 0 {
+            return None;
+        }
+        let status = unsafe { info.si_status() };
+        Some(match info.si_code {
+            libc::CLD_EXITED => format!("exited with code {status}"),
+            _ => format!("was killed by signal {status}"),
+        })
     }
 
     /// Kills every process of the child's group (the child not yet reaped).
@@ -541,6 +586,13 @@ mod group {
 
     pub(super) fn exited(child: &mut Child) -> bool {
         matches!(child.try_wait(), Ok(Some(_)))
+    }
+
+    pub(super) fn ending(child: &mut Child) -> Option<String> {
+        match child.try_wait() {
+            Ok(Some(status)) => Some(format!("ended: {status}")),
+            _ => None,
+        }
     }
 
     pub(super) fn kill(child: &mut Child) {
