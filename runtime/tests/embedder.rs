@@ -8,7 +8,10 @@
 //! accepted send is lost, and every log validates.
 #![cfg(not(loom))]
 
-use std::future::{Future, pending, ready};
+mod common;
+
+use common::{ends, passing};
+use std::future::{pending, ready};
 use std::io::BufReader;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
@@ -20,26 +23,12 @@ use courier_runtime::{
     Boundary, Error, Handle, Hook, MemoryLog, StepCall, pre_step_hook_fn, step_hook_fn,
 };
 
-/// Far longer than any of these waits needs; only a hang reaches it.
-const HANG: Duration = Duration::from_secs(10);
-
 fn multi_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()
         .build()
         .expect("a tokio runtime")
-}
-
-async fn ends<F: Future>(what: &str, future: F) -> F::Output {
-    match tokio::time::timeout(HANG, future).await {
-        Ok(output) => output,
-        Err(_) => panic!("{what} hung"),
-    }
-}
-
-fn passing() -> impl courier_runtime::PreStepHook {
-    pre_step_hook_fn(|_| ready(PreStepDecision::Pass))
 }
 
 fn assert_valid(log: &MemoryLog) {

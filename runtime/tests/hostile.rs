@@ -8,6 +8,9 @@
 //! hangs.
 #![cfg(not(loom))]
 
+mod common;
+
+use common::{HANG, block_on, ends, passing};
 use std::future::{Future, pending, ready};
 use std::io;
 use std::num::NonZeroUsize;
@@ -21,30 +24,8 @@ use std::time::Duration;
 use courier_core::{Input, Output, PreStepDecision, Refusal, Status, StepOutcome, Target};
 use courier_runtime::{
     Boundary, DriverTask, Durability, Error, Handle, JsonlFile, MemoryLog, PreStepHook, Sink,
-    StepCall, StepHook, Transition, WeakHandle, pre_step_hook_fn, step_hook_fn,
+    StepCall, StepHook, Transition, WeakHandle, step_hook_fn,
 };
-
-/// Far longer than any of these waits needs; only a hang reaches it.
-const HANG: Duration = Duration::from_secs(10);
-
-fn block_on<F: Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(future)
-}
-
-async fn ends<F: Future>(what: &str, future: F) -> F::Output {
-    match tokio::time::timeout(HANG, future).await {
-        Ok(output) => output,
-        Err(_) => panic!("{what} hung"),
-    }
-}
-
-fn passing() -> impl PreStepHook {
-    pre_step_hook_fn(|_| ready(PreStepDecision::Pass))
-}
 
 fn completing() -> impl StepHook {
     step_hook_fn(|_| ready(StepOutcome::Completed))

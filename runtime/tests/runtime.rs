@@ -6,6 +6,9 @@
 //! events, never on time (the write-behind test polls the file, bounded).
 #![cfg(not(loom))]
 
+mod common;
+
+use common::block_on;
 use std::future::{Future, ready};
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -20,13 +23,6 @@ use courier_runtime::{
     Boundary, Durability, Error, Handle, JsonlFile, MemoryLog, Notifications, Sink, StepCall,
     pre_step_hook_fn, step_hook_fn,
 };
-
-fn block_on<F: Future>(future: F) -> F::Output {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a tokio runtime");
-    runtime.block_on(future)
-}
 
 /// Hooks that answer at once: every batch passes, every step completes.
 fn plain_agent() -> (Handle, impl Future<Output = ()>, MemoryLog) {

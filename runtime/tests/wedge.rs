@@ -7,39 +7,19 @@
 //! measurement).
 #![cfg(not(loom))]
 
-use std::future::{Future, pending, ready};
+mod common;
+
+use common::{block_on, ends, passing};
+use std::future::{pending, ready};
 use std::io;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use courier_core::{CancelCause, Output, PreStepDecision, Refusal, Status, StepOutcome};
 use courier_runtime::{
     DriverTask, Durability, Error, Handle, Hook, Lagged, MemoryLog, PreStepHook, Sink, StepCall,
     StepHook, pre_step_hook_fn, step_hook_fn,
 };
-
-/// Far longer than any of these waits needs; only a hang reaches it.
-const HANG: Duration = Duration::from_secs(10);
-
-fn block_on<F: Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(future)
-}
-
-async fn ends<F: Future>(what: &str, future: F) -> F::Output {
-    match tokio::time::timeout(HANG, future).await {
-        Ok(output) => output,
-        Err(_) => panic!("{what} hung"),
-    }
-}
-
-fn passing() -> impl PreStepHook {
-    pre_step_hook_fn(|_| ready(PreStepDecision::Pass))
-}
 
 /// An agent whose hooks pass every batch and complete every step, over a
 /// memory log.

@@ -238,28 +238,8 @@ fn print_diagram(args: &Args, text: &str) {
         return;
     }
     let drawn =
-        courier::diagram::from_transcript(args.out(), text, args.mutant.map(MutantArg::name))
-            .and_then(|diagram| {
-                let text = diagram.render(courier::diagram::Format::Svg);
-                match args.out {
-                    Some(_) => files::replace(&svg, text),
-                    // Beside the default: replaces only a picture drawn here.
-                    None => files::DefaultOutput {
-                        path: &svg,
-                        flag: "--out",
-                        ours: courier::diagram::drawn_here,
-                    }
-                    .replace(text),
-                }
-                .map_err(|error| error.to_string())
-            });
-    match drawn {
-        Ok(()) => courier::status!("diagram: {}", files::named(&svg)),
-        Err(error) => eprintln!(
-            "error: --diagram {}: cannot write: {error}",
-            files::named(&svg)
-        ),
-    }
+        courier::diagram::from_transcript(args.out(), text, args.mutant.map(MutantArg::name));
+    courier::diagram::write_beside(drawn, &svg, args.out.is_none().then_some("--out"));
 }
 
 fn progress_bar() -> ProgressBar {

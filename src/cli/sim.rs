@@ -16,7 +16,6 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use courier::diagram::Format;
 use courier::files::{self, Output};
 use courier::variant::MutantArg;
 use courier_core::Agent;
@@ -295,27 +294,8 @@ fn print_diagram(args: &Args, path: &Path, report: &Report) {
         }
         return;
     }
-    let drawn = courier::diagram::from_report(path, report, None).and_then(|diagram| {
-        let text = diagram.render(Format::Svg);
-        match args.report {
-            Some(_) => files::replace(&svg, text),
-            // Beside the default: replaces only a picture drawn here.
-            None => files::DefaultOutput {
-                path: &svg,
-                flag: "--report",
-                ours: courier::diagram::drawn_here,
-            }
-            .replace(text),
-        }
-        .map_err(|error| error.to_string())
-    });
-    match drawn {
-        Ok(()) => courier::status!("diagram: {}", files::named(&svg)),
-        Err(error) => eprintln!(
-            "error: --diagram {}: cannot write: {error}",
-            files::named(&svg)
-        ),
-    }
+    let drawn = courier::diagram::from_report(path, report, None);
+    courier::diagram::write_beside(drawn, &svg, args.report.is_none().then_some("--report"));
 }
 
 /// Writes the report of a failing seed and prints how to replay it.

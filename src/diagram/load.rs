@@ -13,6 +13,7 @@ use courier_sim::Report;
 
 use super::trace::Tracer;
 use super::{Diagram, Diverged};
+use crate::files;
 use crate::variant::fresh_agent;
 
 /// Reads `file` and runs it on a fresh agent of `mutant`, else of the
@@ -197,6 +198,37 @@ pub fn title(file: &Path, mutant: Option<&str>) -> String {
 /// Where the SVG of a written counterexample or report goes: beside it.
 pub fn svg_beside(file: &Path) -> PathBuf {
     file.with_extension("svg")
+}
+
+/// Writes the picture `drawn` of a command's output to `svg` and says where
+/// (or why it could not). Beside a default output (`default_flag`: the
+/// flag that names another path) only a picture drawn here is replaced: a
+/// user's file of that name is kept.
+pub fn write_beside(
+    drawn: Result<Diagram, String>,
+    svg: &Path,
+    default_flag: Option<&'static str>,
+) {
+    let written = drawn.and_then(|diagram| {
+        let text = diagram.render(super::Format::Svg);
+        match default_flag {
+            None => files::replace(svg, text),
+            Some(flag) => files::DefaultOutput {
+                path: svg,
+                flag,
+                ours: super::drawn_here,
+            }
+            .replace(text),
+        }
+        .map_err(|error| error.to_string())
+    });
+    match written {
+        Ok(()) => crate::status!("diagram: {}", files::named(svg)),
+        Err(error) => eprintln!(
+            "error: --diagram {}: cannot write: {error}",
+            files::named(svg)
+        ),
+    }
 }
 
 #[cfg(test)]

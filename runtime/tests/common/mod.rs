@@ -1,6 +1,8 @@
-//! Helpers shared by the runtime's log-file tests (`resume.rs`,
-//! `full_disk.rs`): a tokio runtime to drive an agent on, a bound on waits
-//! that must end, a fresh log path, and the validator's verdict on a file.
+//! Helpers shared by the runtime's tests: a tokio runtime to drive an
+//! agent on, a bound on waits that must end, a hook that passes every
+//! batch, a fresh log path, and the validator's verdict on a file. Each
+//! test binary uses some of them.
+#![allow(dead_code)]
 
 use std::fs;
 use std::future::Future;
@@ -18,9 +20,25 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     runtime.block_on(future)
 }
 
-/// `future`, failing instead of hanging past 10 s.
+/// Far longer than any wait of these tests needs; only a hang reaches it.
+pub(crate) const HANG: Duration = Duration::from_secs(10);
+
+/// `future`, failing instead of hanging past [`HANG`].
 pub(crate) fn bounded<F: Future>(future: F) -> tokio::time::Timeout<F> {
-    tokio::time::timeout(Duration::from_secs(10), future)
+    tokio::time::timeout(HANG, future)
+}
+
+/// `future`'s output; a panic naming `what` instead of hanging past 10 s.
+pub(crate) async fn ends<F: Future>(what: &str, future: F) -> F::Output {
+    match bounded(future).await {
+        Ok(output) => output,
+        Err(_) => panic!("{what} hung"),
+    }
+}
+
+/// A pre-step hook that passes every batch.
+pub(crate) fn passing() -> impl courier_runtime::PreStepHook {
+    courier_runtime::pre_step_hook_fn(|_| std::future::ready(courier_core::PreStepDecision::Pass))
 }
 
 /// A temporary folder (kept alive by the caller) and a log path in it.
