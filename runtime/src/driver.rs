@@ -19,7 +19,7 @@ use courier_core::{Input, PreStepDecision, StepOutcome};
 use crate::handle::WeakHandle;
 use crate::hooks::{Boundary, Hook, HookPanic, PreStepHook, StepCall, StepHook};
 use crate::shared::{Interrupt, Job, Shared};
-use crate::sync::{Arc, INSIDE_HOOK};
+use crate::sync::{Arc, INSIDE_HOOK, is_marked, marked};
 use crate::unwind::{Guarded, drop_guarded, panic_message};
 
 /// Serves one agent: spawn [`DriverTask::run`] on any executor. Named apart
@@ -217,25 +217,13 @@ async fn settle<F: Future>(
     }
 }
 
-fn address(shared: &Shared) -> usize {
-    std::ptr::from_ref(shared) as usize
-}
-
-/// Runs `body` marked as inside `shared`'s hook; the previous mark comes
-/// back after, so one agent's hook may drive another agent's calls.
+/// Runs `body` marked as inside `shared`'s hook.
 fn inside_hook<R>(shared: &Shared, body: impl FnOnce() -> R) -> R {
-    struct Restore(usize);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            INSIDE_HOOK.with(|inside| inside.set(self.0));
-        }
-    }
-    let _restore = Restore(INSIDE_HOOK.with(|inside| inside.replace(address(shared))));
-    body()
+    marked(&INSIDE_HOOK, shared, body)
 }
 
 /// Whether this thread is inside one of `shared`'s hooks right now: a wait
 /// for that agent from here would wait for itself.
 pub(crate) fn inside_hook_of(shared: &Shared) -> bool {
-    INSIDE_HOOK.with(|inside| inside.get() == address(shared))
+    is_marked(&INSIDE_HOOK, shared)
 }

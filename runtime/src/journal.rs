@@ -32,8 +32,8 @@ use courier_core::Output;
 
 use crate::sink::{Event, Sink};
 use crate::sync::{
-    Arc, AtomicBool, Condvar, INSIDE_SINK, Mutex, MutexGuard, Ordering, lock, thread, wait,
-    wait_timeout,
+    Arc, AtomicBool, Condvar, INSIDE_SINK, Mutex, MutexGuard, Ordering, is_marked, lock, marked,
+    thread, wait, wait_timeout,
 };
 use crate::unwind::{drop_guarded, panic_message};
 
@@ -267,7 +267,7 @@ impl Journal {
     /// on its agent from there would wait for the writer's token the sink
     /// holds.
     pub(crate) fn inside_sink(&self) -> bool {
-        INSIDE_SINK.with(|inside| inside.get() == address(self))
+        is_marked(&INSIDE_SINK, self)
     }
 
     /// Writes and syncs every output queued so far, under any policy (a
@@ -358,14 +358,7 @@ impl Journal {
     /// Runs `body`, which calls the sink, marked as inside it (see
     /// [`Journal::inside_sink`]).
     fn in_sink<R>(&self, body: impl FnOnce() -> R) -> R {
-        struct Restore(usize);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                INSIDE_SINK.with(|inside| inside.set(self.0));
-            }
-        }
-        let _restore = Restore(INSIDE_SINK.with(|inside| inside.replace(address(self))));
-        body()
+        marked(&INSIDE_SINK, self, body)
     }
 
     /// The write-behind thread: sleeps until an empty queue gets work, lets
@@ -430,10 +423,6 @@ impl Journal {
             drop_guarded(thread.join());
         }
     }
-}
-
-fn address(journal: &Journal) -> usize {
-    std::ptr::from_ref(journal) as usize
 }
 
 /// Calls the user's sink; a panic in it is its failure, so it never

@@ -35,6 +35,36 @@ loom::thread_local! {
     pub(crate) static INSIDE_SINK: std::cell::Cell<usize> = std::cell::Cell::new(0);
 }
 
+/// One of the marks above: which agent's hook, or which journal's sink,
+/// this thread is inside.
+#[cfg(not(loom))]
+pub(crate) type Mark = std::thread::LocalKey<std::cell::Cell<usize>>;
+#[cfg(loom)]
+pub(crate) type Mark = loom::thread::LocalKey<std::cell::Cell<usize>>;
+
+/// Runs `body` with `mark` naming `owner`; the previous mark comes back
+/// after, also when `body` unwinds, so one agent's hook may drive another
+/// agent's calls.
+pub(crate) fn marked<T, R>(mark: &'static Mark, owner: &T, body: impl FnOnce() -> R) -> R {
+    struct Restore(&'static Mark, usize);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            self.0.with(|inside| inside.set(self.1));
+        }
+    }
+    let _restore = Restore(mark, mark.with(|inside| inside.replace(address(owner))));
+    body()
+}
+
+/// Whether this thread is inside `owner`'s mark (see [`marked`]).
+pub(crate) fn is_marked<T>(mark: &'static Mark, owner: &T) -> bool {
+    mark.with(|inside| inside.get() == address(owner))
+}
+
+fn address<T>(owner: &T) -> usize {
+    std::ptr::from_ref(owner) as usize
+}
+
 /// Locks `mutex`. Nothing user-supplied runs under the runtime's locks
 /// unguarded and the core never panics, so a poisoned lock holds a state as
 /// good as any: it is taken, not spread (a panic here, in a `Drop` during
