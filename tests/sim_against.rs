@@ -145,3 +145,74 @@ fn an_implementation_that_cannot_start_exits_two() {
     assert!(errors.contains("seed 0: stimulus 0 "), "{errors}");
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// A bash relay to the served core that does `on_log` when asked for its
+/// session log, written to `directory`; the command that runs it.
+fn relay(directory: &std::path::Path, on_log: &str) -> String {
+    let binary = env!("CARGO_BIN_EXE_courier");
+    let script = format!(
+        r#"coproc S {{ '{binary}' serve-protocol; }}
+while IFS= read -r line; do
+  case "$line" in *'"query":"log"'*) {on_log} ;; esac
+  printf '%s\n' "$line" >&"${{S[1]}}"
+  while IFS= read -r out <&"${{S[0]}}"; do
+    printf '%s\n' "$out"
+    [ "$out" = '{{"settled":true}}' ] && break
+  done
+done
+"#
+    );
+    let path = directory.join("relay.sh");
+    std::fs::write(&path, script).expect("the relay script");
+    format!("bash '{}'", path.display())
+}
+
+#[test]
+fn an_implementation_that_dies_when_asked_for_its_log_exits_two() {
+    let out = scratch("log-crash");
+    let command = relay(&out, "exit 7");
+    let shown = out.display().to_string();
+    let arguments = [
+        "sim",
+        "--against",
+        &command,
+        "--seeds",
+        "0..2",
+        "--out",
+        &shown,
+    ];
+    let output = courier(&arguments);
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{errors}");
+    assert!(
+        errors.contains("seed 0: asking for its session log: it exited with code 7"),
+        "{errors}"
+    );
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn an_implementation_that_keeps_its_log_to_itself_is_counted_not_given() {
+    let out = scratch("log-unsupported");
+    let answer = r#"printf '%s\n' '{"unsupported":"query"}' '{"settled":true}'; continue"#;
+    let command = relay(&out, answer);
+    let shown = out.display().to_string();
+    let arguments = [
+        "sim",
+        "--against",
+        &command,
+        "--seeds",
+        "0..3",
+        "--out",
+        &shown,
+    ];
+    let output = courier(&arguments);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("3 agreed, 0 diverged"), "{text}");
+    assert!(
+        text.contains("0 valid, 0 invalid, 0 unreadable, 0 absent, 3 not given"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(out);
+}

@@ -287,32 +287,40 @@ impl Peer {
             .map(Answer)
     }
 
-    /// The one value answering a query, found under `key`.
-    fn query(&mut self, key: &str) -> Result<Value, String> {
+    /// The one value answering a query, found under `key`. The outer error
+    /// is the implementation broken (gone, silent, not speaking the
+    /// protocol); the inner one, a settled answer that is not the query's
+    /// (`{"unsupported":...}`, `{"error":...}`).
+    fn query(&mut self, key: &str) -> Result<Result<Value, String>, String> {
         let answer = self.ask(&format!(r#"{{"query":"{key}"}}"#))?;
-        match answer.as_slice() {
+        Ok(match answer.as_slice() {
             [(value, text)] => value
                 .get(key)
                 .cloned()
                 .ok_or_else(|| format!("`{}` does not answer the {key} query", shown(text))),
             _ => Err(format!("{} lines answer the {key} query", answer.len())),
-        }
+        })
     }
 
     /// The implementation's session log as it stands, one JSONL line per
     /// element, header first; `None` when it keeps none (yet, or any more).
-    pub(crate) fn log(&mut self) -> Result<Option<Vec<String>>, String> {
-        let value = self.query("log")?;
+    /// The inner error: it settled without answering the query, which an
+    /// implementation need not; the outer: it broke asking.
+    pub(crate) fn log(&mut self) -> Result<Result<Option<Vec<String>>, String>, String> {
+        let value = match self.query("log")? {
+            Ok(value) => value,
+            Err(unanswered) => return Ok(Err(unanswered)),
+        };
         if value.is_null() {
-            return Ok(None);
+            return Ok(Ok(None));
         }
-        serde_json::from_value(value)
+        Ok(serde_json::from_value(value)
             .map(Some)
-            .map_err(|error| format!("the log query's answer is not a list of lines: {error}"))
+            .map_err(|error| format!("the log query's answer is not a list of lines: {error}")))
     }
 
     fn status(&mut self) -> Result<Status, String> {
-        let value = self.query("status")?;
+        let value = self.query("status")??;
         if value == "idle" {
             return Ok(Status::Idle);
         }
@@ -329,7 +337,7 @@ impl Peer {
     }
 
     fn inbox(&mut self) -> Result<Vec<String>, String> {
-        let value = self.query("inbox")?;
+        let value = self.query("inbox")??;
         ["next-turn", "next-step"]
             .into_iter()
             .map(|target| {

@@ -63,21 +63,24 @@ enum LogVerdict {
 }
 
 impl LogVerdict {
-    /// Asks `peer` for its log and validates it.
-    fn of(peer: &mut Peer) -> Self {
-        let lines = match peer.log() {
+    /// Asks `peer` for its log and validates it; why not, when the peer
+    /// broke asking (it crashed, went silent, spoke no protocol).
+    fn of(peer: &mut Peer) -> Result<Self, String> {
+        let lines = match peer.log()? {
             Ok(Some(lines)) => lines,
-            Ok(None) => return Self::Absent,
-            Err(reason) => return Self::Unasked(reason),
+            Ok(None) => return Ok(Self::Absent),
+            Err(reason) => return Ok(Self::Unasked(reason)),
         };
         let text = lines.join("\n");
         let mut first = None;
-        match validate(text.as_bytes(), |finding| {
-            first.get_or_insert(finding);
-        }) {
-            Err(unreadable) => Self::Unreadable(unreadable),
-            Ok(_) => first.map_or(Self::Valid, Self::Invalid),
-        }
+        Ok(
+            match validate(text.as_bytes(), |finding| {
+                first.get_or_insert(finding);
+            }) {
+                Err(unreadable) => Self::Unreadable(unreadable),
+                Ok(_) => first.map_or(Self::Valid, Self::Invalid),
+            },
+        )
     }
 
     /// Its column in the summary.
@@ -410,11 +413,13 @@ fn compare(seed: u64, restarts: Restarts, prototype: &Agent, command: &str) -> C
     let mut other = OtherSide::default();
     let (verdict, log) = match Peer::spawn(command) {
         Err(reason) => (Err(reason), None),
-        Ok(mut peer) => {
-            let verdict = feed_both(&trace, prototype, &mut peer, &mut other);
-            let log = verdict.is_ok().then(|| LogVerdict::of(&mut peer));
-            (verdict, log)
-        }
+        Ok(mut peer) => match feed_both(&trace, prototype, &mut peer, &mut other) {
+            Err(reason) => (Err(reason), None),
+            Ok(verdict) => match LogVerdict::of(&mut peer) {
+                Ok(log) => (Ok(verdict), Some(log)),
+                Err(reason) => (Err(format!("asking for its session log: {reason}")), None),
+            },
+        },
     };
     Compared {
         seed,
