@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{HANG, block_on, ends, passing};
+use common::{HANG, block_on, bounded, ends, passing};
 use std::future::{Future, pending, ready};
 use std::io;
 use std::num::NonZeroUsize;
@@ -364,6 +364,62 @@ fn sink_calling_its_own_agent_under_sync_is_refused_not_deadlocked() {
 #[test]
 fn sink_calling_its_own_agent_under_write_behind_is_refused_too() {
     a_sink_calling_its_own_agent_is_refused(Durability::WriteBehind {
+        max_delay: Duration::ZERO,
+    });
+}
+
+/// A sink holding its agent's last handle, dropped from inside `write_line`
+/// once the turn's end reaches it.
+#[derive(Clone, Default)]
+struct HoldingLast {
+    agent: Arc<Mutex<Option<Handle>>>,
+}
+
+impl Sink for HoldingLast {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        if line.contains("\"turn/end\"") {
+            let last = self.agent.lock().expect("not poisoned").take();
+            drop(last);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The last handle's drop disposes the agent from inside its own sink:
+/// neither a deadlock on the writer nor a panic, and the driver task ends.
+fn the_last_handle_dropped_inside_the_sink_ends_the_agent(durability: Durability) {
+    let sink = HoldingLast::default();
+    let (agent, driver) =
+        Handle::with_durability("hostile", durability, passing(), completing(), sink.clone());
+    let weak = agent.downgrade();
+    let (done, outcome) = mpsc::channel();
+    std::thread::spawn(move || {
+        block_on(async {
+            let task = tokio::spawn(driver.run());
+            agent.steer("a").expect("accepted");
+            *sink.agent.lock().expect("not poisoned") = Some(agent);
+            let ended = bounded(task).await.map(|joined| joined.is_ok());
+            let sent = done.send(ended);
+            sent.expect("the test waits for it");
+        });
+    });
+    let ended = outcome.recv_timeout(HANG * 2).expect("the thread answers");
+    assert_eq!(ended, Ok(true), "the driver task ended, not panicked");
+    assert!(weak.upgrade().is_none(), "the agent is disposed for good");
+}
+
+#[test]
+fn last_handle_dropped_inside_the_sink_under_sync_disposes_the_agent() {
+    the_last_handle_dropped_inside_the_sink_ends_the_agent(Durability::Sync);
+}
+
+#[test]
+fn last_handle_dropped_inside_the_sink_under_write_behind_disposes_the_agent() {
+    the_last_handle_dropped_inside_the_sink_ends_the_agent(Durability::WriteBehind {
         max_delay: Duration::ZERO,
     });
 }
