@@ -149,6 +149,11 @@ fn an_implementation_that_cannot_start_exits_two() {
 /// A bash relay to the served core that does `on_log` when asked for its
 /// session log, written to `directory`; the command that runs it.
 fn relay(directory: &std::path::Path, on_log: &str) -> String {
+    relay_then(directory, on_log, "")
+}
+
+/// [`relay`], running `at_end` once its stdin closes.
+fn relay_then(directory: &std::path::Path, on_log: &str, at_end: &str) -> String {
     let binary = env!("CARGO_BIN_EXE_courier");
     let script = format!(
         r#"coproc S {{ '{binary}' serve-protocol; }}
@@ -160,6 +165,7 @@ while IFS= read -r line; do
     [ "$out" = '{{"settled":true}}' ] && break
   done
 done
+{at_end}
 "#
     );
     let path = directory.join("relay.sh");
@@ -213,6 +219,36 @@ fn an_implementation_that_keeps_its_log_to_itself_is_counted_not_given() {
     assert!(
         text.contains("0 valid, 0 invalid, 0 unreadable, 0 absent, 3 not given"),
         "{text}"
+    );
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn an_implementation_that_lingers_is_asked_to_end_before_it_is_killed() {
+    let out = scratch("linger");
+    let marker = out.join("asked-to-end");
+    // It outlives its closed stdin; on SIGTERM it cleans up (the marker).
+    let at_end = format!(
+        "trap 'touch \"{}\"; exit 0' TERM\nwhile :; do sleep 0.05; done",
+        marker.display()
+    );
+    let command = relay_then(&out, "", &at_end);
+    let shown = out.display().to_string();
+    let arguments = [
+        "sim",
+        "--against",
+        &command,
+        "--seeds",
+        "0..1",
+        "--out",
+        &shown,
+    ];
+    let output = courier(&arguments);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        marker.exists(),
+        "SIGTERM came first, with time to act on it"
     );
     let _ = std::fs::remove_dir_all(out);
 }

@@ -5,7 +5,7 @@
 // set up as dsh's own tests do (a cordis Context with its core plugins and a
 // model adapter). dsh is bundled in by build.mjs, never copied.
 import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { constants as osConstants, tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { Context } from '@deepseek-ai/cordis'
@@ -38,6 +38,11 @@ const SESSION = 'courier'
 process.on('exit', () => {
   for (const folder of [root, benchLive.folder]) if (folder) rmSync(folder, { recursive: true, force: true })
 })
+// Courier ends a lingering driver with SIGTERM before SIGKILL: exiting
+// here runs the clean-up above, which node's default handling skips.
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+  process.on(signal, () => process.exit(128 + osConstants.signals[signal]))
+}
 
 function deferred() {
   let resolve, reject

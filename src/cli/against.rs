@@ -503,6 +503,7 @@ mod group {
     use std::os::unix::process::CommandExt;
     use std::process::{Child, Command};
     use std::sync::{Mutex, Once};
+    use std::time::{Duration, Instant};
 
     /// The groups alive now, for Ctrl-C.
     static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
@@ -514,8 +515,13 @@ mod group {
             // Another handler (none today) would keep its place; the
             // groups then die with their stdin closed, as before.
             let _ = ctrlc::set_handler(|| {
-                for group in lock().iter() {
-                    signal(*group);
+                let groups = lock().clone();
+                for group in &groups {
+                    signal(*group, libc::SIGTERM);
+                }
+                std::thread::sleep(GRACE);
+                for group in &groups {
+                    signal(*group, libc::SIGKILL);
                 }
                 std::process::exit(130);
             });
@@ -556,18 +562,29 @@ mod group {
         })
     }
 
-    /// Kills every process of the child's group (the child not yet reaped).
+    /// How long a group asked to end (SIGTERM) has to clean up (the dsh
+    /// adapter removes its temporary folder) before it is killed.
+    const GRACE: Duration = Duration::from_millis(500);
+
+    /// Ends every process of the child's group (the child not yet reaped):
+    /// SIGTERM, then SIGKILL once the leader has exited or [`GRACE`] is
+    /// over, for whatever of the group is left.
     pub(super) fn kill(child: &mut Child) {
         let group = leader(child);
         lock().retain(|live| *live != group);
-        signal(group);
+        signal(group, libc::SIGTERM);
+        let deadline = Instant::now() + GRACE;
+        while Instant::now() < deadline && !exited(child) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        signal(group, libc::SIGKILL);
     }
 
-    fn signal(group: i32) {
+    fn signal(group: i32, signal: libc::c_int) {
         // SAFETY: a plain system call; a group already gone is `ESRCH`,
         // which is fine.
         unsafe {
-            libc::killpg(group, libc::SIGKILL);
+            libc::killpg(group, signal);
         }
     }
 
