@@ -2954,3 +2954,33 @@ fn truthful_an_implementation_that_exits_is_said_to_with_how_it_ended() {
         }
     }
 }
+
+/// An implementation that exits while something it started keeps its
+/// stdout open, or that echoes its input back, breaks the file at once:
+/// before, each waited out the whole answer timeout (60 s).
+#[cfg(unix)]
+#[test]
+fn truthful_an_exit_behind_a_held_pipe_and_an_echo_are_said_at_once() {
+    let folder = folder();
+    let transcript = write(&folder, "t.txn", "followup A\n----\n");
+    for (peer, said) in [
+        (
+            "sleep 300 & exit 4",
+            "it exited with code 4 before settling",
+        ),
+        (
+            "cat",
+            "is a line in, not an answer (does it echo its input?)",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let (code, stdout, stderr) = run(&["run", "--against", peer, &text(&transcript)]);
+        assert_eq!(code, Some(2), "{peer}: {stdout}{stderr}");
+        assert!(stderr.contains(said), "{peer}: {stderr}");
+        // Far below the 60 s timeout; only a wait for it reaches this.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{peer}"
+        );
+    }
+}

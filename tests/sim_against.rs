@@ -170,7 +170,7 @@ done
     );
     let path = directory.join("relay.sh");
     std::fs::write(&path, script).expect("the relay script");
-    format!("bash '{}'", path.display())
+    format!("exec bash '{}'", path.display())
 }
 
 #[test]

@@ -24,6 +24,10 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 /// further out overflows the clock.
 const ANSWER_TIMEOUT_MAX: u64 = 1_000_000_000;
 
+/// How often a wait for an answer looks in on whether the implementation
+/// is still running.
+const LOOK: Duration = Duration::from_millis(100);
+
 /// The answer timeout: [`ANSWER_TIMEOUT`], or `COURIER_ANSWER_TIMEOUT`.
 fn answer_timeout() -> Result<Duration, String> {
     let Some(value) = std::env::var_os("COURIER_ANSWER_TIMEOUT") else {
@@ -77,7 +81,8 @@ pub(crate) fn resolve(against: &str) -> Result<String, String> {
             files::named(&adapter)
         ));
     }
-    Ok(format!("node {}", shell_quote(&driver)))
+    // `exec`: node leads the group, so a SIGTERM finds it, not `sh`.
+    Ok(format!("exec node {}", shell_quote(&driver)))
 }
 
 /// Whether the bundle is missing or older than the driver or build script
@@ -218,9 +223,13 @@ impl Peer {
         let deadline = Instant::now() + self.timeout;
         let mut values = Vec::new();
         let mut bytes = 0;
+        // A silent wait looks in on the implementation every `LOOK`: once
+        // it has exited and a further `LOOK` brought nothing, it is gone,
+        // even while something it started keeps its stdout open.
+        let mut exited = false;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let text = match self.lines.recv_timeout(left) {
+            let text = match self.lines.recv_timeout(left.min(LOOK)) {
                 Ok(Heard::Line(text)) => text,
                 Ok(Heard::Broken(said)) => return Err(said),
                 Ok(Heard::Unwritable(said)) => {
@@ -233,12 +242,21 @@ impl Peer {
                         None => said,
                     });
                 }
-                Err(RecvTimeoutError::Timeout) => {
+                Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
                     return Err(format!(
                         "no answer to `{}` within {:?}",
                         shown(&line),
                         self.timeout
                     ));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if exited {
+                        let ending = self.ending();
+                        let ending = ending.as_deref().unwrap_or("ended");
+                        return Err(format!("it {ending} before settling `{}`", shown(&line)));
+                    }
+                    exited = group::exited(&mut self.child);
+                    continue;
                 }
                 Ok(Heard::Closed) | Err(RecvTimeoutError::Disconnected) => {
                     let ending = self.ending();
@@ -264,6 +282,16 @@ impl Peer {
                 // Never an output: waiting on would only time out.
                 return Err(format!(
                     "its line `{}` is no settle marker: the marker is `{{\"settled\":true}}` exactly",
+                    shown(&text)
+                ));
+            }
+            if ["input", "restart", "query"]
+                .iter()
+                .any(|key| value.get(key).is_some())
+            {
+                // No answer holds these: waiting on would only time out.
+                return Err(format!(
+                    "its line `{}` is a line in, not an answer (does it echo its input?)",
                     shown(&text)
                 ));
             }
