@@ -337,6 +337,7 @@ enum Stage {
         temporary: NamedTempFile,
         target: PathBuf,
         permissions: Option<Permissions>,
+        _live: Live,
     },
     /// A device or pipe: written to a temporary file in the system's
     /// temporary folder (a writer may sync it or read it back, which a
@@ -344,6 +345,7 @@ enum Stage {
     InPlace {
         temporary: NamedTempFile,
         target: PathBuf,
+        _live: Live,
     },
 }
 
@@ -370,10 +372,16 @@ impl Staged {
                     format!("a temporary file in {}: {error}", named(&folder)),
                 )
             })?;
-            return Ok(Staged(Stage::InPlace { temporary, target }));
+            let _live = Live::new(temporary.path());
+            return Ok(Staged(Stage::InPlace {
+                temporary,
+                target,
+                _live,
+            }));
         }
         let temporary = temporary_in(folder_of(&target), &name).map_err(unnamed)?;
         Ok(Staged(Stage::Beside {
+            _live: Live::new(temporary.path()),
             temporary,
             target,
             permissions: metadata.map(|meta| meta.permissions()),
@@ -416,6 +424,7 @@ impl Staged {
                 temporary,
                 target,
                 permissions,
+                ..
             } => (temporary, target, permissions),
             Stage::InPlace { target, .. } if replacing == Replacing::Refused => {
                 return Err(io::Error::new(
@@ -423,7 +432,9 @@ impl Staged {
                     format!("{} exists", named(&target)),
                 ));
             }
-            Stage::InPlace { temporary, target } => {
+            Stage::InPlace {
+                temporary, target, ..
+            } => {
                 // Read from the path: a writer may have replaced the file
                 // there (a log created anew at `path()`).
                 let mut written = File::open(temporary.path())?;
@@ -688,8 +699,55 @@ pub fn exit_on_environment_failure() {
         if let Some(report) = report {
             let _unreported = writeln!(io::stderr(), "{report}");
         }
+        // `exit` runs no destructors: the temporary files they would
+        // remove go now.
+        remove_live_temporaries();
         std::process::exit(2);
     }));
+}
+
+/// The temporary files this process made and still holds (each while its
+/// [`Live`] lives): an exit that runs no destructors (the panic hook's, for
+/// a stdout that cannot be written) removes them itself, so only a kill
+/// leaves one behind.
+static LIVE_TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn live_temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE_TEMPORARIES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A temporary file's path, registered for [`remove_live_temporaries`]
+/// from its creation until this is dropped (after the file was renamed or
+/// removed: a name this process made is never made again, so removing it
+/// late removes nothing else).
+#[derive(Debug)]
+pub struct Live(PathBuf);
+
+impl Live {
+    /// Registers `path`, a temporary file this process just made.
+    pub fn new(path: &Path) -> Live {
+        live_temporaries().push(path.to_owned());
+        Live(path.to_owned())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let mut live = live_temporaries();
+        if let Some(at) = live.iter().rposition(|path| *path == self.0) {
+            live.swap_remove(at);
+        }
+    }
+}
+
+/// Removes every temporary file still registered: for an exit that runs no
+/// destructors.
+pub fn remove_live_temporaries() {
+    for path in live_temporaries().drain(..) {
+        let _best_effort = fs::remove_file(path);
+    }
 }
 
 /// The OS error code in std's Debug of an `io::Error` (`Os { code: 11, ...`).
@@ -947,8 +1005,8 @@ fn past_bom(path: &Path) -> io::Result<impl Read> {
 pub struct Rereadable {
     path: PathBuf,
     /// The copy of a pipe, kept (and removed when dropped) while `path`
-    /// names it.
-    _copy: Option<NamedTempFile>,
+    /// names it; its random name is unregistered before it goes.
+    _copy: Option<(Live, NamedTempFile)>,
 }
 
 impl Rereadable {
@@ -981,9 +1039,10 @@ impl Rereadable {
                 TRANSCRIPT_MAX >> 20
             ));
         }
+        let live = Live::new(copy.path());
         Ok(Rereadable {
             path: copy.path().to_owned(),
-            _copy: Some(copy),
+            _copy: Some((live, copy)),
         })
     }
 

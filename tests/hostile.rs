@@ -545,6 +545,53 @@ fn never_panic_a_full_stdout_is_an_error_and_exit_2() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// A stdout that cannot be written ends a command from the panic hook,
+/// which runs no destructors: the temporary files a command held then
+/// (`demo --log`'s staged log, `demo --crash`'s own log, the copy of a
+/// piped log `repair` reads twice) were left behind, in the target's
+/// folder and in the temporary folder, on every `| head -1` or `>
+/// /dev/full`. Only a kill may leave one.
+#[test]
+fn never_destroy_a_full_stdout_leaves_no_temporary_file() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return; // no /dev/full on this system
+    };
+    let folder = folder();
+    let temporary = folder.path().join("tmp");
+    std::fs::create_dir(&temporary).unwrap();
+    let log = folder.path().join("demo.jsonl");
+    let cut = "{\"type\":\"session\",\"version\":0,\"id\":\"s\"}\n{\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n";
+    for arguments in [
+        &["demo", "--log", &text(&log)][..],
+        &["demo", "--crash", "--log", &text(&log)],
+        &["demo", "--crash"],
+        &["repair", "/dev/stdin"],
+    ] {
+        let mut child = courier()
+            .args(arguments)
+            .env("TMPDIR", &temporary)
+            .stdin(Stdio::piped())
+            .stdout(full.try_clone().unwrap())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        io::Write::write_all(&mut child.stdin.take().unwrap(), cut.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
+        assert!(stderr.contains("cannot write to stdout"), "{stderr}");
+        assert!(!log.exists(), "{arguments:?}: a log half written");
+        for place in [folder.path(), &temporary] {
+            let left: Vec<_> = std::fs::read_dir(place)
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name())
+                .filter(|name| name != "tmp")
+                .collect();
+            assert!(left.is_empty(), "{arguments:?}: left {left:?} in {place:?}");
+        }
+    }
+}
+
 #[test]
 fn never_panic_threads_zero_is_refused_and_jobs_are_capped() {
     for arguments in [

@@ -150,6 +150,7 @@ fn crash_main(log: Option<&Path>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let _live = files::Live::new(temporary.path());
     let told = crash_and_resume(staged.as_ref().map_or(temporary.path(), Staged::path));
     let told = match staged {
         Some(staged) => told.and_then(|()| {
