@@ -18,7 +18,8 @@
 //!   events, so a resumed log checks as one session.
 //! - Every line must be a JSON object naming each key once, including the
 //!   events outside the contract, which are skipped after that check.
-//!   Whitespace-only lines are ignored.
+//!   A blank (whitespace-only) line is not JSON: the file is unreadable
+//!   there, as dsh's loader refuses it (a torn final line, when it is last).
 //! - Lines are read by the core's one log reader ([`Reader`]), so dsh's
 //!   older records are converted as dsh's own loader converts them, and a
 //!   record dsh refuses makes the file unreadable at its line with dsh's
