@@ -95,7 +95,8 @@ fn never_destroy_a_missing_blank_line_is_a_layout_error_naming_the_line() {
     // The blank line after the first block is missing: reading on would
     // merge the next command (and a comment) into its outputs, and
     // `--rewrite` would replace them. Issue 16's example, then the same
-    // without the comment, then a comment alone.
+    // without the comment, a command alone, a typo then `----`, then a
+    // comment alone.
     let cases = [
         (
             "merged.txn",
@@ -104,8 +105,24 @@ fn never_destroy_a_missing_blank_line_is_a_layout_error_naming_the_line() {
             "a comment inside an expected block",
         ),
         (
-            "dashes.txn",
+            "merged-command.txn",
             "followup A\n----\nspliced next-turn@0 +A\nfollowup B\n----\nx\n",
+            4,
+            "a command inside an expected block",
+        ),
+        // A new command without its `----` yet (the last block, for
+        // `--rewrite` to fill): `--rewrite` deleted it as a stale output.
+        (
+            "new-command.txn",
+            "status\n----\nidle\n  restart lose=1\n",
+            4,
+            "a command inside an expected block",
+        ),
+        // A line that is no command (a typo) is taken for an output, but
+        // its `----` still shows the blank line is missing.
+        (
+            "dashes.txn",
+            "followup A\n----\nspliced next-turn@0 +A\nfolowup B\n----\nx\n",
             5,
             "`----` inside an expected block",
         ),

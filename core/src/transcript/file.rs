@@ -119,9 +119,9 @@ type Lines<I> = Peekable<Enumerate<I>>;
 /// A transcript's items, read from its lines (each as written, with its
 /// line ending; a reader's error ends them). Commands are parsed only when
 /// run, so an unknown command is an `error:` line, not a layout error; but
-/// a `----` or a `#` comment inside an expected block means a blank line is
-/// missing (reading on would swallow the user's lines as outputs, which
-/// `--rewrite` then replaces), and a block over [`BLOCK_BYTES_MAX`] is
+/// a `----`, a `#` comment or a command inside an expected block means a
+/// blank line is missing (reading on would swallow the user's lines as
+/// outputs, which `--rewrite` then replaces), and a block over [`BLOCK_BYTES_MAX`] is
 /// refused. After an error there are no more items.
 pub struct Items<I: Iterator> {
     lines: Lines<I>,
@@ -227,6 +227,36 @@ fn is_dashes(line: &str) -> bool {
     line.trim() == "----"
 }
 
+/// Whether `line` is a command (SPEC §9). No output line is: none starts
+/// with a command's word (`spliced`, not `splice`; `step/start`, not
+/// `step`), so the cheap test of the first word settles most lines.
+fn is_command(line: &str) -> bool {
+    const VERBS: [&str; 18] = [
+        "send",
+        "followup",
+        "steer",
+        "inject",
+        "append",
+        "prepend",
+        "replace",
+        "remove",
+        "splice",
+        "cancel",
+        "dispose",
+        "when-idle",
+        "pre-step",
+        "step",
+        "run",
+        "inbox",
+        "status",
+        "restart",
+    ];
+    line.split_whitespace()
+        .next()
+        .is_some_and(|first| VERBS.contains(&first))
+        && parse_command(line).is_ok()
+}
+
 /// Takes the next line (1-based number, as written) when it is `wanted`;
 /// a reader's error is taken and returned.
 fn next_if<I, S, E>(
@@ -289,6 +319,16 @@ where
                     return Err(Unreadable::Layout(LayoutError {
                         line: number,
                         reason: "a comment inside an expected block: a blank line must end \
+                                 the block before it",
+                    }));
+                }
+                // Nor is any output a command: one here is the user's next
+                // block (a new one without `----` yet, for `--rewrite` to
+                // fill, or the last), and `--rewrite` would delete it.
+                if is_command(output) {
+                    return Err(Unreadable::Layout(LayoutError {
+                        line: number,
+                        reason: "a command inside an expected block: a blank line must end \
                                  the block before it",
                     }));
                 }
