@@ -94,17 +94,21 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
         (["remove", id], None) => Input::Remove {
             id: parse_id(id).ok_or_else(bad)?,
         },
-        // splice next-turn 0 0 F G
-        (["splice", target, start, removed, ids @ ..], _) => Input::Splice {
-            target: target.parse().map_err(|_| bad())?,
-            start: parse_count(start).ok_or_else(bad)?,
-            removed: parse_count(removed).ok_or_else(bad)?,
-            inserted: ids
-                .iter()
-                .map(|id| message(id))
-                .collect::<Option<_>>()
-                .ok_or_else(bad)?,
-        },
+        // splice next-turn 0 0 F G (a `source=` needs an id to apply to)
+        (["splice", target, start, removed, ids @ ..], _)
+            if source.is_none() || !ids.is_empty() =>
+        {
+            Input::Splice {
+                target: target.parse().map_err(|_| bad())?,
+                start: parse_count(start).ok_or_else(bad)?,
+                removed: parse_count(removed).ok_or_else(bad)?,
+                inserted: ids
+                    .iter()
+                    .map(|id| message(id))
+                    .collect::<Option<_>>()
+                    .ok_or_else(bad)?,
+            }
+        }
         // cancel user | cancel hook:reason keep-inbox
         (["cancel", cause, rest @ ..], None) => Input::Cancel {
             cause: parse_cause(cause).ok_or_else(bad)?,
@@ -731,6 +735,8 @@ mod tests {
             "followup A B",
             "step done",
             "remove A source=user",
+            "splice next-turn 0 1 source=goal",
+            "splice next-step 0 0 source=plugin",
         ] {
             assert_eq!(
                 parse_command(line),
