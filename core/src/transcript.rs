@@ -49,12 +49,48 @@ impl fmt::Display for BadCommand {
 
 impl std::error::Error for BadCommand {}
 
+/// The first word of every command [`parse_command`] takes (a new command
+/// fails `every_input_prints_as_a_command_that_parses_back` until it is
+/// here).
+const VERBS: [&str; 18] = [
+    "send",
+    "followup",
+    "steer",
+    "inject",
+    "append",
+    "prepend",
+    "replace",
+    "remove",
+    "splice",
+    "cancel",
+    "dispose",
+    "when-idle",
+    "pre-step",
+    "step",
+    "run",
+    "inbox",
+    "status",
+    "restart",
+];
+
+/// Whether `line`'s first word is a command's: the cheap test that settles
+/// most lines that are not commands (every output line) without splitting
+/// them.
+pub(crate) fn starts_as_command(line: &str) -> bool {
+    line.split_whitespace()
+        .next()
+        .is_some_and(|first| VERBS.contains(&first))
+}
+
 /// Parses one command line. A message named by a command is a text message
 /// whose content is its id (source `user` unless `source=<kind>` is given);
 /// an id named by `enter` that is not in the claimed batch is a `plugin`
 /// context message.
 pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
     let bad = || BadCommand(line.trim_end().to_owned());
+    if !starts_as_command(line) {
+        return Err(bad());
+    }
     let mut words: Vec<&str> = line.split_whitespace().collect();
     if let ["restart", rest @ ..] = words.as_slice() {
         return parse_restart(rest).ok_or_else(bad);

@@ -206,6 +206,18 @@ impl Peer {
     /// as printed, which an error quotes), up to (not including) the
     /// `{"settled":true}` marker.
     fn ask(&mut self, line: &str) -> Result<Vec<(Value, String)>, String> {
+        let answer = self.ask_once(line);
+        if answer.is_err() && group::stopping() {
+            // The implementation broke because a signal is stopping the
+            // run: the handler's exit (130) is the answer, not this error.
+            loop {
+                std::thread::park();
+            }
+        }
+        answer
+    }
+
+    fn ask_once(&mut self, line: &str) -> Result<Vec<(Value, String)>, String> {
         let max = super::serve::LINE_MAX;
         if line.len() as u64 > max {
             // No implementation need read it (the core's server refuses it):
@@ -530,11 +542,21 @@ mod group {
     use std::io;
     use std::os::unix::process::CommandExt;
     use std::process::{Child, Command};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Mutex, Once};
     use std::time::{Duration, Instant};
 
     /// The groups alive now, for Ctrl-C.
     static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+    /// Set once Ctrl-C (or SIGTERM, SIGHUP) is ending the run.
+    static STOPPING: AtomicBool = AtomicBool::new(false);
+
+    /// Whether a signal is ending the run (its handler exits 130 within
+    /// [`GRACE`]): what the implementation does meanwhile is not news.
+    pub(super) fn stopping() -> bool {
+        STOPPING.load(Ordering::SeqCst)
+    }
 
     /// Spawns `process` as the leader of a new process group.
     pub(super) fn spawn(process: &mut Command) -> io::Result<Child> {
@@ -543,6 +565,7 @@ mod group {
             // Another handler (none today) would keep its place; the
             // groups then die with their stdin closed, as before.
             let _ = ctrlc::set_handler(|| {
+                STOPPING.store(true, Ordering::SeqCst);
                 let groups = lock().clone();
                 for group in &groups {
                     signal(*group, libc::SIGTERM);
@@ -551,6 +574,8 @@ mod group {
                 for group in &groups {
                     signal(*group, libc::SIGKILL);
                 }
+                // `exit` runs no destructors (`--rewrite`'s staged file).
+                courier::files::remove_live_temporaries();
                 std::process::exit(130);
             });
         });
@@ -639,6 +664,10 @@ mod group {
 
     pub(super) fn exited(child: &mut Child) -> bool {
         matches!(child.try_wait(), Ok(Some(_)))
+    }
+
+    pub(super) fn stopping() -> bool {
+        false
     }
 
     pub(super) fn ending(child: &mut Child) -> Option<String> {

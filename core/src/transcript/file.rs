@@ -229,32 +229,9 @@ fn is_dashes(line: &str) -> bool {
 
 /// Whether `line` is a command (SPEC §9). No output line is: none starts
 /// with a command's word (`spliced`, not `splice`; `step/start`, not
-/// `step`), so the cheap test of the first word settles most lines.
+/// `step`), so the first word settles almost every line.
 fn is_command(line: &str) -> bool {
-    const VERBS: [&str; 18] = [
-        "send",
-        "followup",
-        "steer",
-        "inject",
-        "append",
-        "prepend",
-        "replace",
-        "remove",
-        "splice",
-        "cancel",
-        "dispose",
-        "when-idle",
-        "pre-step",
-        "step",
-        "run",
-        "inbox",
-        "status",
-        "restart",
-    ];
-    line.split_whitespace()
-        .next()
-        .is_some_and(|first| VERBS.contains(&first))
-        && parse_command(line).is_ok()
+    super::starts_as_command(line) && parse_command(line).is_ok()
 }
 
 /// Takes the next line (1-based number, as written) when it is `wanted`;
