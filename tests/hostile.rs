@@ -165,6 +165,24 @@ fn never_destroy_rewrite_refuses_a_file_that_is_not_a_transcript() {
     }
 }
 
+/// A file whose every block pins a malformed command's refusal checks
+/// something: it runs (before, it was refused as no transcript). A
+/// README's `----` under a heading pins no refusal and is still refused.
+#[test]
+fn truthful_a_file_of_refused_commands_is_a_transcript() {
+    let folder = folder();
+    let refusals = "frob\n----\nerror: bad-command: frob\n\nfollowup A B\n----\nerror: bad-command: followup A B\n";
+    let path = write(&folder, "refusals.txn", refusals);
+    let (code, stdout, stderr) = run(&["run", &text(&path)]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let setext = "Courier\n----\n\nIt verifies delivery.\n";
+    let path = write(&folder, "README.md", setext);
+    let (code, _, stderr) = run(&["run", "--rewrite", &text(&path)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not a transcript"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), setext);
+}
+
 /// An empty transcript, or one of comments only, would pass without
 /// checking anything: `run` and `diagram` say it is not a transcript.
 #[test]

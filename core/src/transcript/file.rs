@@ -373,7 +373,14 @@ impl Outline {
             Ok(Command::Input(_) | Command::Run | Command::Inbox | Command::Status) => {
                 self.commands = true;
             }
-            Err(_) => {}
+            // A block that pins a malformed command's refusal checks
+            // something too (a file of such blocks is a transcript); a
+            // README's `----` under a heading pins no such line.
+            Err(_) => {
+                self.commands |= block.expected.as_deref().is_some_and(|expected| {
+                    matches!(expected, [line] if line.starts_with("error: bad-command: "))
+                });
+            }
         }
     }
 
