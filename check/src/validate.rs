@@ -132,6 +132,10 @@ pub fn validate<R: BufRead>(
             let torn = if text.starts_with('\u{feff}') {
                 // dsh's loader (JSON.parse) refuses it too.
                 BOM_HINT
+            } else if not_json && last && line == 1 {
+                // Its header torn: nothing of the session was kept, and
+                // `courier repair` refuses it (nothing to resume).
+                " (a torn only line, as a crash leaves it: no `session` header was kept)"
             } else if not_json && last {
                 " (a torn final line, as a crash leaves it: `courier repair` drops it)"
             } else {
