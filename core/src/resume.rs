@@ -132,6 +132,9 @@ impl Replay {
                     self.last_turn = *turn;
                     Ok(())
                 }
+                None if self.last_turn == 0 => {
+                    Err(corrupt(format!("`{event}`: turns number from 1")))
+                }
                 None => Err(corrupt(format!(
                     "`{event}` after turn {} already opened",
                     self.last_turn
@@ -369,6 +372,11 @@ mod tests {
                 vec![Output::TurnStart { turn: u64::MAX }],
                 0,
                 "no number for the next turn",
+            ),
+            (
+                vec![Output::TurnStart { turn: 0 }],
+                0,
+                "`turn/start 0`: turns number from 1",
             ),
         ];
         for (kept, index, reason) in cases {
