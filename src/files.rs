@@ -222,6 +222,32 @@ impl Identity {
     }
 }
 
+/// The first path of `paths` that names the same file as an earlier one
+/// (also through a link, `./`, or a hard link), with that earlier one's
+/// index: for a command that writes each of its inputs. Paths that name no
+/// file are not compared.
+pub fn first_repeated(paths: &[PathBuf]) -> Option<(usize, usize)> {
+    let mut by_path = std::collections::BTreeMap::new();
+    let mut by_node = std::collections::BTreeMap::new();
+    for (index, path) in paths.iter().enumerate() {
+        let Some(identity) = Identity::of(path) else {
+            continue;
+        };
+        let earlier = by_path
+            .get(&identity.path)
+            .copied()
+            .or_else(|| identity.node.and_then(|node| by_node.get(&node).copied()));
+        if let Some(earlier) = earlier {
+            return Some((earlier, index));
+        }
+        by_path.insert(identity.path, index);
+        if let Some(node) = identity.node {
+            by_node.insert(node, index);
+        }
+    }
+    None
+}
+
 #[cfg(unix)]
 fn node(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;

@@ -165,6 +165,28 @@ fn never_destroy_rewrite_refuses_a_file_that_is_not_a_transcript() {
     }
 }
 
+/// `run --rewrite` given one file twice (by another spelling or a hard
+/// link) is refused before anything runs: it ran and rewrote it twice.
+#[cfg(unix)]
+#[test]
+fn never_destroy_rewrite_refuses_one_file_given_twice() {
+    let folder = folder();
+    let content = "followup A\n----\nx\n";
+    let path = write(&folder, "t.txn", content);
+    let linked = folder.path().join("linked.txn");
+    std::fs::hard_link(&path, &linked).unwrap();
+    let dotted = folder.path().join(".").join("t.txn");
+    for twice in [&dotted, &linked] {
+        let (code, stdout, stderr) = run(&["run", "--rewrite", &text(&path), &text(twice)]);
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(stderr.contains("are the same file: refused"), "{stderr}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
+    }
+    // Without --rewrite, running a file twice is the user's choice.
+    let (code, _, _) = run(&["run", &text(&path), &text(&linked)]);
+    assert_eq!(code, Some(1));
+}
+
 /// A file whose every block pins a malformed command's refusal checks
 /// something: it runs (before, it was refused as no transcript). A
 /// README's `----` under a heading pins no refusal and is still refused.

@@ -73,6 +73,18 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some((earlier, later)) = args
+        .rewrite
+        .then(|| files::first_repeated(&args.files))
+        .flatten()
+    {
+        eprintln!(
+            "error: --rewrite: {} and {} are the same file: refused (it would be run and rewritten twice)",
+            files::named(&args.files[earlier]),
+            files::named(&args.files[later])
+        );
+        return ExitCode::from(2);
+    }
     let verdicts: Vec<Verdict> = args
         .files
         .iter()
