@@ -19,15 +19,17 @@ fn scratch(name: &str) -> std::path::PathBuf {
     directory
 }
 
+/// `courier sim --against COMMAND --seeds SEEDS --out OUT`.
+fn sim_against(command: &str, seeds: &str, out: &std::path::Path) -> std::process::Output {
+    let out = out.display().to_string();
+    courier(&["sim", "--against", command, "--seeds", seeds, "--out", &out])
+}
+
 #[test]
 fn the_served_core_never_diverges() {
     let out = scratch("core");
     let command = served("");
-    let arguments = ["sim", "--against", &command, "--seeds", "0..20", "--out"];
-    let mut arguments: Vec<&str> = arguments.to_vec();
-    let shown = out.display().to_string();
-    arguments.push(&shown);
-    let output = courier(&arguments);
+    let output = sim_against(&command, "0..20", &out);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(text.contains("20 agreed, 0 diverged"), "{text}");
@@ -48,17 +50,7 @@ fn the_served_core_never_diverges() {
 fn a_planted_bug_served_behind_the_protocol_is_an_unexplained_divergence() {
     let out = scratch("mutant");
     let command = served("--mutant no-latch");
-    let shown = out.display().to_string();
-    let arguments = [
-        "sim",
-        "--against",
-        &command,
-        "--seeds",
-        "0..30",
-        "--out",
-        &shown,
-    ];
-    let output = courier(&arguments);
+    let output = sim_against(&command, "0..30", &out);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
     let unexplained = text
@@ -130,16 +122,7 @@ fn a_shrunk_divergence_is_shorter_and_still_diverges() {
 #[test]
 fn an_implementation_that_cannot_start_exits_two() {
     let out = scratch("broken");
-    let shown = out.display().to_string();
-    let output = courier(&[
-        "sim",
-        "--against",
-        "exit 3",
-        "--seeds",
-        "0..2",
-        "--out",
-        &shown,
-    ]);
+    let output = sim_against("exit 3", "0..2", &out);
     let errors = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{errors}");
     assert!(errors.contains("seed 0: stimulus 0 "), "{errors}");
@@ -177,17 +160,7 @@ done
 fn an_implementation_that_dies_when_asked_for_its_log_exits_two() {
     let out = scratch("log-crash");
     let command = relay(&out, "exit 7");
-    let shown = out.display().to_string();
-    let arguments = [
-        "sim",
-        "--against",
-        &command,
-        "--seeds",
-        "0..2",
-        "--out",
-        &shown,
-    ];
-    let output = courier(&arguments);
+    let output = sim_against(&command, "0..2", &out);
     let errors = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{errors}");
     assert!(
@@ -202,17 +175,7 @@ fn an_implementation_that_keeps_its_log_to_itself_is_counted_not_given() {
     let out = scratch("log-unsupported");
     let answer = r#"printf '%s\n' '{"unsupported":"query"}' '{"settled":true}'; continue"#;
     let command = relay(&out, answer);
-    let shown = out.display().to_string();
-    let arguments = [
-        "sim",
-        "--against",
-        &command,
-        "--seeds",
-        "0..3",
-        "--out",
-        &shown,
-    ];
-    let output = courier(&arguments);
+    let output = sim_against(&command, "0..3", &out);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(text.contains("3 agreed, 0 diverged"), "{text}");
@@ -233,17 +196,7 @@ fn an_implementation_that_lingers_is_asked_to_end_before_it_is_killed() {
         marker.display()
     );
     let command = relay_then(&out, "", &at_end);
-    let shown = out.display().to_string();
-    let arguments = [
-        "sim",
-        "--against",
-        &command,
-        "--seeds",
-        "0..1",
-        "--out",
-        &shown,
-    ];
-    let output = courier(&arguments);
+    let output = sim_against(&command, "0..1", &out);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(
