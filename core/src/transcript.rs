@@ -77,7 +77,7 @@ const VERBS: [&str; 18] = [
 /// most lines that are not commands (every output line) without splitting
 /// them.
 pub(crate) fn starts_as_command(line: &str) -> bool {
-    line.split_whitespace()
+    line.split_ascii_whitespace()
         .next()
         .is_some_and(|first| VERBS.contains(&first))
 }
@@ -87,11 +87,13 @@ pub(crate) fn starts_as_command(line: &str) -> bool {
 /// an id named by `enter` that is not in the claimed batch is a `plugin`
 /// context message.
 pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
-    let bad = || BadCommand(line.trim_end().to_owned());
+    let bad = || BadCommand(line.trim_ascii_end().to_owned());
     if !starts_as_command(line) {
         return Err(bad());
     }
-    let mut words: Vec<&str> = line.split_whitespace().collect();
+    // Words are separated by ASCII whitespace only (spaces, tabs): a no-break
+    // or other Unicode space is part of a word, which no id allows.
+    let mut words: Vec<&str> = line.split_ascii_whitespace().collect();
     if let ["restart", rest @ ..] = words.as_slice() {
         return parse_restart(rest).ok_or_else(bad);
     }
@@ -773,6 +775,9 @@ mod tests {
             "remove A source=user",
             "splice next-turn 0 1 source=goal",
             "splice next-step 0 0 source=plugin",
+            // Only spaces and tabs separate words: another space is text.
+            "followup\u{a0}A",
+            "restart\u{3000}lose=0",
         ] {
             assert_eq!(
                 parse_command(line),

@@ -611,7 +611,7 @@ fn print_mismatch(
     // (`Block::passes`), so the diff does not show it either.
     let expected: String = expected
         .iter()
-        .map(|line| format!("{}\n", one_line(line.trim_end())))
+        .map(|line| format!("{}\n", one_line(line.trim_ascii_end())))
         .collect();
     let actual: String = actual
         .iter()

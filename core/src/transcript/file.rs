@@ -61,7 +61,7 @@ impl Block {
                 && expected
                     .iter()
                     .zip(printed)
-                    .all(|(expected, printed)| expected.trim_end() == printed)
+                    .all(|(expected, printed)| expected.trim_ascii_end() == printed)
         })
     }
 }
@@ -181,7 +181,7 @@ where
         };
         let line = content(raw);
         // Commands are read trimmed, so an indented `#` is a comment too.
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+        if is_blank(line) || line.trim_ascii_start().starts_with('#') {
             return Some(Ok(Item::Text(raw.to_owned())));
         }
         if is_dashes(line) {
@@ -217,14 +217,16 @@ fn content(raw: &str) -> &str {
     line.strip_suffix('\r').unwrap_or(line)
 }
 
+/// Blank: spaces and tabs at most (ASCII whitespace, the only separator a
+/// transcript has; a no-break space is text, as in a command).
 fn is_blank(line: &str) -> bool {
-    line.trim().is_empty()
+    line.trim_ascii().is_empty()
 }
 
 /// The `----` line, whatever spaces an editor left around it (commands are
 /// read trimmed too).
 fn is_dashes(line: &str) -> bool {
-    line.trim() == "----"
+    line.trim_ascii() == "----"
 }
 
 /// Whether `line` is a command (SPEC §9). No output line is: none starts
@@ -292,7 +294,7 @@ where
                                  the block before the next command",
                     }));
                 }
-                if output.trim_start().starts_with('#') {
+                if output.trim_ascii_start().starts_with('#') {
                     return Err(Unreadable::Layout(LayoutError {
                         line: number,
                         reason: "a comment inside an expected block: a blank line must end \
@@ -330,7 +332,7 @@ where
     }
     Ok(Block {
         line: number,
-        command: line.trim_end().to_owned(),
+        command: line.trim_ascii_end().to_owned(),
         expected,
         raw: written,
         blank,
@@ -360,7 +362,7 @@ impl Outline {
         self.first_block.get_or_insert(block.line);
         // Parse only what can change the outline: every block until one is
         // a command, then restarts.
-        let restart = block.command.split_whitespace().next() == Some("restart");
+        let restart = block.command.split_ascii_whitespace().next() == Some("restart");
         if self.commands && !restart {
             return;
         }
