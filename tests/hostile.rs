@@ -851,6 +851,32 @@ fn truthful_trailing_whitespace_an_editor_left_is_not_expected() {
     assert!(stdout.contains("      turn/start 1\n"), "{stdout}");
 }
 
+/// A no-break space is text in a transcript (not a separator, not
+/// trailing whitespace): a block it breaks fails, and the diff shows it
+/// escaped. Printed raw, `- idle<NBSP>` and `+ idle` read the same, as do
+/// `followup<NBSP>A` and `followup A`.
+#[test]
+fn truthful_a_no_break_space_a_block_fails_on_shows_in_its_diff() {
+    let folder = folder();
+    let path = write(&folder, "t.txn", "status\n----\nidle\u{a0}\n");
+    let (code, stdout, _) = run(&["run", &text(&path)]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("    - idle\\u{a0}\n"), "{stdout}");
+    assert!(stdout.contains("    + idle\n"), "{stdout}");
+    let path = write(
+        &folder,
+        "c.txn",
+        "status\n----\nidle\n\nfollowup\u{a0}A\n----\n~inserted A\n",
+    );
+    let (code, stdout, _) = run(&["run", &text(&path)]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains(":5: followup\\u{a0}A\n"), "{stdout}");
+    assert!(
+        stdout.contains("    + error: bad-command: followup\\u{a0}A\n"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn bounded_memory_a_trace_too_long_to_draw_is_refused() {
     let folder = folder();

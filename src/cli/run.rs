@@ -599,7 +599,7 @@ fn print_mismatch(
     say: &mut dyn FnMut(std::fmt::Arguments<'_>),
 ) {
     // Escaped and capped: a command line may be megabytes long.
-    let command = files::shown(&block.command);
+    let command = files::shown(&unicode_spaces_shown(&block.command));
     say(format_args!("  {name}:{}: {command}", block.line));
     let Some(expected) = &block.expected else {
         say(format_args!(
@@ -631,13 +631,14 @@ fn print_mismatch(
 }
 
 /// A diff line whose trailing whitespace shows: spaces as `·` and tabs as
-/// `→` after the last visible character (the line ending dropped), capped
-/// as every quoted text is ([`files::shown`]), so an
+/// `→` after the last visible character (the line ending dropped), and any
+/// other space anywhere as its escape (see [`unicode_spaces_shown`]),
+/// capped as every quoted text is ([`files::shown`]), so an
 /// implementation's output line that ends in whitespace (`run --against`)
 /// does not print like the contract's.
 fn visible_trailing_whitespace(line: &str) -> String {
     let line = line.strip_suffix('\n').unwrap_or(line);
-    let text = line.trim_end();
+    let text = line.trim_ascii_end();
     let trailing: String = line[text.len()..]
         .chars()
         .map(|space| match space {
@@ -650,7 +651,26 @@ fn visible_trailing_whitespace(line: &str) -> String {
     // written in Rust (`\u{1b}`), not acted on by the terminal, and a line
     // past 200 characters (another implementation's, `run --against`) as
     // its start and length: `--rewrite` writes it whole.
-    files::shown(&format!("{text}{trailing}"))
+    files::shown(&unicode_spaces_shown(&format!("{text}{trailing}")))
+}
+
+/// `text` with every whitespace character but ASCII's (a no-break space,
+/// an ideographic space) escaped, `\u{a0}`: a transcript reads them as
+/// text (`followup<NBSP>A` is a bad command, `idle<NBSP>` is not `idle`),
+/// so a diff that printed them raw would show two lines that differ as
+/// the same.
+fn unicode_spaces_shown(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| c.is_whitespace() && !c.is_ascii();
+    if !text.contains(hidden) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| match hidden(c) {
+            true => c.escape_unicode().to_string(),
+            false => c.to_string(),
+        })
+        .collect::<String>()
+        .into()
 }
 
 /// A line whose carriage returns are escaped before the diff splits the
