@@ -224,8 +224,9 @@ impl Identity {
 
 /// The first path of `paths` that names the same file as an earlier one
 /// (also through a link, `./`, or a hard link), with that earlier one's
-/// index: for a command that writes each of its inputs. Paths that name no
-/// file are not compared.
+/// index: for a command that writes each of its inputs. A path to no file
+/// is compared by its name in its folder (`nope.txn` given twice repeats);
+/// one whose folder does not exist is not compared.
 pub fn first_repeated(paths: &[PathBuf]) -> Option<(usize, usize)> {
     let mut by_path = std::collections::BTreeMap::new();
     let mut by_node = std::collections::BTreeMap::new();
