@@ -877,6 +877,26 @@ fn truthful_a_no_break_space_a_block_fails_on_shows_in_its_diff() {
     );
 }
 
+/// A line of no-break spaces alone between blocks was blank; since they
+/// are text it read as a command, which `run` failed and `--rewrite`
+/// pinned as a block (`error: bad-command: <NBSP>`). It is a layout error
+/// naming its line, and the file is left as written.
+#[test]
+fn never_destroy_a_line_of_no_break_spaces_is_a_layout_error() {
+    let folder = folder();
+    let content = "status\n----\nidle\n\n\u{a0}\u{3000}\n\nstatus\n----\nidle\n";
+    let path = write(&folder, "t.txn", content);
+    for arguments in [&["run"][..], &["run", "--rewrite"]] {
+        let (code, stdout, stderr) = run(&[arguments, &[&text(&path)]].concat());
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(
+            stderr.contains("t.txn:5: a line of non-ASCII spaces only"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
+    }
+}
+
 #[test]
 fn bounded_memory_a_trace_too_long_to_draw_is_refused() {
     let folder = folder();

@@ -190,6 +190,15 @@ where
                 reason: "`----` without a command before it",
             })));
         }
+        // Not blank (a no-break space is text), yet no command either: read
+        // as one, `--rewrite` would pin its `bad-command` as a block.
+        if line.trim().is_empty() {
+            return Some(Err(Unreadable::Layout(LayoutError {
+                line: number,
+                reason: "a line of non-ASCII spaces only (a no-break space?): not blank \
+                         (only spaces and tabs are) nor a command",
+            })));
+        }
         Some(block(number, line, raw, &mut self.lines).map(Item::Block))
     }
 }
