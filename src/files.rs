@@ -361,18 +361,16 @@ pub struct Staged(Stage);
 enum Stage {
     /// A temporary file beside a regular (or new) file.
     Beside {
-        temporary: NamedTempFile,
+        temporary: Temporary,
         target: PathBuf,
         permissions: Option<Permissions>,
-        _live: Live,
     },
     /// A device or pipe: written to a temporary file in the system's
     /// temporary folder (a writer may sync it or read it back, which a
     /// device or pipe cannot do), copied into the target on commit.
     InPlace {
-        temporary: NamedTempFile,
+        temporary: Temporary,
         target: PathBuf,
-        _live: Live,
     },
 }
 
@@ -399,17 +397,14 @@ impl Staged {
                     format!("a temporary file in {}: {error}", named(&folder)),
                 )
             })?;
-            let _live = Live::new(temporary.path());
             return Ok(Staged(Stage::InPlace {
-                temporary,
+                temporary: Temporary::register(temporary),
                 target,
-                _live,
             }));
         }
         let temporary = temporary_in(folder_of(&target), &name).map_err(unnamed)?;
         Ok(Staged(Stage::Beside {
-            _live: Live::new(temporary.path()),
-            temporary,
+            temporary: Temporary::register(temporary),
             target,
             permissions: metadata.map(|meta| meta.permissions()),
         }))
@@ -425,9 +420,7 @@ impl Staged {
     /// The temporary file, open for writing.
     pub fn file(&mut self) -> &mut File {
         match &mut self.0 {
-            Stage::Beside { temporary, .. } | Stage::InPlace { temporary, .. } => {
-                temporary.as_file_mut()
-            }
+            Stage::Beside { temporary, .. } | Stage::InPlace { temporary, .. } => temporary.file(),
         }
     }
 
@@ -446,7 +439,7 @@ impl Staged {
     }
 
     fn finish(self, replacing: Replacing) -> io::Result<()> {
-        let (temporary, target, permissions) = match self.0 {
+        let (mut temporary, target, permissions) = match self.0 {
             Stage::Beside {
                 temporary,
                 target,
@@ -470,17 +463,13 @@ impl Staged {
                 return device.flush();
             }
         };
-        temporary.as_file().sync_all()?;
+        temporary.file().sync_all()?;
         let permissions = match permissions {
             Some(permissions) => permissions,
-            None => default_permissions(temporary.as_file())?,
+            None => default_permissions(temporary.file())?,
         };
         fs::set_permissions(temporary.path(), permissions)?;
-        match replacing {
-            Replacing::Allowed => temporary.persist(&target),
-            Replacing::Refused => temporary.persist_noclobber(&target),
-        }
-        .map_err(|error| error.error)?;
+        temporary.persist(&target, replacing)?;
         if let Ok(folder) = File::open(folder_of(&target)) {
             let _best_effort = folder.sync_all();
         }
@@ -750,11 +739,11 @@ fn live_temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 /// removed: a name this process made is never made again, so removing it
 /// late removes nothing else).
 #[derive(Debug)]
-pub struct Live(PathBuf);
+struct Live(PathBuf);
 
 impl Live {
     /// Registers `path`, a temporary file this process just made.
-    pub fn new(path: &Path) -> Live {
+    fn new(path: &Path) -> Live {
         live_temporaries().push(path.to_owned());
         Live(path.to_owned())
     }
@@ -766,6 +755,46 @@ impl Drop for Live {
         if let Some(at) = live.iter().rposition(|path| *path == self.0) {
             live.swap_remove(at);
         }
+    }
+}
+
+/// A temporary file this process made: deleted when dropped, and removed
+/// by [`remove_live_temporaries`] on an exit that runs no destructors,
+/// until it is dropped or renamed over its target.
+#[derive(Debug)]
+pub struct Temporary {
+    /// Declared first, so it is deleted before its name is unregistered.
+    file: NamedTempFile,
+    _live: Live,
+}
+
+impl Temporary {
+    /// Registers `file`, just made by this process.
+    pub fn register(file: NamedTempFile) -> Temporary {
+        let _live = Live::new(file.path());
+        Temporary { file, _live }
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// The file, open for writing.
+    pub fn file(&mut self) -> &mut File {
+        self.file.as_file_mut()
+    }
+
+    /// Renames it to `target` (over a file there only when `replacing` is
+    /// allowed); its name is unregistered once renamed.
+    fn persist(self, target: &Path, replacing: Replacing) -> io::Result<()> {
+        let Temporary { file, _live } = self;
+        match replacing {
+            Replacing::Allowed => file.persist(target),
+            Replacing::Refused => file.persist_noclobber(target),
+        }
+        .map(drop)
+        .map_err(|error| error.error)
     }
 }
 
@@ -1032,8 +1061,8 @@ fn past_bom(path: &Path) -> io::Result<impl Read> {
 pub struct Rereadable {
     path: PathBuf,
     /// The copy of a pipe, kept (and removed when dropped) while `path`
-    /// names it; its random name is unregistered before it goes.
-    _copy: Option<(Live, NamedTempFile)>,
+    /// names it.
+    _copy: Option<Temporary>,
 }
 
 impl Rereadable {
@@ -1050,14 +1079,15 @@ impl Rereadable {
             });
         }
         let source = File::open(path).map_err(|error| format!("cannot read: {error}"))?;
-        let mut copy = NamedTempFile::new().map_err(unnamed).map_err(|error| {
+        let copy = NamedTempFile::new().map_err(unnamed).map_err(|error| {
             let folder = std::env::temp_dir();
             format!(
                 "cannot copy the pipe to a temporary file in {}: {error}",
                 named(&folder)
             )
         })?;
-        let copied = io::copy(&mut source.take(TRANSCRIPT_MAX + 1), copy.as_file_mut())
+        let mut copy = Temporary::register(copy);
+        let copied = io::copy(&mut source.take(TRANSCRIPT_MAX + 1), copy.file())
             .map_err(|error| format!("cannot read: {error}"))?;
         if copied > TRANSCRIPT_MAX {
             return Err(format!(
@@ -1066,10 +1096,9 @@ impl Rereadable {
                 TRANSCRIPT_MAX >> 20
             ));
         }
-        let live = Live::new(copy.path());
         Ok(Rereadable {
             path: copy.path().to_owned(),
-            _copy: Some((live, copy)),
+            _copy: Some(copy),
         })
     }
 

@@ -144,13 +144,12 @@ fn crash_main(log: Option<&Path>) -> ExitCode {
         .suffix(".jsonl")
         .tempfile()
     {
-        Ok(temporary) => temporary,
+        Ok(temporary) => files::Temporary::register(temporary),
         Err(error) => {
             eprintln!("error: cannot create a temporary log: {error}");
             return ExitCode::from(2);
         }
     };
-    let _live = files::Live::new(temporary.path());
     let told = crash_and_resume(staged.as_ref().map_or(temporary.path(), Staged::path));
     let told = match staged {
         Some(staged) => told.and_then(|()| {
