@@ -565,12 +565,19 @@ mod group {
             // Another handler (none today) would keep its place; the
             // groups then die with their stdin closed, as before.
             let _ = ctrlc::set_handler(|| {
-                STOPPING.store(true, Ordering::SeqCst);
-                let groups = lock().clone();
+                // Set under the lock: a group is either in the copy or
+                // never spawned (see below).
+                let groups = {
+                    let live = lock();
+                    STOPPING.store(true, Ordering::SeqCst);
+                    live.clone()
+                };
                 for group in &groups {
                     signal(*group, libc::SIGTERM);
                 }
-                std::thread::sleep(GRACE);
+                if !groups.is_empty() {
+                    std::thread::sleep(GRACE);
+                }
                 for group in &groups {
                     signal(*group, libc::SIGKILL);
                 }
@@ -579,8 +586,18 @@ mod group {
                 std::process::exit(130);
             });
         });
+        // Spawned and listed under the lock, so the handler cannot copy
+        // the groups in between and miss this one.
+        let mut live = lock();
+        if stopping() {
+            // The handler exits (130) within its grace: nothing to start.
+            drop(live);
+            loop {
+                std::thread::park();
+            }
+        }
         let child = process.process_group(0).spawn()?;
-        lock().push(leader(&child));
+        live.push(leader(&child));
         Ok(child)
     }
 
