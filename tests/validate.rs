@@ -355,6 +355,25 @@ fn a_log_must_open_with_a_session_header() {
     assert!(!error.reason.contains("torn"), "{error:?}");
 }
 
+/// A transcript given to `validate` (a `#` comment or a command first) is
+/// said to be one; other text that is not JSON is not.
+#[test]
+fn a_transcript_is_said_to_be_one() {
+    let hint = "(a transcript? `courier run` runs those)";
+    for text in [
+        "# a note\nfollowup A\n----\n",
+        "followup A\n----\n~inserted A\n",
+    ] {
+        let error = check(text.as_bytes()).1.unwrap_err();
+        assert_eq!(error.line, 1);
+        assert!(error.reason.ends_with(hint), "{error:?}");
+    }
+    for text in ["folowup A\n----\n", "hello\nworld\n"] {
+        let error = check(text.as_bytes()).1.unwrap_err();
+        assert!(!error.reason.contains(hint), "{error:?}");
+    }
+}
+
 #[test]
 fn non_utf8_bad_numbers_and_bad_shapes_are_unreadable_at_their_line() {
     let header =

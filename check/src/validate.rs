@@ -44,6 +44,7 @@ use crate::{History, Mode, Violation};
 use courier_core::log::{
     BLANK_LINE, BOM_HINT, Conversions, LineError, LogLine, Reader, utf16_hint,
 };
+use courier_core::transcript::parse_command;
 
 /// The longest line read; a longer one makes the file unreadable rather
 /// than memory unbounded (dsh inlines images, so this is generous).
@@ -138,6 +139,8 @@ pub fn validate<R: BufRead>(
                 " (a torn only line, as a crash leaves it: no `session` header was kept)"
             } else if not_json && last {
                 " (a torn final line, as a crash leaves it: `courier repair` drops it)"
+            } else if not_json && line == 1 && transcript_like(text) {
+                " (a transcript? `courier run` runs those)"
             } else {
                 ""
             };
@@ -181,6 +184,13 @@ pub fn validate<R: BufRead>(
         });
     }
     Ok(summary)
+}
+
+/// Whether a first line that is not JSON opens a transcript (SPEC §9): a
+/// `#` comment or a command.
+fn transcript_like(text: &str) -> bool {
+    let text = text.trim_ascii();
+    text.starts_with('#') || parse_command(text).is_ok()
 }
 
 /// Reads the next line into `buffer`, without its line ending, and whether
