@@ -284,30 +284,10 @@ impl Peer {
                     shown(&line)
                 ));
             }
-            // A key given twice is refused, as the core's server refuses it.
-            let super::serve::Unique(value) = serde_json::from_str(&text)
-                .map_err(|error| format!("its line `{}` is not JSON: {error}", shown(&text)))?;
-            if value == serde_json::json!({ "settled": true }) {
-                return Ok(values);
+            match answer_line(&text)? {
+                None => return Ok(values),
+                Some(value) => values.push((value, text)),
             }
-            if value.get("settled").is_some() {
-                // Never an output: waiting on would only time out.
-                return Err(format!(
-                    "its line `{}` is no settle marker: the marker is `{{\"settled\":true}}` exactly",
-                    shown(&text)
-                ));
-            }
-            if ["input", "restart", "query"]
-                .iter()
-                .any(|key| value.get(key).is_some())
-            {
-                // No answer holds these: waiting on would only time out.
-                return Err(format!(
-                    "its line `{}` is a line in, not an answer (does it echo its input?)",
-                    shown(&text)
-                ));
-            }
-            values.push((value, text));
         }
     }
 
@@ -529,6 +509,34 @@ impl From<String> for Broke {
     fn from(reason: String) -> Self {
         Broke::Protocol(reason)
     }
+}
+
+/// One line of an answer: its value, or `None` for the settle marker.
+fn answer_line(text: &str) -> Result<Option<Value>, String> {
+    // A key given twice is refused, as the core's server refuses it.
+    let super::serve::Unique(value) = serde_json::from_str(text)
+        .map_err(|error| format!("its line `{}` is not JSON: {error}", shown(&text)))?;
+    if value == serde_json::json!({ "settled": true }) {
+        return Ok(None);
+    }
+    if value.get("settled").is_some() {
+        // Never an output: waiting on would only time out.
+        return Err(format!(
+            "its line `{}` is no settle marker: the marker is `{{\"settled\":true}}` exactly",
+            shown(&text)
+        ));
+    }
+    if ["input", "restart", "query"]
+        .iter()
+        .any(|key| value.get(key).is_some())
+    {
+        // No answer holds these: waiting on would only time out.
+        return Err(format!(
+            "its line `{}` is a line in, not an answer (does it echo its input?)",
+            shown(&text)
+        ));
+    }
+    Ok(Some(value))
 }
 
 /// Another implementation runs in a process group of its own, led by the
