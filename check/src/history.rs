@@ -719,7 +719,11 @@ impl History {
         // A restart's repair writes the open step's `step/end` first.
         let property = match reason {
             TurnEnd::Interrupted => Property::ResumeCloses,
-            _ => Property::Balanced,
+            TurnEnd::Completed
+            | TurnEnd::MaxTokens
+            | TurnEnd::Blocked
+            | TurnEnd::Aborted { .. }
+            | TurnEnd::Error => Property::Balanced,
         };
         ensure(!turn.step_open, property, || {
             format!("turn/end {number} {reason} inside step {number}.{step}")
