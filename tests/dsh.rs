@@ -148,19 +148,26 @@ fn every_project_scenario_matches_dsh_but_the_ones_readme_names() {
     }
 }
 
-/// The adapter's bundle, rebuilt first when it can be (as `courier run
-/// --against dsh` does when the bundle is older than the driver): a
-/// protocol line is checked against the driver of this checkout.
+/// The adapter's bundle, rebuilt once per run of these tests when it can be
+/// (as `courier run --against dsh` does when the bundle is older than the
+/// driver): a protocol line is checked against the driver of this checkout.
+/// Once, because the tests run in parallel: one test's node reads the
+/// bundle while another's build would replace it.
 fn built_driver() -> String {
-    let adapter = workspace().join("adapters/dsh");
-    if adapter.join("node_modules").is_dir() {
-        let built = std::process::Command::new("npm")
-            .args(["run", "--silent", "build"])
-            .current_dir(&adapter)
-            .status();
-        assert!(built.is_ok_and(|status| status.success()), "npm run build");
-    }
-    adapter.join("dist/driver.mjs").display().to_string()
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let adapter = workspace().join("adapters/dsh");
+            if adapter.join("node_modules").is_dir() {
+                let built = std::process::Command::new("npm")
+                    .args(["run", "--silent", "build"])
+                    .current_dir(&adapter)
+                    .status();
+                assert!(built.is_ok_and(|status| status.success()), "npm run build");
+            }
+            adapter.join("dist/driver.mjs").display().to_string()
+        })
+        .clone()
 }
 
 /// The adapter answers the protocol's `bench` line (the claim bench's dsh

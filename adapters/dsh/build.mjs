@@ -2,7 +2,7 @@
 // <workspace>/../shared/reference/dsh) with driver.mjs into dist/driver.mjs.
 // dsh is imported at build time only: nothing of it is copied into the project.
 import { build } from 'esbuild'
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -74,9 +74,15 @@ const zlibWithoutZstd = {
   },
 }
 
-await build({
+const outfile = join(here, 'dist/driver.mjs')
+const built = await build({
   entryPoints: [join(here, 'driver.mjs')],
-  outfile: join(here, 'dist/driver.mjs'),
+  outfile,
+  // Written below through a temporary file and a rename: a driver that
+  // node is running while another build replaces it is read whole, old or
+  // new, never half written (an empty bundle runs, prints nothing and
+  // exits 0).
+  write: false,
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -94,3 +100,9 @@ await build({
     ].join('\n'),
   },
 })
+
+mkdirSync(dirname(outfile), { recursive: true })
+const [bundle] = built.outputFiles
+const temporary = `${outfile}.${process.pid}.tmp`
+writeFileSync(temporary, bundle.contents)
+renameSync(temporary, outfile)
