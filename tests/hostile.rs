@@ -2729,6 +2729,55 @@ fn truthful_a_log_with_a_byte_order_mark_is_refused_not_cut() {
     }
 }
 
+/// A whole final line of valid JSON nesting a message's content deeper than
+/// serde_json's 128 levels: `repair` took it for a torn tail and dropped
+/// the send it records (`torn tail: dropped (line 2: not JSON: ...)`), and
+/// `validate` called it torn, or not JSON in the middle of a log. It is
+/// JSON (`JSON.parse` reads it), so both now refuse it for its depth at
+/// its line, and `repair` writes nothing.
+#[test]
+fn never_destroy_a_deeply_nested_last_line_is_refused_not_dropped_as_torn() {
+    let folder = folder();
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let send = format!(
+        "{{\"type\":\"agent/inbox/spliced\",\"data\":{{\"target\":\"next-turn\",\"start\":0,\"inserted\":[{{\"id\":\"A\",\"role\":\"user\",\"content\":{deep},\"source\":{{\"kind\":\"user\"}}}}]}}}}\n"
+    );
+    for (name, bytes) in [
+        ("last.jsonl", format!("{HEADER}\n{send}")),
+        ("middle.jsonl", format!("{HEADER}\n{send}{send}")),
+    ] {
+        let path = write(&folder, name, &bytes);
+        let out = folder.path().join(format!("repaired-{name}"));
+        for arguments in [
+            vec!["validate".to_owned(), text(&path)],
+            vec![
+                "repair".to_owned(),
+                text(&path),
+                "--out".to_owned(),
+                text(&out),
+            ],
+        ] {
+            let (code, stdout, stderr) =
+                run(&arguments.iter().map(String::as_str).collect::<Vec<_>>());
+            assert_eq!(code, Some(2), "{arguments:?}: {stdout}{stderr}");
+            assert!(
+                stderr.contains("nested more than 128 arrays and objects deep"),
+                "{arguments:?}: {stderr}"
+            );
+            assert!(
+                stderr.contains("line 2") || stderr.contains(":2:"),
+                "{stderr}"
+            );
+            assert!(
+                !stderr.contains("torn tail") && !stderr.contains("not JSON"),
+                "{stderr}"
+            );
+            assert!(!stdout.contains("dropped"), "{arguments:?}: {stdout}");
+        }
+        assert!(!out.exists(), "{name}: nothing written");
+    }
+}
+
 /// A log saved as UTF-16 (a byte order mark FF FE or FE FF first) is named
 /// as such by `validate` and `repair`, in `run`'s words, and `repair`
 /// leaves it untouched. Before, both said only `line 1: not UTF-8: invalid

@@ -277,7 +277,8 @@ impl Reader {
     pub fn line(&mut self, text: &str) -> Result<LogLine, LineError> {
         self.mended(text).map_err(|error| match error {
             LineError::Shape(_) => explained(text).unwrap_or(error),
-            LineError::NotJson(_) | LineError::Refused(_) => error,
+            LineError::NotJson(_) => too_deep(text).unwrap_or(error),
+            LineError::Refused(_) => error,
         })
     }
 
@@ -443,6 +444,24 @@ fn explained(text: &str) -> Option<LineError> {
     }
     let why = shape::explain(kind, record.get("data"))?;
     Some(LineError::Shape(de::Error::custom(format!("{kind} {why}"))))
+}
+
+/// How deep serde_json nests arrays and objects when it reads a value.
+const DEPTH_LIMIT: usize = 128;
+
+/// A line refused as not JSON that is JSON all the same, nested deeper than
+/// [`DEPTH_LIMIT`] (a message's `content` may be anything): `JSON.parse`
+/// reads it, so it is no torn write, and neither the validator nor a resume
+/// may take it for one (a resume would drop a whole record, a send among
+/// them). It is refused for its shape, naming the limit. Its syntax is
+/// checked without one: serde_json skips a value it does not keep without
+/// recursing.
+fn too_deep(text: &str) -> Option<LineError> {
+    serde_json::from_str::<IgnoredAny>(text).ok()?;
+    Some(LineError::Shape(de::Error::custom(format!(
+        "JSON nested more than {DEPTH_LIMIT} arrays and objects deep, \
+         more than Courier's reader reads (the line is whole, not torn)"
+    ))))
 }
 
 /// Parses one JSONL line on its own (no session before it: event numbers
@@ -882,6 +901,27 @@ mod tests {
         let many: String = (0..5000).map(|k| format!(r#""k{k}":0,"#)).collect();
         let line = format!(r#"{{{many}"type":"x"}}"#);
         assert_eq!(parse_line(&line).unwrap(), LogLine::Other("x".into()));
+    }
+
+    #[test]
+    fn json_nested_past_the_depth_limit_is_refused_for_its_shape_not_torn() {
+        let nested = |depth: usize| {
+            let content = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            format!(
+                r#"{{"type":"user/message","data":{{"id":"m","role":"user","content":{content},"source":{{"kind":"user"}}}}}}"#
+            )
+        };
+        assert!(parse_line(&nested(100)).is_ok());
+        let error = parse_line(&nested(200)).unwrap_err();
+        assert!(matches!(error, LineError::Shape(_)), "{error:?}");
+        assert!(
+            error.to_string().contains("nested more than 128"),
+            "{error}"
+        );
+        // Cut short, the same line is not JSON: a torn write.
+        let torn = nested(200);
+        let torn = &torn[..torn.len() - 3];
+        assert!(matches!(parse_line(torn), Err(LineError::NotJson(_))));
     }
 
     #[test]
