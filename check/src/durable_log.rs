@@ -20,11 +20,17 @@ use courier_core::{Agent, CorruptLog, Output, Replay};
 use crate::history::{History, Mode};
 use crate::property::Violation;
 
-/// Events walked between two checkpoints: a restart walks again at most
-/// this many events it walked before, plus those logged since. A
-/// checkpoint's two clones cost about as much as walking one or two
-/// events; `courier sim --seeds 0..300` ran fewest instructions at 8 (of
-/// 32, 16, 8 and 4; see BENCHMARKS.md, "Sixth pass").
+/// The fewest events walked between two checkpoints: a restart walks again
+/// at most this many events it walked before (or as many as the replay
+/// holds pending messages, when more), plus those logged since. A
+/// checkpoint's two clones cost about as much as walking one or two events
+/// of a short inbox; `courier sim --seeds 0..300` ran fewest instructions
+/// at 8 (of 32, 16, 8 and 4; see BENCHMARKS.md, "Sixth pass"). They cost
+/// as many messages as are pending, so checkpoints are at least that many
+/// events apart: at every 8 events, a transcript of 20,000 sends and
+/// 20,000 restarts held 2.4 GB of checkpoints in `courier diagram`
+/// (quadratic), as the checkpoints of `courier run`'s log are spaced
+/// (`TailLog` in `courier_core::transcript`).
 const CHECKPOINT_EVERY: usize = 8;
 
 /// Both replays after the first `at` events of the log.
@@ -51,6 +57,10 @@ pub(crate) struct DurableLog {
     events: Vec<Output>,
     /// Increasing `at`, all at most `events.len()`.
     checkpoints: Vec<Checkpoint>,
+    /// Whether the last checkpoint is the one a walk left at its end
+    /// ([`DurableLog::leave_tip`]), closer to the one before it than the
+    /// spacing: the next walk's end replaces it.
+    tip: bool,
 }
 
 impl DurableLog {
@@ -67,6 +77,7 @@ impl DurableLog {
     /// Cuts the log after its first `kept` events and returns the rest.
     pub(crate) fn split_off(&mut self, kept: usize) -> Vec<Output> {
         let valid = self.checkpoints.partition_point(|c| c.at <= kept);
+        self.tip &= valid == self.checkpoints.len();
         self.checkpoints.truncate(valid);
         self.events.split_off(kept)
     }
@@ -93,7 +104,7 @@ impl DurableLog {
                 ghost = Err(violation);
             }
             at += 1;
-            if at - last == CHECKPOINT_EVERY
+            if at - last >= CHECKPOINT_EVERY.max(core.inbox().len())
                 && let Ok(history) = &ghost
             {
                 last = at;
@@ -102,9 +113,35 @@ impl DurableLog {
                     core: core.clone(),
                     ghost: history.clone(),
                 });
+                self.tip = false;
             }
         }
+        self.leave_tip(at, &core, &ghost);
         Ok(Replayed { core, ghost })
+    }
+
+    /// Leaves the walk's end `at` as a checkpoint, so that the next restart
+    /// cutting there (a run of restarts that lose nothing) clones it instead
+    /// of walking the spacing again. It replaces the previous walk's end
+    /// unless checkpoints were spaced since, so at most one checkpoint is
+    /// closer to the one before it than the spacing, and their memory stays
+    /// within about twice the log's.
+    fn leave_tip(&mut self, at: usize, core: &Replay, ghost: &Result<History, Violation>) {
+        let Ok(history) = ghost else {
+            return;
+        };
+        if self.checkpoints.last().is_some_and(|last| last.at == at) {
+            return;
+        }
+        if self.tip {
+            self.checkpoints.pop();
+        }
+        self.checkpoints.push(Checkpoint {
+            at,
+            core: core.clone(),
+            ghost: history.clone(),
+        });
+        self.tip = true;
     }
 }
 
@@ -171,8 +208,48 @@ mod tests {
             log = DurableLog {
                 events: events.clone(),
                 checkpoints: cut.checkpoints,
+                tip: cut.tip,
             };
         }
+    }
+
+    /// Checkpoints of a long inbox are as far apart as it is long: a log of
+    /// sends that pile up, restarted after each of the first half and many
+    /// times at its end,
+    /// keeps checkpoints holding about as many messages as the log has
+    /// events. At one every 8 events they held an eighth of the square
+    /// (`courier diagram` of 20,000 sends and 20,000 restarts took 2.4 GB).
+    #[test]
+    fn checkpoints_of_a_long_inbox_hold_no_more_messages_than_the_log() {
+        let agent = Agent::new();
+        let mut events = Vec::new();
+        let mut log = DurableLog::default();
+        let held = |log: &DurableLog| -> usize {
+            let pending = log.checkpoints.iter().map(|c| c.core.inbox().len());
+            pending.sum()
+        };
+        let mut resumed = agent.clone();
+        for k in 0..2000 {
+            let message = Message::text(format!("M{k}").as_str(), Source::user());
+            let transition = resumed.transition(Input::followup(message));
+            let durable = transition.outputs.iter().filter(|o| o.is_durable());
+            events.extend(durable.clone().cloned());
+            log.extend(durable);
+            if k < 1000 {
+                resumed = log.replay(&agent).expect("replays").core.resume();
+            }
+            assert!(
+                held(&log) <= 2 * log.len() + 64,
+                "after {k}: {}",
+                held(&log)
+            );
+        }
+        for _ in 0..2000 {
+            log.replay(&agent).expect("replays");
+        }
+        assert!(held(&log) <= 2 * log.len() + 64, "{}", held(&log));
+        let last = log.replay(&agent).expect("replays").core.resume();
+        assert_eq!(last, agent.resume(&events).expect("replays"));
     }
 
     /// A corrupt event is reported at its index in the whole log, also when
