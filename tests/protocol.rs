@@ -117,6 +117,42 @@ fn the_server_names_bad_lines_and_goes_on() {
     }
 }
 
+/// A line of JSON nested deeper than serde_json reads (a message's content
+/// 200 arrays deep) was answered `not JSON: recursion limit exceeded`; it
+/// is JSON, so the error names its depth, and a line cut short is still not
+/// JSON.
+#[test]
+fn the_server_names_a_line_too_deep_as_json_too_deep_not_as_not_json() {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
+        .arg("serve-protocol")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the server starts");
+    let content = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let line = format!(
+        r#"{{"input":"send","message":{{"id":"A","role":"user","content":{content},"source":{{"kind":"user"}}}},"target":"next-turn","wakeup":"wake"}}"#
+    );
+    let input = format!("{line}\n{}\n", &line[..line.len() - 2]);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let lines: Vec<String> = stdout(&output).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert!(
+        lines[0]
+            .starts_with(r#"{"error":"line 1: JSON nested more than 128 arrays and objects deep"#),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].starts_with(r#"{"error":"line 2: not JSON"#),
+        "{lines:?}"
+    );
+}
+
 /// A message id that is not a string is a protocol error naming its line
 /// and input kind, as at the dsh adapter's end (tests/dsh.rs).
 #[test]

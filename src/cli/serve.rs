@@ -171,9 +171,23 @@ fn read_line(bytes: &[u8]) -> Result<Option<Value>, String> {
                  byte {}): protocol text is Unicode, so send both halves or neither",
                 at + 1
             ),
+            None if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() => {
+                too_deep(&reason)
+            }
             None => format!("not JSON: {reason}"),
         }),
     }
+}
+
+/// Why a line that is JSON did not parse: serde_json reads values at most
+/// 128 arrays and objects deep (its skipping of a value, which checked the
+/// line, has no limit). It used to be called not JSON, which it is.
+fn too_deep(reason: &serde_json::Error) -> String {
+    format!(
+        "JSON nested more than 128 arrays and objects deep (column {}): deeper than this \
+         server reads",
+        reason.column()
+    )
 }
 
 /// The line's kind (`input`, `restart`, `query` or `bench`): an object with
