@@ -469,7 +469,7 @@ impl Runner {
     /// The durable log since the session started (less what restarts lost,
     /// plus their closers).
     pub fn log(&self) -> &[Output] {
-        &self.log.0
+        &self.log.events
     }
 }
 
