@@ -446,8 +446,9 @@ fn explained(text: &str) -> Option<LineError> {
     Some(LineError::Shape(de::Error::custom(format!("{kind} {why}"))))
 }
 
-/// How deep serde_json nests arrays and objects when it reads a value.
-const DEPTH_LIMIT: usize = 128;
+/// How deep serde_json nests arrays and objects when it reads a value
+/// (every reader of JSON lines names it when a line is deeper).
+pub const DEPTH_LIMIT: usize = 128;
 
 /// A line refused as not JSON that is JSON all the same, nested deeper than
 /// [`DEPTH_LIMIT`] (a message's `content` may be anything): `JSON.parse`

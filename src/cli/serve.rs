@@ -180,12 +180,14 @@ fn read_line(bytes: &[u8]) -> Result<Option<Value>, String> {
 }
 
 /// Why a line that is JSON did not parse: serde_json reads values at most
-/// 128 arrays and objects deep (its skipping of a value, which checked the
-/// line, has no limit). It used to be called not JSON, which it is.
+/// [`courier_core::log::DEPTH_LIMIT`] arrays and objects deep (its skipping
+/// of a value, which checked the line, has no limit). It used to be called
+/// not JSON, which it is.
 fn too_deep(reason: &serde_json::Error) -> String {
     format!(
-        "JSON nested more than 128 arrays and objects deep (column {}): deeper than this \
+        "JSON nested more than {} arrays and objects deep (column {}): deeper than this \
          server reads",
+        courier_core::log::DEPTH_LIMIT,
         reason.column()
     )
 }
