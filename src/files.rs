@@ -722,8 +722,8 @@ pub fn exit_on_environment_failure() {
     }));
 }
 
-/// The temporary files this process made and still holds (each while its
-/// [`Live`] lives): an exit that runs no destructors (the panic hook's, for
+/// The temporary files and folders this process made and still holds (each
+/// while its [`Live`] lives): an exit that runs no destructors (the panic hook's, for
 /// a stdout that cannot be written) removes them itself, so only a kill
 /// leaves one behind.
 static LIVE_TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
@@ -734,7 +734,7 @@ fn live_temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A temporary file's path, registered for [`remove_live_temporaries`]
+/// A temporary file's or folder's path, registered for [`remove_live_temporaries`]
 /// from its creation until this is dropped (after the file was renamed or
 /// removed: a name this process made is never made again, so removing it
 /// late removes nothing else).
@@ -798,11 +798,43 @@ impl Temporary {
     }
 }
 
-/// Removes every temporary file still registered: for an exit that runs no
-/// destructors.
+/// A temporary folder this process made (the `TMPDIR` of an
+/// implementation run by `--against`): removed with all it holds when
+/// dropped, and by [`remove_live_temporaries`] on an exit that runs no
+/// destructors. So what a killed implementation could not clean up goes
+/// too.
+#[derive(Debug)]
+pub struct TemporaryFolder {
+    /// Declared first, so it is removed before its name is unregistered.
+    folder: tempfile::TempDir,
+    _live: Live,
+}
+
+impl TemporaryFolder {
+    /// A new folder in the system's temporary folder, its name starting
+    /// with `prefix`.
+    pub fn new(prefix: &str) -> io::Result<TemporaryFolder> {
+        let folder = tempfile::Builder::new().prefix(prefix).tempdir()?;
+        let _live = Live::new(folder.path());
+        Ok(TemporaryFolder { folder, _live })
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        self.folder.path()
+    }
+}
+
+/// Removes every temporary file and folder still registered: for an exit
+/// that runs no destructors.
 pub fn remove_live_temporaries() {
     for path in live_temporaries().drain(..) {
-        let _best_effort = fs::remove_file(path);
+        let folder = fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir());
+        let _best_effort = if folder {
+            fs::remove_dir_all(path)
+        } else {
+            fs::remove_file(path)
+        };
     }
 }
 

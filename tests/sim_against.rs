@@ -205,3 +205,34 @@ fn an_implementation_that_lingers_is_asked_to_end_before_it_is_killed() {
     );
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// Each implementation runs with a `TMPDIR` of its own, removed once its
+/// group has ended: one that ignores SIGTERM and is killed leaves nothing
+/// of its own temporary files behind (the dsh adapter, killed before its
+/// clean-up ran on a loaded machine, left its session folder).
+#[test]
+fn an_implementation_killed_before_its_clean_up_leaves_no_temporary_files() {
+    let out = scratch("killed-tmp");
+    let temporary = out.join("tmp");
+    std::fs::create_dir_all(&temporary).expect("a TMPDIR");
+    let at_end = r#"mkdir "$TMPDIR/session" && touch "$TMPDIR/session/log.jsonl"
+trap '' TERM
+while :; do sleep 0.05; done"#;
+    let command = relay_then(&out, "", at_end);
+    let arguments = ["sim", "--against", &command, "--seeds", "0..1"];
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
+        .args(arguments)
+        .arg("--out")
+        .arg(&out)
+        .env("TMPDIR", &temporary)
+        .output()
+        .expect("courier runs");
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let left: Vec<_> = std::fs::read_dir(&temporary)
+        .expect("the TMPDIR is there")
+        .map(|entry| entry.expect("an entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(out);
+}

@@ -118,6 +118,10 @@ pub(crate) struct Peer {
     stdin: Option<Sender<String>>,
     lines: Receiver<Heard>,
     timeout: Duration,
+    /// Its `TMPDIR`, removed after its group was ended: what it left there
+    /// (the dsh adapter's session folder, when the group was killed before
+    /// it cleaned up) goes too.
+    _scratch: files::TemporaryFolder,
 }
 
 /// What the reader and writer threads hand over.
@@ -138,8 +142,11 @@ impl Peer {
     /// [`group`]); its stderr passes through.
     pub(crate) fn spawn(command: &str) -> Result<Peer, String> {
         let timeout = answer_timeout()?;
+        let scratch = files::TemporaryFolder::new("courier-peer-")
+            .map_err(|error| format!("cannot make a temporary folder for `{command}`: {error}"))?;
         let mut process = Process::new("sh");
         process
+            .env("TMPDIR", scratch.path())
             .args(["-c", command])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped());
@@ -199,6 +206,7 @@ impl Peer {
             stdin: Some(writer),
             lines,
             timeout,
+            _scratch: scratch,
         })
     }
 
