@@ -1045,9 +1045,24 @@ mod tests {
             &LogLine::Delivery(Output::TurnStart { turn: 2 })
         );
         assert_eq!(reader.conversions().turn_start_trigger, 2);
+        // dsh checks the old envelope on what `JSON.parse` gives: `1.0` and
+        // `3e0` are the turns 1 and 3 (`Number.isSafeInteger(1.0)`).
+        let fraction = r#"{"type":"turn/start","data":{"turn":1.0,"trigger":{"kind":"m"}}}"#;
+        let exponent = r#"{"type":"turn/start","data":{"turn":3e0,"trigger":{"kind":"m"}}}"#;
+        let (_, read) = read_all(&[HEADER, fraction, exponent]);
+        assert_eq!(
+            read[1].as_ref().unwrap(),
+            &LogLine::Delivery(Output::TurnStart { turn: 1 })
+        );
+        assert_eq!(
+            read[2].as_ref().unwrap(),
+            &LogLine::Delivery(Output::TurnStart { turn: 3 })
+        );
         for bad in [
             r#"{"type":"turn/start","data":{"turn":1,"trigger":{"kind":""}}}"#,
             r#"{"type":"turn/start","data":{"turn":0,"trigger":{"kind":"message"}}}"#,
+            r#"{"type":"turn/start","data":{"turn":0.0,"trigger":{"kind":"message"}}}"#,
+            r#"{"type":"turn/start","data":{"turn":1.5,"trigger":{"kind":"message"}}}"#,
             r#"{"type":"turn/start","data":{"turn":1,"trigger":{"kind":"m"},"x":1}}"#,
         ] {
             let (_, read) = read_all(&[HEADER, bad]);

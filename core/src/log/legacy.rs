@@ -203,17 +203,19 @@ pub(super) fn turn_start(data: &Map<String, Value>, at: &At) -> Option<Result<Ou
     if !data.contains_key("trigger") {
         return None;
     }
-    let turn = data.get("turn").and_then(Value::as_u64);
+    // `JSON.parse` reads `1.0` and `1e0` as 1: a number, not only a `u64`.
+    let turn = data.get("turn").and_then(Value::as_f64);
     let kind = data.get("trigger").and_then(|t| t.get("kind"));
     let well_formed = is_safe_integer(data.get("turn"))
-        && turn.is_some_and(|turn| turn >= 1)
+        && turn.is_some_and(|turn| turn >= 1.0)
         && has_only_keys(data, &["turn", "trigger"])
         && data.get("trigger").is_some_and(Value::is_object)
         && kind
             .and_then(Value::as_str)
             .is_some_and(|kind| !kind.is_empty());
     Some(match turn {
-        Some(turn) if well_formed => Ok(Output::TurnStart { turn }),
+        // A safe integer from 1: exact as a `u64`.
+        Some(turn) if well_formed => Ok(Output::TurnStart { turn: turn as u64 }),
         _ => Err(malformed("turn/start", at)),
     })
 }
