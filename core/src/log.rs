@@ -1142,6 +1142,39 @@ mod tests {
                 r#"{"type":"session","version":-1,"id":"s"}"#,
                 "session \"s\" uses log format v-1, older than the supported v0",
             ),
+            // Printed as JavaScript prints the number (`String(1e21)`).
+            (
+                r#"{"type":"session","version":1e21,"id":"s"}"#,
+                "session \"s\" uses log format v1e+21, but this harness reads only v0",
+            ),
+            (
+                r#"{"type":"session","version":1.5e300,"id":"s"}"#,
+                "session \"s\" uses log format v1.5e+300, but this harness reads only v0",
+            ),
+            (
+                r#"{"type":"session","version":2.50,"id":"s"}"#,
+                "session \"s\" uses log format v2.5, but this harness reads only v0",
+            ),
+            (
+                r#"{"type":"session","version":123e18,"id":"s"}"#,
+                "session \"s\" uses log format v123000000000000000000, but this harness",
+            ),
+            (
+                r#"{"type":"session","version":1e-7,"id":"s"}"#,
+                "session \"s\" uses log format v1e-7, but this harness reads only v0",
+            ),
+            (
+                r#"{"type":"session","version":0.000001,"id":"s"}"#,
+                "session \"s\" uses log format v0.000001, but this harness reads only v0",
+            ),
+            (
+                r#"{"type":"session","version":-0.0000012,"id":"s"}"#,
+                "session \"s\" uses log format v-0.0000012, older than the supported v0",
+            ),
+            (
+                r#"{"type":"session","version":-12e-8,"id":"s"}"#,
+                "session \"s\" uses log format v-1.2e-7, older than the supported v0",
+            ),
         ];
         // Every header dsh writes reads (`toHeaderLine`: its optional fields
         // present or not), and `0.0` is `0` to JavaScript.
