@@ -277,7 +277,7 @@ impl Reader {
     pub fn line(&mut self, text: &str) -> Result<LogLine, LineError> {
         self.mended(text).map_err(|error| match error {
             LineError::Shape(_) => explained(text).unwrap_or(error),
-            LineError::NotJson(_) => too_deep(text).unwrap_or(error),
+            LineError::NotJson(ref reason) => too_deep(text, reason).unwrap_or(error),
             LineError::Refused(_) => error,
         })
     }
@@ -456,13 +456,25 @@ pub const DEPTH_LIMIT: usize = 128;
 /// may take it for one (a resume would drop a whole record, a send among
 /// them). It is refused for its shape, naming the limit. Its syntax is
 /// checked without one: serde_json skips a value it does not keep without
-/// recursing.
-fn too_deep(text: &str) -> Option<LineError> {
+/// recursing. Skipping reads no number either, so a line refused for a
+/// number past a double's range (`1e400`, which `JSON.parse` reads as
+/// `Infinity`) passes that check too: it is whole as well, and refused
+/// naming the number, not a depth it does not have.
+fn too_deep(text: &str, reason: &serde_json::Error) -> Option<LineError> {
     serde_json::from_str::<IgnoredAny>(text).ok()?;
-    Some(LineError::Shape(de::Error::custom(format!(
-        "JSON nested more than {DEPTH_LIMIT} arrays and objects deep, \
-         more than Courier's reader reads (the line is whole, not torn)"
-    ))))
+    let why = if reason.to_string().starts_with("number out of range") {
+        format!(
+            "a number out of range (column {}): past a double's, which JSON.parse \
+             reads as Infinity and Courier's reader does not read (the line is whole, not torn)",
+            reason.column()
+        )
+    } else {
+        format!(
+            "JSON nested more than {DEPTH_LIMIT} arrays and objects deep, \
+             more than Courier's reader reads (the line is whole, not torn)"
+        )
+    };
+    Some(LineError::Shape(de::Error::custom(why)))
 }
 
 /// Parses one JSONL line on its own (no session before it: event numbers
@@ -923,6 +935,21 @@ mod tests {
         let torn = nested(200);
         let torn = &torn[..torn.len() - 3];
         assert!(matches!(parse_line(torn), Err(LineError::NotJson(_))));
+        // A number past a double's range (`JSON.parse` reads `Infinity`) is
+        // whole JSON too, refused for that number, not for a depth.
+        for number in ["1e400", "-1e400"] {
+            let line = format!(
+                r#"{{"type":"user/message","data":{{"id":"m","role":"user","content":[{{"n":{number}}}],"source":{{"kind":"user"}}}}}}"#
+            );
+            let error = parse_line(&line).unwrap_err();
+            assert!(matches!(error, LineError::Shape(_)), "{error:?}");
+            let reason = error.to_string();
+            assert!(
+                reason.contains("a number out of range (column "),
+                "{reason}"
+            );
+            assert!(!reason.contains("nested"), "{reason}");
+        }
     }
 
     #[test]
