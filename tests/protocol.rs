@@ -119,8 +119,8 @@ fn the_server_names_bad_lines_and_goes_on() {
 
 /// A line of JSON nested deeper than serde_json reads (a message's content
 /// 200 arrays deep) was answered `not JSON: recursion limit exceeded`; it
-/// is JSON, so the error names its depth, and a line cut short is still not
-/// JSON.
+/// is JSON, so the error names its depth (or its number past a double's
+/// range), and a line cut short is still not JSON.
 #[test]
 fn the_server_names_a_line_too_deep_as_json_too_deep_not_as_not_json() {
     use std::io::Write;
@@ -134,14 +134,18 @@ fn the_server_names_a_line_too_deep_as_json_too_deep_not_as_not_json() {
     let line = format!(
         r#"{{"input":"send","message":{{"id":"A","role":"user","content":{content},"source":{{"kind":"user"}}}},"target":"next-turn","wakeup":"wake"}}"#
     );
-    let input = format!("{line}\n{}\n", &line[..line.len() - 2]);
+    let input = format!(
+        "{line}\n{}\n{}\n",
+        &line[..line.len() - 2],
+        r#"{"query":1e400}"#
+    );
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input.as_bytes()).unwrap();
     drop(stdin);
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(0));
     let lines: Vec<String> = stdout(&output).lines().map(str::to_owned).collect();
-    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines.len(), 6, "{lines:?}");
     assert!(
         lines[0]
             .starts_with(r#"{"error":"line 1: JSON nested more than 128 arrays and objects deep"#),
@@ -149,6 +153,12 @@ fn the_server_names_a_line_too_deep_as_json_too_deep_not_as_not_json() {
     );
     assert!(
         lines[2].starts_with(r#"{"error":"line 2: not JSON"#),
+        "{lines:?}"
+    );
+    // A number past a double's range is JSON too (`JSON.parse` reads
+    // Infinity): named for that number, not for a depth.
+    assert!(
+        lines[4].starts_with(r#"{"error":"line 3: a number out of range (column 14)"#),
         "{lines:?}"
     );
 }

@@ -446,35 +446,41 @@ fn explained(text: &str) -> Option<LineError> {
     Some(LineError::Shape(de::Error::custom(format!("{kind} {why}"))))
 }
 
-/// How deep serde_json nests arrays and objects when it reads a value
-/// (every reader of JSON lines names it when a line is deeper).
-pub const DEPTH_LIMIT: usize = 128;
+/// How deep serde_json nests arrays and objects when it reads a value.
+const DEPTH_LIMIT: usize = 128;
 
-/// A line refused as not JSON that is JSON all the same, nested deeper than
-/// [`DEPTH_LIMIT`] (a message's `content` may be anything): `JSON.parse`
-/// reads it, so it is no torn write, and neither the validator nor a resume
-/// may take it for one (a resume would drop a whole record, a send among
-/// them). It is refused for its shape, naming the limit. Its syntax is
-/// checked without one: serde_json skips a value it does not keep without
-/// recursing. Skipping reads no number either, so a line refused for a
-/// number past a double's range (`1e400`, which `JSON.parse` reads as
-/// `Infinity`) passes that check too: it is whole as well, and refused
-/// naming the number, not a depth it does not have.
-fn too_deep(text: &str, reason: &serde_json::Error) -> Option<LineError> {
+/// Why serde_json did not read `text`, when it is JSON all the same
+/// (`JSON.parse` reads it): nested deeper than [`DEPTH_LIMIT`] (a message's
+/// `content` may be anything), or holding a number past a double's range
+/// (`1e400`, which `JSON.parse` reads as `Infinity`). `None` when `text` is
+/// not JSON. Its syntax is checked by skipping it, which has no depth
+/// limit and reads no number. Every reader of JSON lines (the log's, the
+/// protocol's) says this instead of "not JSON": a whole line is no torn
+/// write, and a resume that took it for one would drop a record.
+pub fn unread_json(text: &str, reason: &serde_json::Error) -> Option<String> {
     serde_json::from_str::<IgnoredAny>(text).ok()?;
-    let why = if reason.to_string().starts_with("number out of range") {
+    Some(if reason.to_string().starts_with("number out of range") {
         format!(
             "a number out of range (column {}): past a double's, which JSON.parse \
-             reads as Infinity and Courier's reader does not read (the line is whole, not torn)",
+             reads as Infinity and Courier does not read",
             reason.column()
         )
     } else {
         format!(
-            "JSON nested more than {DEPTH_LIMIT} arrays and objects deep, \
-             more than Courier's reader reads (the line is whole, not torn)"
+            "JSON nested more than {DEPTH_LIMIT} arrays and objects deep (column {}), \
+             more than Courier reads",
+            reason.column()
         )
-    };
-    Some(LineError::Shape(de::Error::custom(why)))
+    })
+}
+
+/// A line refused as not JSON that is JSON all the same ([`unread_json`])
+/// is refused for its shape, as whole.
+fn too_deep(text: &str, reason: &serde_json::Error) -> Option<LineError> {
+    let why = unread_json(text, reason)?;
+    Some(LineError::Shape(de::Error::custom(format!(
+        "{why} (the line is whole, not torn)"
+    ))))
 }
 
 /// Parses one JSONL line on its own (no session before it: event numbers

@@ -171,25 +171,10 @@ fn read_line(bytes: &[u8]) -> Result<Option<Value>, String> {
                  byte {}): protocol text is Unicode, so send both halves or neither",
                 at + 1
             ),
-            None if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() => {
-                too_deep(&reason)
-            }
-            None => format!("not JSON: {reason}"),
+            None => courier_core::log::unread_json(text, &reason)
+                .unwrap_or_else(|| format!("not JSON: {reason}")),
         }),
     }
-}
-
-/// Why a line that is JSON did not parse: serde_json reads values at most
-/// [`courier_core::log::DEPTH_LIMIT`] arrays and objects deep (its skipping
-/// of a value, which checked the line, has no limit). It used to be called
-/// not JSON, which it is.
-fn too_deep(reason: &serde_json::Error) -> String {
-    format!(
-        "JSON nested more than {} arrays and objects deep (column {}): deeper than this \
-         server reads",
-        courier_core::log::DEPTH_LIMIT,
-        reason.column()
-    )
 }
 
 /// The line's kind (`input`, `restart`, `query` or `bench`): an object with

@@ -137,36 +137,10 @@ pub(super) fn check_header(header: &Map<String, Value>) -> Result<(), String> {
 }
 
 /// A number as JavaScript's `String(number)` prints it (ECMAScript's
-/// `Number::toString`), as dsh's refusals print a version: the shortest
-/// digits that read back as the number (Rust's `{:e}` gives those too),
-/// in plain notation from 1e-6 up to below 1e21, else with an exponent
-/// (`1e+21`, `1e-7`, `1.5e+300`); `-0` prints `0`.
+/// `Number::toString`), as dsh's refusals print a version: `1e+21`,
+/// `1e-7`, `1.5e+300`; `-0` prints `0`.
 fn javascript_number(number: f64) -> String {
-    if number == 0.0 {
-        return "0".into();
-    }
-    let shortest = format!("{:e}", number.abs());
-    let (mantissa, exponent) = shortest.split_once('e').unwrap_or((&shortest, "0"));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let count = digits.len() as i64;
-    // The number is 0.<digits> times 10 to this power.
-    let point = exponent.parse::<i64>().unwrap_or(0) + 1;
-    let sign = if number < 0.0 { "-" } else { "" };
-    let body = if count <= point && point <= 21 {
-        format!("{digits}{}", "0".repeat((point - count) as usize))
-    } else if 0 < point && point <= 21 {
-        let (whole, fraction) = digits.split_at(point as usize);
-        format!("{whole}.{fraction}")
-    } else if -6 < point && point <= 0 {
-        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
-    } else {
-        let (first, rest) = digits.split_at(1);
-        let dot = if rest.is_empty() { "" } else { "." };
-        let power = point - 1;
-        let power_sign = if power < 0 { '-' } else { '+' };
-        format!("{first}{dot}{rest}e{power_sign}{}", power.unsigned_abs())
-    };
-    format!("{sign}{body}")
+    ryu_js::Buffer::new().format(number).to_owned()
 }
 
 /// `Number.MAX_SAFE_INTEGER`: dsh's counts and numbers are safe integers.
