@@ -2686,6 +2686,16 @@ fn truthful_ids_differing_in_a_lone_surrogate_are_two_ids() {
     }
 }
 
+/// `courier validate PATH`, then `courier repair PATH --out OUT`: each
+/// one's exit code, stdout and stderr.
+fn validate_and_repair(path: &Path, out: &Path) -> [(Option<i32>, String, String); 2] {
+    let (path, out) = (text(path), text(out));
+    [
+        run(&["validate", &path]),
+        run(&["repair", &path, "--out", &out]),
+    ]
+}
+
 /// A log an editor saved with a UTF-8 byte order mark: `repair` took a
 /// one-line log's header for a torn tail and dropped it (and said only
 /// `not JSON` of a longer one). Now both commands refuse it with the same
@@ -2703,21 +2713,14 @@ fn truthful_a_log_with_a_byte_order_mark_is_refused_not_cut() {
         let bytes = format!("\u{feff}{HEADER}\n{tail}");
         let path = write(&folder, name, &bytes);
         let out = folder.path().join(format!("repaired-{name}"));
-        for arguments in [
-            vec!["validate".to_owned(), text(&path)],
-            vec![
-                "repair".to_owned(),
-                text(&path),
-                "--out".to_owned(),
-                text(&out),
-            ],
-        ] {
-            let (code, stdout, stderr) =
-                run(&arguments.iter().map(String::as_str).collect::<Vec<_>>());
-            assert_eq!(code, Some(2), "{arguments:?}: {stdout}{stderr}");
+        for ((code, stdout, stderr), command) in validate_and_repair(&path, &out)
+            .into_iter()
+            .zip(["validate", "repair"])
+        {
+            assert_eq!(code, Some(2), "{command}: {stdout}{stderr}");
             assert!(
                 stderr.contains("the line starts with a byte order mark"),
-                "{arguments:?}: {stderr}"
+                "{stderr}"
             );
         }
         assert!(!out.exists(), "{name}: nothing written");
@@ -2748,21 +2751,14 @@ fn never_destroy_a_deeply_nested_last_line_is_refused_not_dropped_as_torn() {
     ] {
         let path = write(&folder, name, &bytes);
         let out = folder.path().join(format!("repaired-{name}"));
-        for arguments in [
-            vec!["validate".to_owned(), text(&path)],
-            vec![
-                "repair".to_owned(),
-                text(&path),
-                "--out".to_owned(),
-                text(&out),
-            ],
-        ] {
-            let (code, stdout, stderr) =
-                run(&arguments.iter().map(String::as_str).collect::<Vec<_>>());
-            assert_eq!(code, Some(2), "{arguments:?}: {stdout}{stderr}");
+        for ((code, stdout, stderr), command) in validate_and_repair(&path, &out)
+            .into_iter()
+            .zip(["validate", "repair"])
+        {
+            assert_eq!(code, Some(2), "{command}: {stdout}{stderr}");
             assert!(
                 stderr.contains("nested more than 128 arrays and objects deep"),
-                "{arguments:?}: {stderr}"
+                "{stderr}"
             );
             assert!(
                 stderr.contains("line 2") || stderr.contains(":2:"),
@@ -2772,7 +2768,7 @@ fn never_destroy_a_deeply_nested_last_line_is_refused_not_dropped_as_torn() {
                 !stderr.contains("torn tail") && !stderr.contains("not JSON"),
                 "{stderr}"
             );
-            assert!(!stdout.contains("dropped"), "{arguments:?}: {stdout}");
+            assert!(!stdout.contains("dropped"), "{stdout}");
         }
         assert!(!out.exists(), "{name}: nothing written");
     }

@@ -7,13 +7,18 @@ mod common;
 
 use std::path::PathBuf;
 
-use bench_line::{check_bench_line, check_ids_are_strings};
+use bench_line::{answers, check_bench_line, check_ids_are_strings};
 use common::{courier, files_with_extension, shared_restart_scenarios, shared_scenarios, stdout};
 
 /// The command that serves the core (with `extra` arguments) over the protocol.
 fn served(extra: &str) -> String {
     let binary = env!("CARGO_BIN_EXE_courier");
     format!("'{binary}' serve-protocol {extra}")
+}
+
+/// The `courier` binary under test.
+fn server() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_courier"))
 }
 
 fn scenario_files() -> Vec<PathBuf> {
@@ -51,8 +56,7 @@ fn the_served_core_passes_every_shared_scenario() {
 /// (tests/dsh.rs): checked claim cycles, their time and their log.
 #[test]
 fn the_served_core_answers_the_bench_line() {
-    let binary = PathBuf::from(env!("CARGO_BIN_EXE_courier"));
-    check_bench_line(&binary, &["serve-protocol"]);
+    check_bench_line(&server(), &["serve-protocol"]);
 }
 
 #[cfg(feature = "mutants")]
@@ -82,23 +86,9 @@ fn an_implementation_that_cannot_start_exits_two_naming_the_file() {
 /// server keeps serving and ends with exit 0 at the end of input.
 #[test]
 fn the_server_names_bad_lines_and_goes_on() {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
-        .arg("serve-protocol")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("the server starts");
     let input = "garbage\n{\"query\":\"what\"}\n{\"input\":\"frob\"}\n{\"query\":\"status\"}\n{\"input\":\"step\",\"completed\":null}\n";
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let lines: Vec<String> = stdout(&output).lines().map(str::to_owned).collect();
+    let text = answers(&server(), &["serve-protocol"], input);
+    let lines: Vec<&str> = text.lines().collect();
     let settled = r#"{"settled":true}"#;
     assert_eq!(lines.len(), 10, "{lines:?}");
     assert!(
@@ -123,13 +113,6 @@ fn the_server_names_bad_lines_and_goes_on() {
 /// range), and a line cut short is still not JSON.
 #[test]
 fn the_server_names_a_line_too_deep_as_json_too_deep_not_as_not_json() {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
-        .arg("serve-protocol")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("the server starts");
     let content = format!("{}{}", "[".repeat(200), "]".repeat(200));
     let line = format!(
         r#"{{"input":"send","message":{{"id":"A","role":"user","content":{content},"source":{{"kind":"user"}}}},"target":"next-turn","wakeup":"wake"}}"#
@@ -139,12 +122,8 @@ fn the_server_names_a_line_too_deep_as_json_too_deep_not_as_not_json() {
         &line[..line.len() - 2],
         r#"{"query":1e400}"#
     );
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(input.as_bytes()).unwrap();
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let lines: Vec<String> = stdout(&output).lines().map(str::to_owned).collect();
+    let text = answers(&server(), &["serve-protocol"], &input);
+    let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 6, "{lines:?}");
     assert!(
         lines[0]
@@ -167,6 +146,5 @@ fn the_server_names_a_line_too_deep_as_json_too_deep_not_as_not_json() {
 /// and input kind, as at the dsh adapter's end (tests/dsh.rs).
 #[test]
 fn the_served_core_refuses_an_id_that_is_not_a_string() {
-    let binary = std::path::PathBuf::from(env!("CARGO_BIN_EXE_courier"));
-    check_ids_are_strings(&binary, &["serve-protocol"]);
+    check_ids_are_strings(&server(), &["serve-protocol"]);
 }

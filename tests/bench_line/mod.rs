@@ -20,7 +20,7 @@ pub(crate) fn check_bench_line(program: &Path, arguments: &[&str]) {
     let lines = format!(
         "{request}\n{{\"bench\":{{\"batch\":0,\"cycles\":3}}}}\n{{\"query\":\"status\"}}\n"
     );
-    let text = served(program, arguments, &lines);
+    let text = answers(program, arguments, &lines);
     let answers: Vec<serde_json::Value> = text
         .lines()
         .map(|line| serde_json::from_str(line).expect("JSON lines"))
@@ -104,7 +104,7 @@ pub(crate) fn check_ids_are_strings(program: &Path, arguments: &[&str]) {
         ),
         r#"{"query":"inbox"}"#.to_owned(),
     ];
-    let text = served(program, arguments, &(lines.join("\n") + "\n"));
+    let text = answers(program, arguments, &(lines.join("\n") + "\n"));
     let settled = serde_json::json!({ "settled": true });
     let answers: Vec<serde_json::Value> = text
         .lines()
@@ -153,7 +153,7 @@ pub(crate) fn check_ids_are_strings(program: &Path, arguments: &[&str]) {
 
 /// What `program` with `arguments` answers to `lines` on its stdin, once
 /// it ended with exit 0 at their end.
-fn served(program: &Path, arguments: &[&str], lines: &str) -> String {
+pub(crate) fn answers(program: &Path, arguments: &[&str], lines: &str) -> String {
     use std::io::Write;
     let mut child = std::process::Command::new(program)
         .args(arguments)
