@@ -111,7 +111,7 @@ fn resume(log: &Log, kept: usize) -> Result<Vec<Output>, String> {
     let mut seeding = log.fork;
     for line in &log.parsed[..kept] {
         match line {
-            Line::Delivery(output) => replay.apply(output).map_err(|e| e.to_string())?,
+            Line::Delivery(output) => drop(replay.apply(output).map_err(|e| e.to_string())?),
             Line::EndSeed if std::mem::take(&mut seeding) => replay.end_seed(),
             Line::EndSeed | Line::Other => {}
         }

@@ -282,7 +282,9 @@ impl Harness {
     /// resumes. Needs no log: the agent's state is the replay of its log.
     pub fn crash(&mut self, in_flight: &[Output], hooks: &mut impl Hooks) -> Restarted {
         let mut replay = Replay::of(&self.agent);
-        let replayed = in_flight.iter().try_for_each(|event| replay.apply(event));
+        let replayed = in_flight
+            .iter()
+            .try_for_each(|event| replay.apply(event).map(drop));
         let resumed = replayed.map(|()| (replay.resume(), Kept::Tail(in_flight)));
         let replayed = resumed.is_ok();
         let restarted = self.resumed(resumed, Vec::new());

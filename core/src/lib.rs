@@ -30,5 +30,5 @@ pub use inbox::{Inbox, Inserted, Outcome, Splice};
 pub use message::{CancelCause, Cause, Message, MessageId, Source, Target, TurnEnd, Wakeup};
 pub use mutant::Mutant;
 pub use pending::Pending;
-pub use resume::{CorruptLog, Replay, Stimulus};
+pub use resume::{CorruptLog, Replay, Stimulus, Undo};
 pub use transition::Transition;

@@ -65,17 +65,101 @@ struct Open {
     step: Option<u64>,
 }
 
+/// What a replay knows of turns: all but its lists.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+struct Turns {
+    /// The turn of the last kept `turn/start` (0 if none).
+    last_turn: u64,
+    /// The turn of the last kept `turn/end` (`resume-renumbers` counts from it).
+    last_turn_end: u64,
+    open: Option<Open>,
+}
+
+impl Turns {
+    /// Applies a kept event: one that opens or closes a turn or a step,
+    /// or a `user/message` inside a step (a splice changes only the lists).
+    fn apply(&mut self, event: &Output) -> Result<(), String> {
+        match event {
+            Output::Spliced(_) => Ok(()),
+            Output::TurnStart { turn } => match self.open {
+                // The resumed agent's next turn would have no number.
+                None if *turn == u64::MAX => {
+                    Err(format!("`{event}` leaves no number for the next turn"))
+                }
+                None if *turn > TURN_MAX => Err(format!(
+                    "`{event}` is past the largest turn number a kept log may hold \
+                     ({TURN_MAX}): the resumed agent would run out of numbers"
+                )),
+                None if *turn > self.last_turn => {
+                    self.open = Some(Open {
+                        turn: *turn,
+                        step: None,
+                    });
+                    self.last_turn = *turn;
+                    Ok(())
+                }
+                None if self.last_turn == 0 => Err(format!("`{event}`: turns number from 1")),
+                None => Err(format!(
+                    "`{event}` after turn {} already opened",
+                    self.last_turn
+                )),
+                Some(open) => Err(format!("`{event}` while turn {} is open", open.turn)),
+            },
+            Output::StepStart { turn, step } => match &mut self.open {
+                Some(open) if open.turn == *turn && open.step.is_none() => {
+                    open.step = Some(*step);
+                    Ok(())
+                }
+                _ => Err(format!("`{event}` out of place")),
+            },
+            Output::UserMessage(_) => match self.open {
+                Some(Open { step: Some(_), .. }) => Ok(()),
+                _ => Err(format!("`{event}` outside an open step")),
+            },
+            Output::StepEnd { turn, step } => match &mut self.open {
+                Some(open) if open.turn == *turn && open.step == Some(*step) => {
+                    open.step = None;
+                    Ok(())
+                }
+                _ => Err(format!("`{event}` does not close the open step")),
+            },
+            Output::TurnEnd { turn, .. } => match self.open {
+                Some(Open { turn: open, step }) if open == *turn && step.is_none() => {
+                    self.open = None;
+                    self.last_turn_end = *turn;
+                    Ok(())
+                }
+                _ => Err(format!("`{event}` does not close the open turn")),
+            },
+            Output::Inserted { .. }
+            | Output::Claimed { .. }
+            | Output::Discarded { .. }
+            | Output::Status { .. }
+            | Output::Error { .. }
+            | Output::Idle => Err(format!("`{event}` is not a durable event")),
+        }
+    }
+}
+
+/// How to take back one replayed event, as a restart that loses it must:
+/// what the replay knew of turns before it, and the splice that puts its
+/// lists back (the event's own splice turned around: its inserted messages
+/// removed, the ones it removed inserted again). A runner that keeps these
+/// for a log's last events resumes by undoing the lost ones, in time
+/// proportional to what they moved, not to the pending lists.
+#[derive(Clone, Debug)]
+pub struct Undo {
+    turns: Turns,
+    splice: Option<Splice>,
+}
+
 /// A durable log replayed to what a resume needs.
 #[derive(Clone, Debug)]
 pub struct Replay {
     /// A fresh agent of the variant that resumes (carries the planted bug).
     prototype: Agent,
     inbox: Inbox,
-    /// The turn of the last kept `turn/start` (0 if none).
-    last_turn: u64,
-    /// The turn of the last kept `turn/end` (`resume-renumbers` counts from it).
-    last_turn_end: u64,
-    open: Option<Open>,
+    turns: Turns,
     /// Events applied, so an error names the index.
     events: usize,
 }
@@ -86,9 +170,7 @@ impl Replay {
         Self {
             prototype: prototype.fresh(),
             inbox: Inbox::default(),
-            last_turn: 0,
-            last_turn_end: 0,
-            open: None,
+            turns: Turns::default(),
             events: 0,
         }
     }
@@ -96,87 +178,32 @@ impl Replay {
     /// The replay of everything `agent` has logged: its inbox, its last
     /// turn, its open turn and (while it awaits a step) open step.
     pub fn of(agent: &Agent) -> Self {
-        let open = agent.logged_open().map(|(turn, step)| Open { turn, step });
-        Self {
-            prototype: agent.fresh(),
-            inbox: agent.inbox().clone(),
-            last_turn: agent.last_turn(),
-            last_turn_end: agent.last_turn() - u64::from(open.is_some()),
-            open,
-            events: 0,
-        }
+        Self::from(agent.clone())
     }
 
     /// Applies the next kept event: a durable output (a live one has no
     /// place in a log and is refused).
-    pub fn apply(&mut self, event: &Output) -> Result<(), CorruptLog> {
+    /// Returns how to take it back; a refused event changed nothing.
+    pub fn apply(&mut self, event: &Output) -> Result<Undo, CorruptLog> {
         let index = self.events;
-        self.events += 1;
+        let turns = self.turns;
         let corrupt = |reason: String| CorruptLog { index, reason };
-        match event {
-            Output::Spliced(splice) => self.splice(splice).map_err(corrupt),
-            Output::TurnStart { turn } => match self.open {
-                // The resumed agent's next turn would have no number.
-                None if *turn == u64::MAX => Err(corrupt(format!(
-                    "`{event}` leaves no number for the next turn"
-                ))),
-                None if *turn > TURN_MAX => Err(corrupt(format!(
-                    "`{event}` is past the largest turn number a kept log may hold \
-                     ({TURN_MAX}): the resumed agent would run out of numbers"
-                ))),
-                None if *turn > self.last_turn => {
-                    self.open = Some(Open {
-                        turn: *turn,
-                        step: None,
-                    });
-                    self.last_turn = *turn;
-                    Ok(())
-                }
-                None if self.last_turn == 0 => {
-                    Err(corrupt(format!("`{event}`: turns number from 1")))
-                }
-                None => Err(corrupt(format!(
-                    "`{event}` after turn {} already opened",
-                    self.last_turn
-                ))),
-                Some(open) => Err(corrupt(format!(
-                    "`{event}` while turn {} is open",
-                    open.turn
-                ))),
-            },
-            Output::StepStart { turn, step } => match &mut self.open {
-                Some(open) if open.turn == *turn && open.step.is_none() => {
-                    open.step = Some(*step);
-                    Ok(())
-                }
-                _ => Err(corrupt(format!("`{event}` out of place"))),
-            },
-            Output::UserMessage(_) => match self.open {
-                Some(Open { step: Some(_), .. }) => Ok(()),
-                _ => Err(corrupt(format!("`{event}` outside an open step"))),
-            },
-            Output::StepEnd { turn, step } => match &mut self.open {
-                Some(open) if open.turn == *turn && open.step == Some(*step) => {
-                    open.step = None;
-                    Ok(())
-                }
-                _ => Err(corrupt(format!("`{event}` does not close the open step"))),
-            },
-            Output::TurnEnd { turn, .. } => match self.open {
-                Some(Open { turn: open, step }) if open == *turn && step.is_none() => {
-                    self.open = None;
-                    self.last_turn_end = *turn;
-                    Ok(())
-                }
-                _ => Err(corrupt(format!("`{event}` does not close the open turn"))),
-            },
-            Output::Inserted { .. }
-            | Output::Claimed { .. }
-            | Output::Discarded { .. }
-            | Output::Status { .. }
-            | Output::Error { .. }
-            | Output::Idle => Err(corrupt(format!("`{event}` is not a durable event"))),
+        let splice = match event {
+            Output::Spliced(splice) => self.splice(splice).map_err(corrupt)?,
+            _ => self.turns.apply(event).map(|()| None).map_err(corrupt)?,
+        };
+        self.events += 1;
+        Ok(Undo { turns, splice })
+    }
+
+    /// Takes back `undo`, the last event this replay applied, or the last
+    /// one applied to a replay in the same state (the live agent's).
+    pub fn undo(&mut self, undo: &Undo) {
+        self.turns = undo.turns;
+        if let Some(splice) = &undo.splice {
+            self.inbox.apply(splice);
         }
+        self.events = self.events.saturating_sub(1);
     }
 
     /// The pending lists the kept events replay to.
@@ -190,15 +217,15 @@ impl Replay {
     /// `turn/start`. Only the reader knows a boundary from a resume's marker.
     pub fn end_seed(&mut self) {
         self.inbox = Inbox::default();
-        self.open = None;
-        self.last_turn_end = self.last_turn;
+        self.turns.open = None;
+        self.turns.last_turn_end = self.turns.last_turn;
     }
 
     /// A kept splice must apply as written: inside its list, inserting no
-    /// id that is pending.
-    fn splice(&mut self, splice: &Splice) -> Result<(), String> {
+    /// id that is pending. Returns the splice that takes it back.
+    fn splice(&mut self, splice: &Splice) -> Result<Option<Splice>, String> {
         if self.prototype.resume_skips_claims(splice) {
-            return Ok(());
+            return Ok(None);
         }
         let length = self.inbox.list(splice.target).len();
         // A hostile log may carry any numbers: no overflow, no panic.
@@ -213,14 +240,20 @@ impl Replay {
         if let Some(id) = self.inbox.duplicate(splice) {
             return Err(format!("{id} would be pending twice"));
         }
-        self.inbox.apply(splice);
-        Ok(())
+        let removed = self.inbox.apply(splice);
+        Ok(Some(Splice {
+            target: splice.target,
+            start: splice.start,
+            removed_count: splice.inserted.len(),
+            inserted: removed.into(),
+            outcome: None,
+        }))
     }
 
     /// The closers the kept log needs: `step/end` of an open step, then
     /// `turn/end interrupted` of an open turn.
     pub fn closers(&self) -> Vec<Output> {
-        let Some(Open { turn, step }) = self.open else {
+        let Some(Open { turn, step }) = self.turns.open else {
             return Vec::new();
         };
         let step_end = step.map(|step| Output::StepEnd { turn, step });
@@ -238,9 +271,9 @@ impl Replay {
         let closers = self.closers();
         let mut agent = self.prototype;
         let last_turn = if agent.resume_renumbers() {
-            self.last_turn_end
+            self.turns.last_turn_end
         } else {
-            self.last_turn
+            self.turns.last_turn
         };
         agent.restore(self.inbox, last_turn);
         if !agent.resume_no_closers() {
@@ -250,6 +283,26 @@ impl Replay {
         }
         agent.resume_wakes();
         agent
+    }
+}
+
+/// The replay of everything `agent` has logged, taking its lists rather
+/// than copying them: a live agent's state is the replay of its log (SPEC
+/// §7 `replay-matches`), unless it runs a planted bug that breaks that.
+impl From<Agent> for Replay {
+    fn from(agent: Agent) -> Self {
+        let open = agent.logged_open().map(|(turn, step)| Open { turn, step });
+        let last_turn = agent.last_turn();
+        Self {
+            prototype: agent.fresh(),
+            inbox: agent.state.inbox,
+            turns: Turns {
+                last_turn,
+                last_turn_end: last_turn - u64::from(open.is_some()),
+                open,
+            },
+            events: 0,
+        }
     }
 }
 

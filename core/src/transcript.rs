@@ -460,10 +460,8 @@ pub struct Runner<L = WholeLog> {
 impl Runner {
     /// A runner over `agent` (fresh: the correct design or a planted bug).
     pub fn new(agent: Agent) -> Self {
-        Self {
-            agent,
-            log: WholeLog::default(),
-        }
+        let log = WholeLog::new(&agent);
+        Self { agent, log }
     }
 
     /// The durable log since the session started (less what restarts lost,
@@ -528,7 +526,7 @@ impl<L: RunnerLog> Runner<L> {
     /// [`Runner::restart`] returning the closers as outputs (or why the kept
     /// log does not replay, changing nothing).
     pub fn crash(&mut self, lose: usize) -> Result<Vec<Output>, CorruptLog> {
-        self.agent = self.log.resume(&self.agent, lose)?;
+        self.log.resume(&mut self.agent, lose)?;
         let closers: Vec<Output> = std::iter::from_fn(|| self.agent.poll_output()).collect();
         for closer in closers.iter().filter(|o| o.is_durable()) {
             self.log.push(closer.clone());

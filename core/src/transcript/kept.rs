@@ -1,186 +1,186 @@
 //! What a transcript [`Runner`](super::Runner) keeps of its durable log so
 //! that `restart lose=N` can resume from all but the last `N` events: the
-//! whole log ([`WholeLog`], which the protocol server shows), or only the
-//! events a restart can still lose, after a replay of everything before them
-//! ([`TailLog`], so `courier run` of a million commands holds the agent's
-//! state, not a million events).
+//! whole log ([`WholeLog`], which the protocol server shows), or only what
+//! the restarts to come can lose ([`TailLog`], so `courier run` of a million
+//! commands holds the agent's state, not a million events).
+//!
+//! Both keep a [`Tip`]: the replay of the whole log so far and an [`Undo`]
+//! for each event a restart can still lose. A restart undoes the lost
+//! events, in time proportional to what they moved. It used to start from
+//! a copy of a replay kept at an earlier event, which cost as many
+//! messages as were pending: 20,000 pending messages and then 20,000
+//! `restart lose=1` took 52 s in `courier run`.
 
 use std::collections::VecDeque;
 
 use crate::agent::Agent;
 use crate::event::Output;
-use crate::resume::{CorruptLog, Replay};
+use crate::resume::{CorruptLog, Replay, Undo};
 
 /// A durable log as a runner keeps it.
 pub trait RunnerLog {
     /// Appends a durable event.
     fn push(&mut self, event: Output);
 
-    /// A fresh agent of `agent`'s variant resumed from the log less its
-    /// last `lose` events (clamped to the whole log), the log cut to what
-    /// it kept; when that does not replay, why, and the log unchanged.
-    fn resume(&mut self, agent: &Agent, lose: usize) -> Result<Agent, CorruptLog>;
+    /// Replaces `agent` with a fresh agent of its variant resumed from the
+    /// log less its last `lose` events (clamped to what the log holds), the
+    /// log cut to what it kept; when that does not replay, says why and
+    /// changes nothing.
+    fn resume(&mut self, agent: &mut Agent, lose: usize) -> Result<(), CorruptLog>;
 }
 
-/// Every durable event since the session started, and replays of some of
-/// its prefixes (spaced as [`TailLog`]'s checkpoints), so a restart walks
-/// only the events after the last one at or before its cut. Replaying the
-/// whole log at every restart made `courier serve-protocol` quadratic: 20,000
-/// sends, each with its turn, then 20,000 restarts took 37 s, with nothing
-/// pending.
-#[derive(Clone, Default, Debug)]
+/// The replay of a log's events so far, and how to take back its last ones.
+#[derive(Clone, Debug)]
+struct Tip {
+    /// The replay of every event before the first that did not replay.
+    replay: Replay,
+    /// How to take back the last replayed events, oldest first: at most
+    /// `hold` of them.
+    undo: VecDeque<Undo>,
+    hold: usize,
+    /// The first event that did not replay, and how many were pushed after
+    /// it (not replayed: every resume from a longer prefix fails on it, as a
+    /// resume from the whole log would). Only a planted bug writes one.
+    stuck: Option<(CorruptLog, usize)>,
+}
+
+impl Tip {
+    /// An empty log of `prototype`'s variant that can take back `hold` events.
+    fn new(prototype: &Agent, hold: usize) -> Self {
+        Self {
+            replay: Replay::new(prototype),
+            undo: VecDeque::new(),
+            hold,
+            stuck: None,
+        }
+    }
+
+    /// How many of the last events a restart can lose.
+    fn held(&self) -> usize {
+        self.undo.len() + self.stuck.as_ref().map_or(0, |(_, after)| after + 1)
+    }
+
+    fn push(&mut self, event: &Output) {
+        if let Some((_, after)) = &mut self.stuck {
+            *after += 1;
+            return;
+        }
+        match self.replay.apply(event) {
+            Ok(undo) => {
+                if self.undo.len() == self.hold {
+                    self.undo.pop_front();
+                }
+                if self.hold > 0 {
+                    self.undo.push_back(undo);
+                }
+            }
+            Err(corrupt) => self.stuck = Some((corrupt, 0)),
+        }
+    }
+
+    /// [`RunnerLog::resume`] losing `lose` events (at most [`Tip::held`]).
+    ///
+    /// A correct agent's state is the replay of its log, so it is undone
+    /// the same way and resumed: no copy of the pending lists. A planted
+    /// bug may break that (`resume-skips-claims` does), so a mutant resumes
+    /// from a copy of the replay.
+    fn resume(&mut self, agent: &mut Agent, lose: usize) -> Result<(), CorruptLog> {
+        let unreplayed = self.held() - self.undo.len();
+        if let Some((corrupt, _)) = &self.stuck
+            && lose < unreplayed
+        {
+            return Err(corrupt.clone());
+        }
+        self.stuck = None;
+        let lost = self.undo.len() - (lose - unreplayed).min(self.undo.len());
+        let lost: Vec<Undo> = self.undo.drain(lost..).rev().collect();
+        for undo in &lost {
+            self.replay.undo(undo);
+        }
+        let replay = match agent.mutant() {
+            None => {
+                let mut live = Replay::from(std::mem::take(agent));
+                for undo in &lost {
+                    live.undo(undo);
+                }
+                live
+            }
+            Some(_) => self.replay.clone(),
+        };
+        *agent = replay.resume();
+        Ok(())
+    }
+}
+
+/// Every durable event since the session started, and how to take each
+/// back.
+#[derive(Clone, Debug)]
 pub struct WholeLog {
     pub(super) events: Vec<Output>,
-    /// Replays of prefixes, by increasing length, all at most `events.len()`.
-    checkpoints: Vec<(usize, Replay)>,
+    tip: Tip,
+}
+
+impl WholeLog {
+    /// An empty log of `prototype`'s variant.
+    pub(super) fn new(prototype: &Agent) -> Self {
+        Self {
+            events: Vec::new(),
+            tip: Tip::new(prototype, usize::MAX),
+        }
+    }
 }
 
 impl RunnerLog for WholeLog {
     fn push(&mut self, event: Output) {
+        self.tip.push(&event);
         self.events.push(event);
     }
 
-    fn resume(&mut self, agent: &Agent, lose: usize) -> Result<Agent, CorruptLog> {
-        let kept = self.events.len() - lose.min(self.events.len());
-        let valid = self.checkpoints.partition_point(|(at, _)| *at <= kept);
-        self.checkpoints.truncate(valid);
-        let (at, mut replay) = match self.checkpoints.last() {
-            Some((at, replay)) => (*at, replay.clone()),
-            None => (0, Replay::new(agent)),
-        };
-        walk(
-            &mut replay,
-            at,
-            &self.events[at..kept],
-            &mut self.checkpoints,
-        )?;
-        self.events.truncate(kept);
-        Ok(replay.resume())
+    fn resume(&mut self, agent: &mut Agent, lose: usize) -> Result<(), CorruptLog> {
+        let lose = lose.min(self.events.len());
+        self.tip.resume(agent, lose)?;
+        self.events.truncate(self.events.len() - lose);
+        Ok(())
     }
 }
 
-/// Applies `events` to `replay`, the replay of the log's first `at` events,
-/// leaving a checkpoint whenever it has walked at least as many events
-/// since the last as it holds pending messages (and [`CHECKPOINT_MIN`]), so
-/// the checkpoints' clones cost no more than the walks between them.
-fn walk<'a>(
-    replay: &mut Replay,
-    mut at: usize,
-    events: impl IntoIterator<Item = &'a Output>,
-    checkpoints: &mut Vec<(usize, Replay)>,
-) -> Result<(), CorruptLog> {
-    let mut last = at;
-    for event in events {
-        replay.apply(event)?;
-        at += 1;
-        if at - last >= replay.inbox().len().max(CHECKPOINT_MIN) {
-            checkpoints.push((at, replay.clone()));
-            last = at;
-        }
-    }
-    Ok(())
-}
-
-/// The fewest events a [`TailLog`] holds before it replays the older ones
-/// (so a log that no restart cuts deeply is not replayed event by event).
-const TAIL_MIN: usize = 1024;
-
-/// The last events of the log and the replay of the events before them (or
-/// the first of those that does not replay: every resume from a longer
-/// prefix fails on it too, as a resume from the whole log would). Memory:
-/// the replayed pending lists plus at most twice the tail.
-///
-/// Made for restarts that lose `lose_total` events all together: the
-/// tail is never cut below `lose_total` events by replaying, and each
-/// restart cuts it by no more than it loses, so what the restarts still to
-/// come lose is always held (a restart beyond that loses the tail only).
-/// Made for no restart at all (`None`), it keeps nothing (the replay costs
-/// a sixth of `courier run`'s time on a long file), and a restart then
-/// finds no log.
-///
-/// A restart starts from the last checkpoint at or before its cut (the
-/// replay of a prefix, left by an earlier restart's walk), not from the
-/// start of the tail: a transcript of many shallow restarts walks each
-/// event about once, not once per restart. Checkpoints are at least as far
-/// apart as the replay holds pending messages, so their clones cost no
-/// more than the walks between them, and they hold no more than the tail.
+/// The replay of the log, and how to take back as many of its last events
+/// as the restarts to come can lose: made for restarts that lose
+/// `lose_total` events all together, it holds the last `lose_total` (a
+/// restart beyond that loses only those). Made for no restart at all
+/// (`None`), it keeps nothing (the replay costs a sixth of `courier run`'s
+/// time on a long file), and a restart then finds no log.
 #[derive(Clone, Debug)]
 pub struct TailLog {
-    replayed: Result<Replay, CorruptLog>,
-    /// How many events `replayed` holds.
-    replayed_len: usize,
-    tail: VecDeque<Output>,
-    lose_total: Option<usize>,
-    /// Replays of longer prefixes, by increasing length (counted from the
-    /// session's start), all within `replayed_len..=replayed_len + tail.len()`.
-    checkpoints: Vec<(usize, Replay)>,
+    tip: Option<Tip>,
 }
-
-/// The fewest events between two checkpoints.
-const CHECKPOINT_MIN: usize = 64;
 
 impl TailLog {
     /// An empty log of `prototype`'s variant whose restarts lose at most
     /// `lose_total` events all together (`None`: there are none).
     pub(super) fn new(prototype: &Agent, lose_total: Option<usize>) -> Self {
         Self {
-            replayed: Ok(Replay::new(prototype)),
-            replayed_len: 0,
-            tail: VecDeque::new(),
-            lose_total,
-            checkpoints: Vec::new(),
+            tip: lose_total.map(|hold| Tip::new(prototype, hold)),
         }
     }
 }
 
 impl RunnerLog for TailLog {
     fn push(&mut self, event: Output) {
-        let Some(lose_total) = self.lose_total else {
-            return;
-        };
-        self.tail.push_back(event);
-        let keep = lose_total.max(TAIL_MIN);
-        if self.tail.len() < keep.saturating_mul(2) {
-            return;
+        if let Some(tip) = &mut self.tip {
+            tip.push(&event);
         }
-        // Amortised: half the tail goes into the replay at once.
-        let older = self.tail.len() - keep;
-        for event in self.tail.drain(..older) {
-            if let Ok(replay) = &mut self.replayed
-                && let Err(corrupt) = replay.apply(&event)
-            {
-                self.replayed = Err(corrupt);
-            }
-        }
-        self.replayed_len += older;
-        let gone = self
-            .checkpoints
-            .partition_point(|(at, _)| *at < self.replayed_len);
-        self.checkpoints.drain(..gone);
     }
 
-    /// A `lose` beyond the tail (past the `lose_total` it was made with,
-    /// once older events were replayed) loses the whole tail: the events
-    /// before it are no longer held.
-    fn resume(&mut self, _agent: &Agent, lose: usize) -> Result<Agent, CorruptLog> {
-        if self.lose_total.is_none() {
+    fn resume(&mut self, agent: &mut Agent, lose: usize) -> Result<(), CorruptLog> {
+        let Some(tip) = &mut self.tip else {
             return Err(CorruptLog {
                 index: 0,
                 reason: "no log kept: the runner was made for no restart".to_owned(),
             });
-        }
-        let kept = self.tail.len() - lose.min(self.tail.len());
-        let cut = self.replayed_len + kept;
-        let valid = self.checkpoints.partition_point(|(at, _)| *at <= cut);
-        self.checkpoints.truncate(valid);
-        let (at, mut replay) = match self.checkpoints.last() {
-            Some((at, replay)) => (*at, replay.clone()),
-            None => (self.replayed_len, self.replayed.clone()?),
         };
-        let events = self.tail.range(at - self.replayed_len..kept);
-        walk(&mut replay, at, events, &mut self.checkpoints)?;
-        self.tail.truncate(kept);
-        Ok(replay.resume())
+        let lose = lose.min(tip.held());
+        tip.resume(agent, lose)
     }
 }
 
@@ -189,19 +189,34 @@ mod tests {
     use crate::agent::Agent;
     use crate::transcript::{Command, Runner, parse_command};
 
-    /// A turn per message, each logging seven events, shallow restarts
-    /// (some inside a step, some in a row) and a few that cut back `deep`
-    /// events, long after the oldest events went into the replay.
+    /// A session with everything a restart can take back: sends into long
+    /// pending lists, edits and splices in their middle, steps that claim
+    /// batches, cancels, a run now and then that drains the backlog; and
+    /// restarts: shallow, in a row, inside steps, and a few that cut back
+    /// `deep` events.
     fn commands(deep: usize) -> Vec<String> {
         let mut commands = Vec::new();
-        for k in 0..3 * super::TAIL_MIN {
+        for k in 0..3000 {
             commands.push(format!("followup m{k}"));
-            commands.push("pre-step pass".to_owned());
+            let extra = match k % 9 {
+                0 => format!("steer s{k}"),
+                1 => "pre-step pass".to_owned(),
+                2 => "step tool-calls".to_owned(),
+                3 => format!("replace m{} r{k}", k - 1),
+                4 => format!("splice next-turn 3 2 x{k} y{k}"),
+                5 => format!("remove m{}", k - 2),
+                6 => "step completed".to_owned(),
+                7 if k % 50 == 7 => "cancel user".to_owned(),
+                _ => format!("append next-step a{k}"),
+            };
+            commands.push(extra);
             if k % 97 == 0 {
                 commands.push(format!("restart lose={}", k % 7));
                 commands.push("restart lose=2".to_owned());
             }
-            commands.push("step completed".to_owned());
+            if k % 400 == 399 {
+                commands.push("run".to_owned());
+            }
             if k % 701 == 700 {
                 commands.push(format!("restart lose={deep}"));
                 commands.push("inbox".to_owned());
@@ -219,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_runner_keeping_the_tail_prints_what_one_keeping_the_whole_log_does() {
-        for deep in [3, super::TAIL_MIN + 5] {
+        for deep in [3, 1500] {
             let commands = commands(deep);
             let lose_total: usize = commands.iter().map(|command| lose(command)).sum();
             let mut to_lose = lose_total;
@@ -228,43 +243,59 @@ mod tests {
             for command in &commands {
                 let printed = whole.execute(command);
                 assert_eq!(tail.execute(command), printed, "{command}");
-                // Once older events are replayed, what the restarts still
-                // to come lose is held.
+                // What the restarts still to come lose is held, and no
+                // more than they lose all together.
                 to_lose -= lose(command);
-                let log = &tail.log;
-                assert!(log.replayed_len == 0 || log.tail.len() >= to_lose);
+                let held = tail.log.tip.as_ref().expect("a log").held();
+                assert!(held >= to_lose.min(whole.log().len()), "{command}");
+                assert!(held <= lose_total, "{command}");
             }
-            assert!(tail.log.replayed_len > 0);
-            // The tail holds at most twice what the restarts lose.
-            let (held, replayed) = (tail.log.tail.len(), tail.log.replayed_len);
-            assert!(held < 2 * lose_total.max(super::TAIL_MIN), "{held}");
-            assert_eq!(held + replayed, whole.log().len());
             assert_eq!(tail.agent(), whole.agent());
         }
     }
 
-    /// A runner keeping the whole log resumes from its checkpoints as a
-    /// replay of the kept log from the start does, at every restart of a
-    /// long session (shallow and deep cuts, back and forth over them); it
-    /// replayed the whole log at every restart, which `courier
-    /// serve-protocol` did for each `{"restart":...}` line.
-    #[test]
-    fn a_runner_keeping_the_whole_log_resumes_from_checkpoints_as_from_the_start() {
-        let mut runner = Runner::new(Agent::new());
-        for command in commands(super::TAIL_MIN + 5) {
-            if let Ok(Command::Restart { lose }) = parse_command(&command) {
-                let log = runner.log();
-                let kept = &log[..log.len() - lose.min(log.len())];
-                let mut expected = runner.agent().resume(kept).expect("replays");
-                let closers = std::iter::from_fn(|| expected.poll_output());
-                let closers: Vec<String> = closers.map(|closer| closer.to_string()).collect();
-                assert_eq!(runner.execute(&command), Ok(closers), "{command}");
-                assert_eq!(runner.agent(), &expected, "{command}");
-            } else {
+    /// At every restart of a long session (shallow and deep cuts, back and
+    /// forth over them), a runner resumes as a replay of the kept log from
+    /// the start does, or fails as it does: the correct design by undoing
+    /// its own state, a planted bug from a copy of the log's replay.
+    fn resumes_as_from_the_start(prototype: &Agent) {
+        let mut runner = Runner::new(prototype.clone());
+        for command in commands(1500) {
+            let Ok(Command::Restart { lose }) = parse_command(&command) else {
                 runner.execute(&command).expect("a command");
+                continue;
+            };
+            let log = runner.log();
+            let kept = &log[..log.len() - lose.min(log.len())];
+            match runner.agent().resume(kept) {
+                Ok(mut expected) => {
+                    let closers = std::iter::from_fn(|| expected.poll_output());
+                    let closers: Vec<String> = closers.map(|c| c.to_string()).collect();
+                    assert_eq!(runner.execute(&command), Ok(closers), "{command}");
+                    assert_eq!(runner.agent(), &expected, "{command}");
+                }
+                Err(corrupt) => {
+                    let before = runner.agent().clone();
+                    let printed = runner.execute(&command);
+                    assert_eq!(printed, Ok(vec![format!("error: corrupt-log: {corrupt}")]));
+                    assert_eq!(runner.agent(), &before, "{command}");
+                }
             }
         }
-        assert!(!runner.log.checkpoints.is_empty());
+    }
+
+    #[test]
+    fn a_runner_resumes_as_a_replay_of_the_kept_log_from_the_start() {
+        resumes_as_from_the_start(&Agent::new());
+    }
+
+    #[cfg(feature = "mutants")]
+    #[test]
+    fn a_planted_bug_resumes_as_a_replay_of_the_kept_log_from_the_start() {
+        use strum::VariantArray;
+        for mutant in crate::Mutant::VARIANTS {
+            resumes_as_from_the_start(&Agent::with_mutant(Some(*mutant)));
+        }
     }
 
     #[test]
@@ -273,7 +304,7 @@ mod tests {
         for command in ["followup A", "pre-step pass", "step completed"] {
             assert!(!runner.execute(command).unwrap().is_empty(), "{command}");
         }
-        assert!(runner.log.tail.is_empty());
+        assert!(runner.log.tip.is_none());
         assert_eq!(
             runner.execute("restart"),
             Ok(vec![
