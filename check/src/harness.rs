@@ -253,8 +253,19 @@ impl Harness {
     /// Crashes, keeping the durable log less its last `lose` events, and
     /// resumes a fresh agent of the same variant from it; checks the
     /// restart. Without a log (see [`Harness::bare`]) `lose` is clamped to 0.
+    ///
+    /// A restart that loses nothing keeps the whole log: a correct agent's
+    /// state is its replay and, while no property broke, the checker's ghost
+    /// is the ghost's, so it resumes from them as [`Harness::crash`] does,
+    /// without a replay or a copy of the pending lists (which made a
+    /// diagram of 20,000 sends and 20,000 restarts take 34 s). A planted
+    /// bug's agent may not be its log's replay, so it is replayed.
     pub fn restart(&mut self, lose: usize, hooks: &mut impl Hooks) -> Restarted {
-        let Some(mut log) = self.log.take() else {
+        let (agent, monitor) = (&self.agent, &self.monitor);
+        let replays = |log: &mut DurableLog| {
+            lose.min(log.len()) > 0 || agent.mutant().is_some() || monitor.broken().is_some()
+        };
+        let Some(mut log) = self.log.take_if(replays) else {
             return self.crash(&[], hooks);
         };
         let lost = log.split_off(log.len() - lose.min(log.len()));
@@ -280,8 +291,13 @@ impl Harness {
     /// Crashes with `in_flight`, the first durable writes of a transition
     /// that never completed, kept on top of everything logged so far, and
     /// resumes. Needs no log: the agent's state is the replay of its log.
+    /// With nothing in flight the resume cannot fail, so it takes the
+    /// agent's lists instead of copying them.
     pub fn crash(&mut self, in_flight: &[Output], hooks: &mut impl Hooks) -> Restarted {
-        let mut replay = Replay::of(&self.agent);
+        let mut replay = match in_flight {
+            [] => Replay::from(std::mem::take(&mut self.agent)),
+            [..] => Replay::of(&self.agent),
+        };
         let replayed = in_flight
             .iter()
             .try_for_each(|event| replay.apply(event).map(drop));
