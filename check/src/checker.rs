@@ -92,13 +92,9 @@ impl std::fmt::Display for Notice {
 pub enum Kept<'a> {
     /// The whole kept log, from the session's start.
     Log(&'a [Output]),
-    /// Everything the checker has seen, plus these first writes of a
-    /// transition that never completed.
+    /// Everything the checker has seen (less what [`Checker::undo`] took
+    /// back), plus these first writes of a transition that never completed.
     Tail(&'a [Output]),
-    /// The ghost's replay of the whole kept log, already made (the
-    /// harness keeps checkpoints of it, see `durable_log.rs`): the history
-    /// it rebuilt, or the violation it showed.
-    Replayed(Result<&'a History, &'a Violation>),
 }
 
 /// The ghost state of the whole-session checks.
@@ -646,6 +642,25 @@ impl Checker {
         }
     }
 
+    /// Records how to take back each durable output from now on, for
+    /// [`Checker::undo`] (a harness that keeps its durable log).
+    pub(crate) fn record_undo(&mut self) {
+        self.history.record_undo();
+    }
+
+    /// Stops recording (a harness that no longer keeps its log).
+    pub(crate) fn stop_recording_undo(&mut self) {
+        self.history.stop_recording_undo();
+    }
+
+    /// Takes back the last `count` durable outputs from the ghost history:
+    /// a restart that lost them, before [`Checker::restart`] with
+    /// [`Kept::Tail`].
+    pub(crate) fn undo(&mut self, count: usize) {
+        debug_assert!(self.history.undoable().is_some_and(|held| held >= count));
+        self.history.undo(count);
+    }
+
     /// Follows a restart (SPEC §7's last paragraph, §11): the ghost is
     /// rebuilt from the kept log (the durable half replayed; nothing owed,
     /// parked or latched; status afresh) and `printed`, what the restart
@@ -657,10 +672,6 @@ impl Checker {
                 log
             }
             Kept::Tail(tail) => tail,
-            Kept::Replayed(replayed) => {
-                self.history = replayed.map_err(Clone::clone)?.clone();
-                &[]
-            }
         };
         for event in events {
             self.history.observe(event)?;

@@ -129,6 +129,8 @@ pub struct History {
     /// appends one message) may open the next turn ([`Mode::Log`] only: the
     /// [`Checker`](crate::Checker) sees a core's wakeups themselves).
     parked: Option<Parked>,
+    /// How to take back each output observed, while recording.
+    undo: Undoing,
 }
 
 /// Why a log's agent is idle until a waking send: what a log can show of
@@ -144,6 +146,63 @@ enum Parked {
     /// A restart: its `turn/end interrupted` closer, or the
     /// `session/end-seed` marker dsh's resume appends.
     Restart,
+}
+
+/// How to take back the outputs a [`History`] observed, one record each,
+/// while it records ([`History::record_undo`]): a restart that loses the
+/// log's last events undoes them in the ghost, in time proportional to what
+/// they moved, instead of replaying the kept log from a copy of a replay of
+/// one of its prefixes (a copy of every pending id: quadratic in a run of
+/// restarts over a long inbox). Derived from the log, so it takes no part
+/// in equality or hashing.
+#[derive(Clone, Debug, Default)]
+struct Undoing(Option<Vec<Undo>>);
+
+impl PartialEq for Undoing {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Undoing {}
+
+impl Hash for Undoing {
+    fn hash<H: Hasher>(&self, _: &mut H) {}
+}
+
+/// One observed output, taken back: everything it may have changed but
+/// the lists as it stood before, and how to put the lists back. The open
+/// turn is kept without its admitted ids: a restart closes the turn it
+/// reopens, so they are never read again (and copying them at every output
+/// of a step that admitted thousands would be quadratic).
+#[derive(Clone, Debug)]
+struct Undo {
+    last_turn: u64,
+    admitting: bool,
+    parked: Option<Parked>,
+    turn: Option<OpenTurn>,
+    lists: Option<Lists>,
+}
+
+/// A splice turned around: remove what it inserted, put back what it removed.
+#[derive(Clone, Debug)]
+struct Lists {
+    target: Target,
+    start: usize,
+    inserted: usize,
+    removed: Vec<MessageId>,
+}
+
+impl OpenTurn {
+    /// This turn with no admitted ids.
+    fn shell(&self) -> Self {
+        Self {
+            boundary_claims: self.boundary_claims.clone(),
+            admitted: SmallVec::new(),
+            admitted_index: Index::default(),
+            ..*self
+        }
+    }
 }
 
 /// How many times each id occurs in an ordered list of ids (placeholder ids
@@ -225,6 +284,7 @@ impl History {
             turn: None,
             admitting: false,
             parked: None,
+            undo: Undoing::default(),
         }
     }
 
@@ -299,6 +359,7 @@ impl History {
             turn,
             admitting,
             parked,
+            undo: _,
         } = self;
         mode.hash(hasher);
         last_turn.hash(hasher);
@@ -335,8 +396,113 @@ impl History {
         self.has_identity(id) && self.pending_index.contains(id, self.pending())
     }
 
+    /// Records from now on how to take back each output it observes, for
+    /// [`History::undo`] (a harness that restarts from its durable log).
+    pub(crate) fn record_undo(&mut self) {
+        self.undo.0.get_or_insert_default();
+    }
+
+    /// Stops recording and forgets what it recorded.
+    pub(crate) fn stop_recording_undo(&mut self) {
+        self.undo.0 = None;
+    }
+
+    /// How many of the last outputs observed [`History::undo`] can take
+    /// back: all since recording began (the log's events since the
+    /// session's start), unless a violation stopped it.
+    pub(crate) fn undoable(&self) -> Option<usize> {
+        self.undo.0.as_ref().map(Vec::len)
+    }
+
+    /// Takes back the last `count` outputs observed (at most
+    /// [`History::undoable`]): the history of the log less them.
+    pub(crate) fn undo(&mut self, count: usize) {
+        let Some(mut records) = self.undo.0.take() else {
+            return;
+        };
+        let kept = records.len() - count.min(records.len());
+        for undo in records.drain(kept..).rev() {
+            self.take_back(undo);
+        }
+        self.undo.0 = Some(records);
+    }
+
+    fn take_back(&mut self, undo: Undo) {
+        let Undo {
+            last_turn,
+            admitting,
+            parked,
+            turn,
+            lists,
+        } = undo;
+        if let Some(lists) = lists {
+            self.put_back(lists);
+        }
+        self.last_turn = last_turn;
+        self.admitting = admitting;
+        self.parked = parked;
+        self.turn = turn;
+    }
+
+    /// Undoes a splice: removes the ids it inserted, puts back those it
+    /// removed.
+    fn put_back(&mut self, lists: Lists) {
+        let Lists {
+            target,
+            start,
+            inserted,
+            removed,
+        } = lists;
+        for id in self.list_mut(target).remove(start..start + inserted) {
+            self.pending_index.remove(&id);
+        }
+        let length = self.next_turn.len() + self.next_step.len() + removed.len();
+        let pending = self.next_step.iter().chain(&self.next_turn);
+        self.pending_index.fit(length, pending);
+        for id in &removed {
+            self.pending_index.insert(id);
+        }
+        self.list_mut(target).insert(start, removed);
+    }
+
+    /// What an output may change, as it stands before it (see [`Undo`]).
+    fn before(&self) -> Undo {
+        Undo {
+            last_turn: self.last_turn,
+            admitting: self.admitting,
+            parked: self.parked,
+            turn: self.turn.as_ref().map(OpenTurn::shell),
+            lists: None,
+        }
+    }
+
     /// Checks and applies one durable output; live outputs are ignored.
     pub fn observe(&mut self, output: &Output) -> Result<Effect, Violation> {
+        if !output.is_durable() {
+            return self.apply(output);
+        }
+        let Some(mut records) = self.undo.0.take() else {
+            return self.apply(output);
+        };
+        // A violation (the `?` below) stops the recording: the history no
+        // longer mirrors its log, and the run has failed.
+        let before = self.before();
+        let effect = self.apply(output)?;
+        let lists = match output {
+            Output::Spliced(splice) => Some(Lists {
+                target: splice.target,
+                start: splice.start,
+                inserted: effect.inserted.len(),
+                removed: effect.removed.clone(),
+            }),
+            _ => None,
+        };
+        records.push(Undo { lists, ..before });
+        self.undo.0 = Some(records);
+        Ok(effect)
+    }
+
+    fn apply(&mut self, output: &Output) -> Result<Effect, Violation> {
         let admitting = std::mem::replace(&mut self.admitting, false);
         match output {
             Output::Spliced(splice) => return self.splice(splice),

@@ -6,7 +6,6 @@
 #![warn(missing_docs)]
 
 mod checker;
-mod durable_log;
 mod fingerprint;
 mod goal;
 mod harness;

@@ -467,7 +467,7 @@ impl Runner {
     /// The durable log since the session started (less what restarts lost,
     /// plus their closers).
     pub fn log(&self) -> &[Output] {
-        &self.log.events
+        self.log.events()
     }
 }
 
