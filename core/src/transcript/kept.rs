@@ -4,12 +4,13 @@
 //! the restarts to come can lose ([`TailLog`], so `courier run` of a million
 //! commands holds the agent's state, not a million events).
 //!
-//! Both keep a [`Tip`]: the replay of the whole log so far and an [`Undo`]
-//! for each event a restart can still lose. A restart undoes the lost
-//! events, in time proportional to what they moved. It used to start from
-//! a copy of a replay kept at an earlier event, which cost as many
-//! messages as were pending: 20,000 pending messages and then 20,000
-//! `restart lose=1` took 52 s in `courier run`.
+//! Both keep a [`Tip`]: a replay of the log (the whole log for a
+//! [`TailLog`]; for a [`WholeLog`], the events up to the last restart) and
+//! an [`Undo`] for each event a restart can still lose. A restart undoes
+//! the lost events, in time proportional to what they moved. It used to
+//! start from a copy of a replay kept at an earlier event, which cost as
+//! many messages as were pending: 20,000 pending messages and then 20,000
+//! `restart lose=1` took 52 s in `courier run` (0.10 s now).
 
 use std::collections::VecDeque;
 
