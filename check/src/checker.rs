@@ -92,7 +92,7 @@ impl std::fmt::Display for Notice {
 pub enum Kept<'a> {
     /// The whole kept log, from the session's start.
     Log(&'a [Output]),
-    /// Everything the checker has seen (less what [`Checker::undo`] took
+    /// Everything the checker has seen (less what a restart took
     /// back), plus these first writes of a transition that never completed.
     Tail(&'a [Output]),
 }
