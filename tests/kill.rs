@@ -257,7 +257,7 @@ fn kept_events(log: &Path, kept: &KeptLog) -> Vec<Output> {
     for line in text.lines() {
         match parse_line(line) {
             Ok(LogLine::Delivery(output)) => events.push(output),
-            Ok(LogLine::Header(_) | LogLine::EndSeed) => {}
+            Ok(LogLine::Header(_) | LogLine::EndSeed(_)) => {}
             other => panic!("a kept line that is no event: {line}: {other:?}"),
         }
     }

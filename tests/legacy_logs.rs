@@ -52,7 +52,7 @@ fn a_pre_identity_message_reads_with_dsh_s_legacy_id() {
     converts("pre-identity-message", "pre-identity-message", 2);
     assert_eq!(
         message_ids("pre-identity-message"),
-        ["legacy-message:old-1:2", "legacy-message:old-1:6"]
+        ["legacy-message:old-1:4", "legacy-message:old-1:8"]
     );
 }
 
@@ -69,7 +69,7 @@ fn a_steering_message_reads_as_the_identified_user_message() {
     assert_eq!(report["status"], "valid", "{report}");
     assert_eq!(
         message_ids("steering-message"),
-        ["legacy-message:old-3:2", "S"]
+        ["legacy-message:old-3:4", "S"]
     );
 }
 

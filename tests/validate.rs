@@ -87,8 +87,8 @@ fn only_a_forks_first_end_seed_empties_the_inbox() {
 fn a_broken_resume_is_seen_at_the_line_that_shows_it() {
     let cases = [
         (
-            "balanced-crash-without-closers",
-            "9: balanced: turn/start 2 while turn 1 is open",
+            "resume-closes-crash-without-closers",
+            "7: resume-closes: session/end-seed while turn 1 is open: a resume closes it first",
         ),
         (
             "resume-closes-interrupted-inside-step",
@@ -96,7 +96,7 @@ fn a_broken_resume_is_seen_at_the_line_that_shows_it() {
         ),
         (
             "no-wake-stays-idle-resume-wakes",
-            "7: no-wake-stays-idle: turn/start 2 after a restart with no send since: \
+            "8: no-wake-stays-idle: turn/start 2 after a restart with no send since: \
              a resume wakes nothing",
         ),
         (
@@ -228,10 +228,10 @@ fn the_cli_reports_json_per_file() {
         serde_json::json!({
             "file": "tests/logs/balanced-nested-turn.jsonl",
             "status": "invalid",
-            "lines": 3,
+            "lines": 5,
             "stopped": true,
             "violations": [{
-                "line": 3,
+                "line": 5,
                 "property": "balanced",
                 "detail": "turn/start 2 while turn 1 is open",
             }],
@@ -253,6 +253,7 @@ fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
     let folder = tempfile::tempdir().unwrap();
     let file = folder.path().join("truncated.jsonl");
     let log = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\n\
+               {\"type\":\"agent/inbox/spliced\",\"data\":{\"target\":\"next-turn\",\"start\":0,\"inserted\":[{\"id\":\"A\",\"role\":\"user\",\"content\":[],\"source\":{\"kind\":\"user\"}}]}}\n\
                {\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n\
                {\"type\":\"assistant/chunk\",\"data\":{\"text\":\"cut";
     std::fs::write(&file, log).unwrap();
@@ -266,7 +267,7 @@ fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
     let errors = String::from_utf8(output.stderr).unwrap();
     let first = errors.lines().next().unwrap();
     assert!(
-        first.starts_with(&format!("error: {name}:3: cannot parse: EOF while parsing")),
+        first.starts_with(&format!("error: {name}:4: cannot parse: EOF while parsing")),
         "{errors}"
     );
     assert!(

@@ -18,6 +18,9 @@ fn message(id: &str) -> String {
     format!(r#"{{"id":"{id}","role":"user","content":"x","source":{{"kind":"user"}}}}"#)
 }
 
+/// The first boundary's claim of the `next-turn` head.
+const CLAIM: &str = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}"#;
+
 fn splice(start: usize, ids: &[String]) -> String {
     let inserted: Vec<String> = ids.iter().map(|id| message(id)).collect();
     format!(
@@ -116,7 +119,9 @@ fn stay_linear_a_pending_or_twice_admitted_id_is_found_in_a_long_list() {
     // The 1001st context message of a step repeats the 900th.
     let mut step = vec![
         HEADER.to_owned(),
+        splice(0, &["w".to_owned()]),
         r#"{"type":"turn/start","data":{"turn":1}}"#.into(),
+        CLAIM.into(),
         r#"{"type":"step/start","data":{"turn":1,"step":1}}"#.into(),
     ];
     for id in ids.iter().chain(&ids[899..900]) {
@@ -128,7 +133,7 @@ fn stay_linear_a_pending_or_twice_admitted_id_is_found_in_a_long_list() {
     assert_eq!(
         findings(&(step.join("\n") + "\n")),
         [(
-            1004,
+            1006,
             "admission: user/message p899 admitted twice in step 1.1".to_owned()
         )]
     );
@@ -142,7 +147,9 @@ fn bounded_memory_json_streams_every_finding_of_a_file_on_its_line() {
     let file = folder.path().join("rounds.jsonl");
     let mut log = vec![
         HEADER.to_owned(),
+        splice(0, &["w".to_owned()]),
         r#"{"type":"turn/start","data":{"turn":1}}"#.into(),
+        CLAIM.into(),
         r#"{"type":"step/start","data":{"turn":1,"step":1}}"#.into(),
     ];
     for k in 0..3000 {
@@ -159,11 +166,11 @@ fn bounded_memory_json_streams_every_finding_of_a_file_on_its_line() {
     let report: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
     let violations = report["violations"].as_array().unwrap();
     assert_eq!(violations.len(), 3000);
-    assert_eq!(violations[0]["line"], 4);
-    assert_eq!(violations[2999]["line"], 3003);
+    assert_eq!(violations[0]["line"], 6);
+    assert_eq!(violations[2999]["line"], 3005);
     assert_eq!(violations[1]["property"], "goal-rounds");
     assert_eq!(report["status"], "unreadable");
-    assert_eq!(report["error"]["line"], 3004);
+    assert_eq!(report["error"]["line"], 3006);
 }
 
 #[test]

@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use courier_check::validate::{Finding, validate};
-use courier_core::log::{END_SEED_LINE, LogLine, Reader, durable_line};
+use courier_core::log::{END_SEED_LINE, EndSeed, LogLine, Reader, durable_line};
 use courier_core::transcript::Runner;
-use courier_core::{Agent, Output, Replay, Splice, Stimulus};
+use courier_core::{Agent, Output, Replay, Splice, Stimulus, TurnEnd};
 use courier_sim::{Record, Restarts, simulate};
 
 /// What `courier validate` says of a log: the first finding, or why it
@@ -53,7 +53,8 @@ fn invalid(property: &str, line: usize) -> Verdict {
 #[derive(Clone, Debug)]
 enum Line {
     Delivery(Output),
-    EndSeed,
+    /// A fork's boundary (the reader tells it from a resume's marker).
+    ForkBoundary,
     Other,
 }
 
@@ -61,8 +62,6 @@ struct Log {
     name: String,
     lines: Vec<String>,
     parsed: Vec<Line>,
-    /// The header has `seedLength`: the first `session/end-seed` is a boundary.
-    fork: bool,
 }
 
 /// Reads a log for mutation. A record's `seq` is dropped: mutations insert,
@@ -82,17 +81,14 @@ fn read(file: &Path) -> Log {
         .map(|line| unnumbered(line).unwrap_or_else(|| line.to_owned()))
         .collect();
     let mut reader = Reader::new();
-    let mut fork = false;
     let parsed = lines
         .iter()
         .map(|line| match reader.line(line).unwrap() {
-            LogLine::Header(header) => {
-                fork = header.extra.contains_key("seedLength");
+            LogLine::Delivery(output) => Line::Delivery(output),
+            LogLine::EndSeed(EndSeed::ForkBoundary) => Line::ForkBoundary,
+            LogLine::Header(_) | LogLine::EndSeed(EndSeed::Marker) | LogLine::Other(_) => {
                 Line::Other
             }
-            LogLine::Delivery(output) => Line::Delivery(output),
-            LogLine::EndSeed => Line::EndSeed,
-            LogLine::Other(_) => Line::Other,
         })
         .collect();
     let name = file.file_name().unwrap().to_string_lossy().into_owned();
@@ -100,7 +96,6 @@ fn read(file: &Path) -> Log {
         name,
         lines,
         parsed,
-        fork,
     }
 }
 
@@ -108,12 +103,11 @@ fn read(file: &Path) -> Log {
 /// kept log is corrupt.
 fn resume(log: &Log, kept: usize) -> Result<Vec<Output>, String> {
     let mut replay = Replay::new(&Agent::new());
-    let mut seeding = log.fork;
     for line in &log.parsed[..kept] {
         match line {
             Line::Delivery(output) => drop(replay.apply(output).map_err(|e| e.to_string())?),
-            Line::EndSeed if std::mem::take(&mut seeding) => replay.end_seed(),
-            Line::EndSeed | Line::Other => {}
+            Line::ForkBoundary => replay.end_seed(),
+            Line::Other => {}
         }
     }
     Ok(replay.closers())
@@ -127,6 +121,39 @@ fn json_line(value: serde_json::Value) -> String {
     serde_json::to_string(&value).unwrap()
 }
 
+/// Where dropping the `user/message` at `index` leaves a first step that
+/// entered nothing, the line (after the drop) of the event that shows it:
+/// the first delivery event after the step's `step/end`, unless that is
+/// the `turn/end interrupted` a crash's repair writes.
+fn empty_first_step_after_drop(log: &Log, index: usize) -> Option<usize> {
+    let delivery = |j: usize| match &log.parsed[j] {
+        Line::Delivery(output) => Some(output),
+        Line::ForkBoundary | Line::Other => None,
+    };
+    let start = (0..index).rev().find_map(|j| match delivery(j) {
+        Some(Output::StepStart { step, .. }) => Some((j, *step)),
+        _ => None,
+    })?;
+    let end =
+        (index..log.parsed.len()).find(|&j| matches!(delivery(j), Some(Output::StepEnd { .. })))?;
+    let entered = (start.0..end)
+        .filter(|&j| j != index && matches!(delivery(j), Some(Output::UserMessage(_))))
+        .count();
+    if start.1 != 1 || entered > 0 {
+        return None;
+    }
+    let next = (end + 1..log.parsed.len()).find(|&j| delivery(j).is_some())?;
+    let closer = matches!(
+        delivery(next),
+        Some(Output::TurnEnd {
+            reason: TurnEnd::Interrupted,
+            ..
+        })
+    );
+    // Line numbers are 1-based, and the drop moved `next` up by one.
+    (!closer).then_some(next)
+}
+
 /// The mutants of one log: `(class, what was done, the mutated lines,
 /// the verdict SPEC gives)`.
 fn mutants(log: &Log) -> Vec<(&'static str, String, Vec<String>, Verdict)> {
@@ -134,7 +161,7 @@ fn mutants(log: &Log) -> Vec<(&'static str, String, Vec<String>, Verdict)> {
     let lines = &log.lines;
     let delivery = |index: usize| match &log.parsed[index] {
         Line::Delivery(output) => Some(output),
-        Line::EndSeed | Line::Other => None,
+        Line::ForkBoundary | Line::Other => None,
     };
     let next_delivery = |after: usize| (after + 1..lines.len()).find(|&j| delivery(j).is_some());
     for (index, line) in lines.iter().enumerate().skip(1) {
@@ -211,14 +238,21 @@ fn mutants(log: &Log) -> Vec<(&'static str, String, Vec<String>, Verdict)> {
             // Goal messages also count rounds (`goal-rounds`): not dropped
             // or reordered here.
             Output::UserMessage(message) if !is_goal(output) => {
-                // The entering batch may drop a claimed message.
+                // The entering batch may drop a claimed message, unless it
+                // was a first step's only one: an empty first batch opens
+                // no step (`admission`, seen at the next event unless that
+                // is a crash's closer).
                 let mut dropped = lines.clone();
                 dropped.remove(index);
+                let expected = match empty_first_step_after_drop(log, index) {
+                    Some(next) => invalid("admission", next),
+                    None => Verdict::Valid,
+                };
                 out.push((
                     "drop-message",
                     format!("delete line {at}"),
                     dropped,
-                    Verdict::Valid,
+                    expected,
                 ));
                 // A fresh id is a context message.
                 let mut fresh = lines.clone();

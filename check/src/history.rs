@@ -60,6 +60,11 @@ struct OpenTurn {
     /// two in a core's log: on the stack, as `admitted`'s usual few, so a
     /// turn allocates nothing for them).
     boundary_claims: SmallVec<[Target; 2]>,
+    /// A message entered the open step, placeholders too ([`Mode::Log`] only).
+    entered: bool,
+    /// Step 1 ended with nothing entered, which only a crash's closers may
+    /// follow ([`Mode::Log`] only; see [`check_empty_first_step`]).
+    empty_first_step: bool,
     /// Ids admitted in the open step.
     admitted: SmallVec<[MessageId; 2]>,
     /// `admitted`, indexed.
@@ -79,6 +84,9 @@ struct Boundary {
     owes_next_step: bool,
     /// `next-turn` was not empty at `turn/start` and its head is not claimed yet.
     owes_head: bool,
+    /// A splice that is not a claim came since the boundary opened (in a
+    /// later window: a hook's, or a send while `pre-step` was awaited).
+    spliced: bool,
 }
 
 /// Where claims may still come.
@@ -146,6 +154,12 @@ enum Parked {
     /// A restart: its `turn/end interrupted` closer, or the
     /// `session/end-seed` marker dsh's resume appends.
     Restart,
+    /// Idle with nothing pending: a new session or fork, or a turn that
+    /// ended with nothing pending (a normal end then retires, and a latch
+    /// replays only pending work). A driver starts only at a waking send,
+    /// which writes its splice first, even when a hook then removes it
+    /// (dsh: "A wake sent while idle always opens its turn boundary").
+    Idle,
 }
 
 /// How to take back the outputs a [`History`] observed, one record each,
@@ -283,9 +297,15 @@ impl History {
             last_turn: 0,
             turn: None,
             admitting: false,
-            parked: None,
+            parked: Self::parked_idle(mode),
             undo: Undoing::default(),
         }
+    }
+
+    /// A log's agent starts idle with nothing pending; the
+    /// [`Checker`](crate::Checker) sees a core's wakeups themselves.
+    fn parked_idle(mode: Mode) -> Option<Parked> {
+        (mode == Mode::Log).then_some(Parked::Idle)
     }
 
     /// The ghost list of `target`.
@@ -376,15 +396,23 @@ impl History {
         self.pending_index = Index::default();
         self.turn = None;
         self.admitting = false;
-        self.parked = None;
+        self.parked = Self::parked_idle(self.mode);
     }
 
-    /// A resume's `session/end-seed` marker (any but a fork's first): the
-    /// agent resumed idle (SPEC §11). A turn still open here is a restart
-    /// that wrote no closers, which the next `turn/start` shows
-    /// (`balanced`), as `courier repair` refuses it there.
-    pub fn resumed(&mut self) {
+    /// A resume's `session/end-seed` marker (any but a fork's boundary):
+    /// the agent resumed idle (SPEC §11). A resume writes its closers before
+    /// its marker (dsh's `prepareCore`: `interruptedTurnClosers`), so a turn
+    /// still open here is a restart that wrote none.
+    pub fn resumed(&mut self) -> Result<(), Violation> {
+        if let Some(turn) = &self.turn {
+            let number = turn.number;
+            return Err(Violation::new(
+                Property::ResumeCloses,
+                format!("session/end-seed while turn {number} is open: a resume closes it first"),
+            ));
+        }
         self.parked = Some(Parked::Restart);
+        Ok(())
     }
 
     /// Whether `id` carries identity (placeholders in logs do not).
@@ -503,6 +531,24 @@ impl History {
     }
 
     fn apply(&mut self, output: &Output) -> Result<Effect, Violation> {
+        // Checked after the output's own checks, which name a broken
+        // sequence more precisely (a second `step/end` is `balanced`).
+        let empty_first_step = self.empty_first_step();
+        let effect = self.apply_output(output)?;
+        match empty_first_step {
+            Some(turn) => check_empty_first_step(turn, output).map(|()| effect),
+            None => Ok(effect),
+        }
+    }
+
+    /// The open turn's number when its first step ended having entered
+    /// nothing ([`Mode::Log`] only).
+    fn empty_first_step(&self) -> Option<u64> {
+        let turn = self.turn.as_ref()?;
+        (self.mode == Mode::Log && turn.empty_first_step).then_some(turn.number)
+    }
+
+    fn apply_output(&mut self, output: &Output) -> Result<Effect, Violation> {
         let admitting = std::mem::replace(&mut self.admitting, false);
         match output {
             Output::Spliced(splice) => return self.splice(splice),
@@ -573,7 +619,7 @@ impl History {
         if claim {
             self.note_claim(splice.target);
         } else {
-            self.close_first_boundary(splice, next_step)?;
+            self.note_boundary_splice(splice, next_step)?;
         }
         Ok(Effect {
             removed,
@@ -628,15 +674,20 @@ impl History {
     }
 
     /// A splice that is not a claim ends a first boundary's claims, which
-    /// must all have come (see [`Window::First`]); `next_step` is the length
-    /// of `next-step` before the splice.
-    fn close_first_boundary(&mut self, splice: &Splice, next_step: usize) -> Result<(), Violation> {
+    /// must all have come (see [`Window::First`]), and is noted at a later
+    /// one; `next_step` is the length of `next-step` before the splice.
+    fn note_boundary_splice(&mut self, splice: &Splice, next_step: usize) -> Result<(), Violation> {
         let Some(turn) = self.turn.as_mut().filter(|turn| !turn.step_open) else {
             return Ok(());
         };
         let boundary = turn.boundary;
-        if boundary.window != Window::First {
-            return Ok(());
+        match boundary.window {
+            Window::First => {}
+            Window::Later => {
+                turn.boundary.spliced = true;
+                return Ok(());
+            }
+            Window::Closed => return Ok(()),
         }
         let number = turn.number;
         ensure(!boundary.owes(), Property::ClaimShape, || {
@@ -674,6 +725,11 @@ impl History {
                     !turn.boundary_claims.contains(&Target::NextTurn),
                     Property::ClaimShape,
                     || format!("turn {number} claims next-step after the next-turn head"),
+                )?;
+                ensure(
+                    !turn.boundary_claims.contains(&Target::NextStep),
+                    Property::ClaimShape,
+                    || format!("turn {number} claims next-step twice at one boundary"),
                 )?;
                 self.check_whole_next_step(number, splice.removed_count)?;
             }
@@ -760,6 +816,18 @@ impl History {
                     ),
                 ));
             }
+            Some(Parked::Idle) => {
+                let since = match self.last_turn {
+                    0 => "the session began".to_owned(),
+                    turn => format!("turn {turn} ended with nothing pending"),
+                };
+                return Err(Violation::new(
+                    Property::NoWakeStaysIdle,
+                    format!(
+                        "turn/start {number} with no send since {since}: only a waking send starts a driver"
+                    ),
+                ));
+            }
         }
         self.last_turn = number;
         self.turn = Some(OpenTurn {
@@ -768,6 +836,8 @@ impl History {
             step_open: false,
             prompt_claimed: false,
             boundary_claims: SmallVec::new(),
+            entered: false,
+            empty_first_step: false,
             admitted: SmallVec::new(),
             admitted_index: Index::default(),
             boundary: self.opened(Window::First),
@@ -786,6 +856,7 @@ impl History {
             window,
             owes_next_step: !self.next_step.is_empty(),
             owes_head: window == Window::First && !self.next_turn.is_empty(),
+            spliced: false,
         }
     }
 
@@ -824,6 +895,7 @@ impl History {
         })?;
         turn.last_step = step;
         turn.step_open = true;
+        turn.entered = false;
         turn.admitted.clear();
         turn.admitted_index = Index::default();
         self.admitting = true;
@@ -850,6 +922,7 @@ impl History {
         ensure(!pending, Property::Admission, || {
             format!("user/message {id} in step {} while {id} is pending", step())
         })?;
+        turn.entered |= !strict;
         if identity {
             let twice = turn.admitted_index.contains(id, &turn.admitted);
             ensure(!twice, Property::Admission, || {
@@ -864,6 +937,7 @@ impl History {
     }
 
     fn step_end(&mut self, number: u64, step: u64) -> Result<(), Violation> {
+        let log = self.mode == Mode::Log;
         let turn = self.open("step/end", number)?;
         let open = turn.last_step;
         ensure(turn.step_open && step == open, Property::Balanced, || {
@@ -871,6 +945,7 @@ impl History {
         })?;
         turn.step_open = false;
         turn.boundary_claims.clear();
+        turn.empty_first_step = log && step == 1 && !turn.entered;
         let boundary = self.opened(Window::Later);
         if let Some(turn) = &mut self.turn {
             turn.boundary = boundary;
@@ -904,17 +979,56 @@ impl History {
             let owed = boundary.owed(next_step);
             format!("turn/end {number} {reason} though its first boundary did not claim {owed}")
         })?;
+        // After `step/end`, a turn ends `completed` or `max-tokens` only with
+        // `next-step` empty, else the next boundary claims it (SPEC §5; dsh
+        // checks `nextStep.length === 0` right before the end); `blocked` is
+        // a `pre-step` answer, so that boundary claimed what it owed. A
+        // step that aborted or failed ends its turn whatever is pending.
+        let later = boundary.window == Window::Later;
+        let unclaimed = later && !turn.boundary_claims.contains(&Target::NextStep);
+        let owed = match reason {
+            TurnEnd::Completed | TurnEnd::MaxTokens => unclaimed && next_step > 0,
+            TurnEnd::Blocked => later && boundary.owes_next_step && !boundary.spliced,
+            TurnEnd::Aborted { .. } | TurnEnd::Error | TurnEnd::Interrupted => false,
+        };
+        ensure(!owed, Property::ClaimShape, || {
+            let plural = if next_step == 1 { "" } else { "s" };
+            format!(
+                "turn/end {number} {reason} though the boundary after step {number}.{step} did not claim the {next_step} next-step message{plural}"
+            )
+        })?;
         self.turn = None;
         if self.mode == Mode::Log {
             self.parked = match reason {
                 TurnEnd::Blocked | TurnEnd::Error => Some(Parked::Stop),
                 TurnEnd::Completed if step == 0 => Some(Parked::Stop),
                 TurnEnd::Interrupted => Some(Parked::Restart),
-                TurnEnd::Completed | TurnEnd::MaxTokens | TurnEnd::Aborted { .. } => None,
+                TurnEnd::Completed | TurnEnd::MaxTokens | TurnEnd::Aborted { .. } => {
+                    (!self.has_pending()).then_some(Parked::Idle)
+                }
             };
         }
         Ok(())
     }
+}
+
+/// An empty first batch ends its turn `completed` with no step (SPEC §5;
+/// dsh: "it spends no model call"), so a first step of turn `turn` that
+/// entered nothing was cut by a crash: only its closer, `turn/end
+/// interrupted`, may follow its `step/end`.
+fn check_empty_first_step(turn: u64, output: &Output) -> Result<(), Violation> {
+    let closer = matches!(
+        output,
+        Output::TurnEnd {
+            reason: TurnEnd::Interrupted,
+            ..
+        }
+    );
+    ensure(closer || !output.is_durable(), Property::Admission, || {
+        format!(
+            "step {turn}.1 entered nothing: an empty first batch ends turn {turn} completed before any step"
+        )
+    })
 }
 
 /// `{{name}}` ids are snapshot placeholders shared by unrelated messages.

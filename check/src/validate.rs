@@ -42,7 +42,7 @@ use std::io::{BufRead, Read};
 use crate::goal::GoalRounds;
 use crate::{History, Mode, Violation};
 use courier_core::log::{
-    BLANK_LINE, BOM_HINT, Conversions, LineError, LogLine, Reader, utf16_hint,
+    BLANK_LINE, BOM_HINT, Conversions, EndSeed, LineError, LogLine, Reader, utf16_hint,
 };
 use courier_core::transcript::parse_command;
 
@@ -151,8 +151,8 @@ pub fn validate<R: BufRead>(
         })?;
         summary.conversions = lines.conversions();
         let broken = match (event, &mut replay) {
-            (LogLine::Header(header), slot) => {
-                *slot = Some(Replay::new(header.extra.contains_key("seedLength")));
+            (LogLine::Header(_), slot) => {
+                *slot = Some(Replay::new());
                 continue;
             }
             (_, None) => {
@@ -232,38 +232,32 @@ fn next_line<'b, R: BufRead>(
 struct Replay {
     history: History,
     goals: GoalRounds,
-    /// The session is a fork whose copied history has not ended yet.
-    seeding: bool,
 }
 
 impl Replay {
-    fn new(fork: bool) -> Self {
+    fn new() -> Self {
         Self {
             history: History::new(Mode::Log),
             goals: GoalRounds::new(),
-            seeding: fork,
         }
     }
 
     /// Checks one contract event (not a header).
     fn observe(&mut self, event: &LogLine) -> Result<(), Broken> {
-        let output = match event {
-            LogLine::Delivery(output) => output,
-            LogLine::EndSeed => {
-                // The one place a boundary is told from a resume's marker.
-                if std::mem::take(&mut self.seeding) {
-                    self.history.end_seed();
-                    return Ok(());
-                }
-                self.history.resumed();
-                return Ok(());
-            }
-            LogLine::Header(_) | LogLine::Other(_) => return Ok(()),
-        };
-        self.history.observe(output).map_err(|violation| Broken {
+        let fatal = |violation| Broken {
             violation,
             fatal: true,
-        })?;
+        };
+        let output = match event {
+            LogLine::Delivery(output) => output,
+            LogLine::EndSeed(EndSeed::ForkBoundary) => {
+                self.history.end_seed();
+                return Ok(());
+            }
+            LogLine::EndSeed(EndSeed::Marker) => return self.history.resumed().map_err(fatal),
+            LogLine::Header(_) | LogLine::Other(_) => return Ok(()),
+        };
+        self.history.observe(output).map_err(fatal)?;
         self.goals.observe(output).map_err(|violation| Broken {
             violation,
             fatal: false,

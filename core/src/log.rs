@@ -152,14 +152,23 @@ pub enum LogLine {
     Header(SessionHeader),
     /// A delivery event (a durable [`Output`]).
     Delivery(Output),
-    /// `session/end-seed`: a fork's copied history ends at its first one
-    /// (the header has `seedLength`); a resume appends one as a marker.
-    EndSeed,
+    /// `session/end-seed`: a fork's boundary, or a marker a resume appended.
+    EndSeed(EndSeed),
     /// Any other event type: outside the delivery contract, skipped. A
     /// `user/message` that replaces a span of the model-visible surface
     /// (`surfaceOp` `replace`: a compaction checkpoint) is one too: it
     /// rewrites history, it delivers nothing ([`surface`]).
     Other(String),
+}
+
+/// What a `session/end-seed` line is (SPEC §11).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum EndSeed {
+    /// A fork's copied history ends here: the fork's inbox starts empty.
+    ForkBoundary,
+    /// A marker a resume appended: the reader replays across it. A marker
+    /// copied into a fork's seed (its parent had resumed) is one too.
+    Marker,
 }
 
 /// Event types that are delivery events and must parse as an [`Output`].
@@ -238,6 +247,8 @@ pub struct Reader {
     /// The event sequence number the next record gets when it names none
     /// (dsh's snapshots drop `seq`; its reader numbers events from 0).
     next_seq: u64,
+    /// The current session's `seedLength` until its fork boundary is read.
+    seed: Option<u64>,
     conversions: Conversions,
 }
 
@@ -347,7 +358,7 @@ impl Reader {
         }
         let data = || envelope.data.map(RawValue::get).unwrap_or("null");
         match kind {
-            "session/end-seed" => Ok(LogLine::EndSeed),
+            "session/end-seed" => Ok(LogLine::EndSeed(self.end_seed(seq))),
             "turn/start" => {
                 // Only data that could name a `trigger` (an escape could
                 // spell it) is read as fields; the rest parses directly.
@@ -428,7 +439,33 @@ impl Reader {
         let header: SessionHeader = serde_json::from_value(Value::Object(fields))?;
         self.session.clone_from(&header.id);
         self.next_seq = 0;
+        self.seed = header
+            .extra
+            .get("seedLength")
+            .and_then(Value::as_f64)
+            .map(|length| length as u64);
         Ok(LogLine::Header(header))
+    }
+
+    /// Whether the `session/end-seed` numbered `seq` is the fork's boundary.
+    /// SPEC §11 names the first one; dsh replays a fork's inbox from event
+    /// `seedLength` on (`Inbox`, `packages/core/agent/src/inbox.ts`) and
+    /// copies the parent's events whole, markers included (a parent that
+    /// had resumed, or was a fork), so its boundary is the marker that
+    /// ends the seed: the seed's last event when that is one (a seed is
+    /// marked once, `Session`'s constructor), else the one right after it.
+    /// Both hold with the first marker numbered from `seedLength - 2` on:
+    /// one earlier sits inside the seed (a parent's), and a `seedLength`
+    /// one too large (the marker's line number, counting the header) is
+    /// still read as SPEC reads it. Once.
+    fn end_seed(&mut self, seq: u64) -> EndSeed {
+        match self.seed {
+            Some(length) if seq.saturating_add(2) >= length => {
+                self.seed = None;
+                EndSeed::ForkBoundary
+            }
+            Some(_) | None => EndSeed::Marker,
+        }
     }
 }
 

@@ -26,8 +26,8 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use courier_core::log::{
-    BLANK_LINE, BOM_HINT, END_SEED_LINE, LineError, LogLine, Reader, SessionHeader, durable_line,
-    utf16_hint,
+    BLANK_LINE, BOM_HINT, END_SEED_LINE, EndSeed, LineError, LogLine, Reader, SessionHeader,
+    durable_line, utf16_hint,
 };
 use courier_core::{Agent, MessageId, Output, Replay, Target};
 
@@ -288,14 +288,19 @@ impl Reading {
             }
             LogLine::Header(_) => Err("a second `session` header".into()),
             _ if first => Err("not a session log: no `session` header first".into()),
-            LogLine::EndSeed => {
-                if std::mem::take(&mut self.seeding) {
-                    self.replay.end_seed();
-                    self.claimed.clear();
-                }
+            LogLine::EndSeed(EndSeed::ForkBoundary) => {
+                self.seeding = false;
+                self.replay.end_seed();
+                self.claimed.clear();
                 Ok(())
             }
-            LogLine::Other(_) => Ok(()),
+            // A resume writes its closers before its marker (dsh's
+            // `prepareCore`), so a marker over an open turn is out of place.
+            LogLine::EndSeed(EndSeed::Marker) if !self.replay.closers().is_empty() => Err(
+                "a `session/end-seed` while a turn is open: a resume writes its closers first"
+                    .into(),
+            ),
+            LogLine::EndSeed(EndSeed::Marker) | LogLine::Other(_) => Ok(()),
             LogLine::Delivery(output) => self.deliver(&output),
         }
     }
@@ -373,7 +378,9 @@ mod tests {
     const HEADER: &str =
         r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}"#;
     const FORK: &str = r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"seedLength":2}"#;
+    const FORK_3: &str = r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0,"seedLength":3}"#;
     const SEND_A: &str = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"A","role":"user","content":"A","source":{"kind":"user"}}]}}"#;
+    const SEND_B: &str = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"inserted":[{"id":"B","role":"user","content":"B","source":{"kind":"user"}}]}}"#;
     const TURN: &str = r#"{"type":"turn/start","data":{"turn":1}}"#;
 
     fn read_lines(lines: &[&str], tail: &str) -> Result<KeptLog, Unresumable> {
@@ -426,14 +433,23 @@ mod tests {
         assert_eq!(error.line, 1, "{error}");
     }
 
+    /// The boundary is the marker that ends the `seedLength` events dsh
+    /// copied (`FORK`: 2), not a marker the parent's own resume wrote into
+    /// them (`FORK_3`'s first); the fork's resumes write markers after it.
     #[test]
-    fn only_a_forks_first_end_seed_empties_the_inbox() {
+    fn only_the_end_seed_ending_a_forks_seed_empties_the_inbox() {
         let end_seed = END_SEED_LINE;
         let fork = read_lines(&[FORK, SEND_A, end_seed], "").unwrap();
         assert_eq!(pending(&fork), 0);
         assert!(!fork.seeding);
-        let resumed = read_lines(&[FORK, end_seed, SEND_A, end_seed], "").unwrap();
+        let seed_ending_in_its_marker = read_lines(&[FORK, SEND_A, end_seed, SEND_B], "").unwrap();
+        assert_eq!(pending(&seed_ending_in_its_marker), 1);
+        let resumed = read_lines(&[FORK, SEND_A, end_seed, SEND_B, end_seed], "").unwrap();
         assert_eq!(pending(&resumed), 1);
+        let seed_of_a_resumed_parent = [FORK_3, end_seed, SEND_A, TURN, end_seed];
+        let seed_of_a_resumed_parent = read_lines(&seed_of_a_resumed_parent, "").unwrap();
+        assert_eq!(pending(&seed_of_a_resumed_parent), 0);
+        assert!(!seed_of_a_resumed_parent.seeding);
         let plain = read_lines(&[HEADER, SEND_A, end_seed], "").unwrap();
         assert_eq!(pending(&plain), 1);
     }
