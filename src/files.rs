@@ -299,11 +299,21 @@ pub struct DefaultOutput<'a> {
 impl DefaultOutput<'_> {
     /// Why the default path cannot be replaced, if a file of the user's is
     /// there: never overwritten for a default nobody asked for.
-    /// (A file that cannot be read is kept too: whose it is cannot be told.)
+    /// (A file that cannot be read is kept too: whose it is cannot be told;
+    /// and a pipe or device, which an explicit path writes in place, is
+    /// neither read, which could block, nor written.)
     pub fn foreign(&self) -> Option<String> {
-        // Nothing there, or not a file (refused or written in place elsewhere).
-        if !fs::metadata(self.path).is_ok_and(|meta| meta.is_file()) {
+        // Nothing there, or a folder (refused elsewhere).
+        let meta = fs::metadata(self.path).ok()?;
+        if meta.is_dir() {
             return None;
+        }
+        if !meta.is_file() {
+            return Some(format!(
+                "{} is there and is not a regular file: kept (name another path with {})",
+                named(self.path),
+                self.flag
+            ));
         }
         let mut start = Vec::new();
         let read = File::open(self.path).and_then(|file| file.take(4096).read_to_end(&mut start));
@@ -313,7 +323,7 @@ impl DefaultOutput<'_> {
             Err(error) => format!("cannot be read ({error}) to tell whether this command wrote it"),
         };
         Some(format!(
-            "{} is there and {why}: kept (name another file with {})",
+            "{} is there and {why}: kept (name another path with {})",
             named(self.path),
             self.flag
         ))

@@ -1804,6 +1804,87 @@ fn truthful_an_unwritable_default_output_keeps_the_verdict() {
     }
 }
 
+/// What sits where a default output goes and cannot be told to be this
+/// command's is kept, and nothing blocks on it: a pipe (a `race-0.json`
+/// FIFO made `sim` hang, opened to be written in place) and a file that is
+/// not UTF-8 where `sim --against` writes its divergence transcript (it
+/// was replaced: only a file it could read and found foreign was kept).
+#[cfg(feature = "mutants")]
+#[test]
+fn never_destroy_a_pipe_or_an_unreadable_file_at_a_default_output_is_kept() {
+    let folder = folder();
+    let fifo = folder.path().join("race-0.json");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let output = courier()
+        .args(["sim", "--mutant", "no-latch", "--seeds", "0..5"])
+        .current_dir(folder.path())
+        .output()
+        .expect("courier runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("race-0.json is there and is not a regular file: kept"),
+        "{stderr}"
+    );
+    let binary = env!("CARGO_BIN_EXE_courier");
+    let mine: &[u8] = b"my notes \xff\xfe\n";
+    let notes = write(&folder, "divergence-0.txn", mine);
+    let (code, _, stderr) = run(&[
+        "sim",
+        "--seeds",
+        "0..20",
+        "--against",
+        &format!("{binary} serve-protocol --mutant no-latch"),
+        "--out",
+        &text(folder.path()),
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("divergence-0.txn is there and was not written by this command: kept"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&notes).unwrap(), mine);
+}
+
+/// A block whose expected and actual lines all differ is shown without a
+/// shortest diff past 4,096 differing lines: the common start and end as
+/// context, then every expected line removed, then every actual one
+/// added. Before, `run` aligned them with Myers' diff, quadratic when
+/// everything differs (40,000 lines: 16.75 s).
+#[test]
+fn stay_linear_a_long_block_that_differs_everywhere_is_diffed_in_one_pass() {
+    let count = 5000;
+    let ids: Vec<String> = (0..count).map(|k| format!("m{k}")).collect();
+    let mut content = format!("splice next-turn 0 0 {}\n----\n", ids.join(" "));
+    content.push_str(&format!("spliced next-turn@0 +{}\n", ids.join(",")));
+    for k in 0..count {
+        content.push_str(&format!("~inserted x{k}\n"));
+    }
+    content.push('\n');
+    let folder = folder();
+    let path = write(&folder, "long.txn", content);
+    let (code, stdout, _) = run(&["run", &text(&path)]);
+    assert_eq!(code, Some(1));
+    let diff: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.starts_with("    "))
+        .collect();
+    assert_eq!(diff.len(), 1 + 2 * count, "{}", &stdout[..500]);
+    assert!(
+        diff[0].starts_with("      spliced next-turn@0 +m0,m1,"),
+        "{}",
+        diff[0]
+    );
+    for k in 0..count {
+        assert_eq!(diff[1 + k], format!("    - ~inserted x{k}"));
+        assert_eq!(diff[1 + count + k], format!("    + ~inserted m{k}"));
+    }
+}
+
 /// A file of the user's that has a default output's name is kept: `check`
 /// (no `--out`) and `sim` (no `--report`) replace only a counterexample or
 /// a race report they wrote before, and print what they found instead

@@ -28,7 +28,7 @@ use courier_core::transcript::{
 
 use super::against;
 use super::rules::{Divergence, Earlier, Judged, Rule, print_gaps};
-use similar::{ChangeTag, TextDiff};
+use similar::ChangeTag;
 
 /// Arguments of `courier run`.
 #[derive(clap::Args)]
@@ -617,18 +617,62 @@ fn print_mismatch(
         .iter()
         .map(|line| format!("{}\n", one_line(line)))
         .collect();
-    for change in TextDiff::from_lines(&expected, &actual).iter_all_changes() {
-        let sign = match change.tag() {
-            ChangeTag::Delete => "-",
-            ChangeTag::Insert => "+",
-            ChangeTag::Equal => " ",
-        };
+    let mut line = |sign: &str, text: &str| {
         say(format_args!(
             "    {sign} {}",
-            visible_trailing_whitespace(change.value())
+            visible_trailing_whitespace(text)
         ));
+    };
+    let (expected, actual): (Vec<&str>, Vec<&str>) = (
+        expected.split_inclusive('\n').collect(),
+        actual.split_inclusive('\n').collect(),
+    );
+    let start = expected
+        .iter()
+        .zip(&actual)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let end = expected[start..]
+        .iter()
+        .rev()
+        .zip(actual[start..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let differing = (expected.len() - start - end) + (actual.len() - start - end);
+    if differing <= DIFF_LINES_MAX {
+        for change in similar::capture_diff_slices(similar::Algorithm::Myers, &expected, &actual)
+            .iter()
+            .flat_map(|op| op.iter_changes(&expected, &actual))
+        {
+            let sign = match change.tag() {
+                ChangeTag::Delete => "-",
+                ChangeTag::Insert => "+",
+                ChangeTag::Equal => " ",
+            };
+            line(sign, change.value());
+        }
+        return;
+    }
+    // A shortest diff costs the product of the lines that differ (Myers):
+    // past the bound, the differing middle is shown as removed, then added.
+    for text in &expected[..start] {
+        line(" ", text);
+    }
+    for text in &expected[start..expected.len() - end] {
+        line("-", text);
+    }
+    for text in &actual[start..actual.len() - end] {
+        line("+", text);
+    }
+    for text in &expected[expected.len() - end..] {
+        line(" ", text);
     }
 }
+
+/// How many differing lines (expected and actual together, past their
+/// common start and end) a block's diff aligns line by line; a longer
+/// difference is shown whole, so a diff never costs quadratic time.
+const DIFF_LINES_MAX: usize = 4096;
 
 /// A diff line whose trailing whitespace shows: spaces as `·` and tabs as
 /// `→` after the last visible character (the line ending dropped), and any

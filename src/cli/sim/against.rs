@@ -505,15 +505,19 @@ fn write_divergence(prototype: &Agent, compared: &Compared, out: &Path) -> Resul
     }
     text.push('\n');
     text.push_str(&record(prototype, &compared.trace[..=*index]));
-    if std::fs::read_to_string(&path).is_ok_and(|old| !old.starts_with("# divergence: ")) {
-        return Err(format!(
-            "{}: exists and is not a divergence transcript; not replaced",
-            files::named(&path)
-        ));
+    // Only an earlier divergence transcript is replaced: a file of the
+    // user's with the name (one that cannot be read, or a pipe, too) is kept.
+    let divergence = files::DefaultOutput {
+        path: &path,
+        flag: "--out",
+        ours: |start| start.starts_with(b"# divergence: "),
+    };
+    if let Some(why) = divergence.foreign() {
+        return Err(why);
     }
     // A named directory that does not exist yet is the user's to create.
     std::fs::create_dir_all(out)
-        .and_then(|()| courier::files::replace(&path, text))
+        .and_then(|()| divergence.replace(text))
         .map_err(|error| format!("{}: cannot write: {error}", files::named(&path)))?;
     Ok(path)
 }
