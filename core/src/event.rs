@@ -195,6 +195,84 @@ pub fn dropped_key(sent: &serde_json::Value, read: &serde_json::Value) -> Option
     }
 }
 
+/// A JSON value read refusing a key given twice in one object, at any
+/// depth: serde_json keeps the last silently, so `{"query":"inbox",
+/// "query":"status"}` would be answered as one of the two. Engines that
+/// read inputs from JSON (the protocol server, race reports) read them so.
+pub struct UniqueJson(pub serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for UniqueJson {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueVisitor).map(UniqueJson)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::from(value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::from(value))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::from(value))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> Result<serde_json::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(UniqueJson(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<serde_json::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let UniqueJson(value) = map.next_value()?;
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate key `{key}`"
+                )));
+            }
+            object.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(object))
+    }
+}
+
 impl Input {
     /// `followup = (next-turn, wake)`.
     pub fn followup(message: Message) -> Self {

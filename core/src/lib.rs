@@ -24,7 +24,7 @@ pub use agent::{Agent, Status};
 pub use error::Refusal;
 pub use event::{
     Abort, Activity, AwaitPoint, Input, InputKind, Output, PreStepDecision, PreStepKind,
-    StepOutcome, dropped_key,
+    StepOutcome, UniqueJson, dropped_key,
 };
 pub use inbox::{Inbox, Inserted, Outcome, Splice};
 pub use message::{CancelCause, Cause, Message, MessageId, Source, Target, TurnEnd, Wakeup};

@@ -166,7 +166,7 @@ impl Report {
 mod trace {
     use std::fmt;
 
-    use courier_core::{Input, Stimulus, dropped_key};
+    use courier_core::{Input, Stimulus, UniqueJson, dropped_key};
     use serde::de::{Error, SeqAccess, Visitor};
     use serde::{Deserialize, Deserializer};
     use serde_json::Value;
@@ -188,9 +188,16 @@ mod trace {
 
         fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Vec<Stimulus>, A::Error> {
             let mut trace = Vec::new();
-            while let Some(item) = items.next_element::<Value>()? {
-                let stimulus = stimulus(&item)
-                    .map_err(|why| A::Error::custom(format!("trace[{}]: {why}", trace.len())))?;
+            // A key given twice in a stimulus is refused, not one of its
+            // values kept silently.
+            let index = |trace: &Vec<Stimulus>, why: &dyn fmt::Display| {
+                A::Error::custom(format!("trace[{}]: {why}", trace.len()))
+            };
+            while let Some(UniqueJson(item)) = items
+                .next_element()
+                .map_err(|error| index(&trace, &error))?
+            {
+                let stimulus = stimulus(&item).map_err(|why| index(&trace, &why))?;
                 trace.push(stimulus);
             }
             Ok(trace)
@@ -339,6 +346,15 @@ mod tests {
             (
                 r#"{"input":"cancel","cause":{"kind":"user","reason":"x\n"},"keep_inbox":false}"#,
                 "trace[2]: unknown key `cause.reason`",
+            ),
+            // A key given twice: serde_json kept the last (`fail` replayed).
+            (
+                r#"{"input":"when-idle","input":"dispose"}"#,
+                "trace[2]: duplicate key `input`",
+            ),
+            (
+                r#"{"input":"cancel","cause":{"kind":"user","kind":"parent"},"keep_inbox":false}"#,
+                "trace[2]: duplicate key `kind`",
             ),
         ] {
             let text = good.replacen(followup, stimulus, 1);

@@ -522,7 +522,7 @@ impl From<String> for Broke {
 /// One line of an answer: its value, or `None` for the settle marker.
 fn answer_line(text: &str) -> Result<Option<Value>, String> {
     // A key given twice is refused, as the core's server refuses it.
-    let super::serve::Unique(value) = serde_json::from_str(text)
+    let courier_core::UniqueJson(value) = serde_json::from_str(text)
         .map_err(|error| format!("its line `{}` is not JSON: {error}", shown(&text)))?;
     if value == serde_json::json!({ "settled": true }) {
         return Ok(None);

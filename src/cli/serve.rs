@@ -14,6 +14,7 @@ use std::time::Instant;
 use courier::claim;
 use courier::files;
 use courier::variant::MutantArg;
+use courier_core::UniqueJson;
 use courier_core::log::{SessionHeader, durable_line, lone_surrogate_escapes};
 use courier_core::transcript::Runner;
 use courier_core::{Agent, Input, Output, Status, Stimulus, Target};
@@ -162,7 +163,7 @@ fn read_line(bytes: &[u8]) -> Result<Option<Value>, String> {
         return Ok(None);
     }
     match serde_json::from_str(text) {
-        Ok(Unique(value)) => Ok(Some(value)),
+        Ok(UniqueJson(value)) => Ok(Some(value)),
         Err(reason) if reason.is_data() => Err(reason.to_string()),
         Err(reason) => Err(match lone_surrogate_escapes(text).next() {
             // serde_json's word for it is "unexpected end of hex escape".
@@ -441,77 +442,6 @@ fn kind_of(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-/// A JSON value read refusing a key given twice in one object, at any
-/// depth: serde_json keeps the last silently, so `{"query":"inbox",
-/// "query":"status"}` would be answered as one of the two.
-pub(crate) struct Unique(pub(crate) Value);
-
-impl<'de> serde::Deserialize<'de> for Unique {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(UniqueVisitor).map(Unique)
-    }
-}
-
-struct UniqueVisitor;
-
-impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
-    type Value = Value;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
-        formatter.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
-        Ok(Value::Bool(value))
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
-        Ok(Value::from(value))
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
-        Ok(Value::from(value))
-    }
-
-    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
-        Ok(Value::from(value))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
-        Ok(Value::from(value))
-    }
-
-    fn visit_string<E>(self, value: String) -> Result<Value, E> {
-        Ok(Value::String(value))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(Unique(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = serde_json::Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let Unique(value) = map.next_value()?;
-            if object.contains_key(&key) {
-                return Err(serde::de::Error::custom(format_args!(
-                    "duplicate key `{key}`"
-                )));
-            }
-            object.insert(key, value);
-        }
-        Ok(Value::Object(object))
     }
 }
 
