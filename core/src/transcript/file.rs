@@ -15,8 +15,9 @@ use crate::agent::Agent;
 /// the file byte for byte wherever its outputs did not change.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Item {
-    /// A comment or blank line outside a block, as written (with its line
-    /// ending, if it has one).
+    /// Comment and blank lines outside a block, as written (with their
+    /// line endings; [`Items`] yields one line each, [`Script::parse`]
+    /// joins those in a row).
     Text(String),
     /// A command with its expected output.
     Block(Block),
@@ -437,9 +438,10 @@ impl Rewriter {
         }
     }
 
-    /// Appends `raw`, a comment or blank line, to `text`.
+    /// Appends `raw`, comment and blank lines, to `text`.
     pub fn text(&mut self, raw: &str, text: &mut String) {
-        if std::mem::take(&mut self.owed) && !is_blank(raw) {
+        let first = raw.split_inclusive('\n').next().unwrap_or(raw);
+        if std::mem::take(&mut self.owed) && !is_blank(first) {
             text.push_str(self.newline);
         }
         text.push_str(raw);
@@ -507,7 +509,12 @@ impl Script {
                 Unreadable::Read(never) => match never {},
             })?;
             outline.add(&item);
-            items.push(item);
+            // Comments and blank lines in a row are one item: a file of
+            // millions of them costs its bytes, not an item per line.
+            match (items.last_mut(), item) {
+                (Some(Item::Text(text)), Item::Text(raw)) => text.push_str(&raw),
+                (_, item) => items.push(item),
+            }
         }
         outline.check()?;
         Ok(Script {
@@ -634,5 +641,29 @@ mod tests {
             let error = Script::parse(inside).expect_err("a layout error");
             assert_eq!(error.line, 4, "{inside:?}");
         }
+    }
+
+    /// Comments and blank lines in a row are one item (a file of millions
+    /// of them made `diagram` hold an item each: 135 bytes a line), and a
+    /// rewrite is as it was item by item.
+    #[test]
+    fn comments_and_blank_lines_in_a_row_are_one_item_and_render_as_written() {
+        let text = "# a\n\n# b\nstatus\n----\nwrong\n\n\n# c\nstatus\n----\nwrong\n";
+        let script = Script::parse(text).expect("a transcript");
+        let texts: Vec<&str> = script
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Text(raw) => Some(raw.as_str()),
+                Item::Block(_) => None,
+            })
+            .collect();
+        assert_eq!(texts, ["# a\n\n# b\n", "\n# c\n"]);
+        let printed = |line: &str| vec![vec![line.to_owned()], vec![line.to_owned()]];
+        assert_eq!(script.render(&printed("wrong")), text);
+        assert_eq!(
+            script.render(&printed("idle")),
+            "# a\n\n# b\nstatus\n----\nidle\n\n\n# c\nstatus\n----\nidle\n\n"
+        );
     }
 }
