@@ -908,6 +908,19 @@ pub fn named<N: AsRef<std::ffi::OsStr> + ?Sized>(name: &N) -> Named<'_> {
     Named(name.as_ref())
 }
 
+/// A path as a word a shell reads back as that path, for a command printed
+/// to be copied (`replay: courier replay <path>`): as written when it needs
+/// no quoting, else quoted (`'a b;c.json'`). A name [`named`] escapes (a
+/// control character, bytes that are not UTF-8) prints as it does there,
+/// which no shell reads back, rather than as bytes that act on a terminal.
+pub fn shell_word(path: &Path) -> String {
+    let named = named(path);
+    match named.plain().and_then(|text| shlex::try_quote(text).ok()) {
+        Some(word) => word.into_owned(),
+        None => named.to_string(),
+    }
+}
+
 /// A name to print: see [`named`].
 #[derive(Clone, Copy, Debug)]
 pub struct Named<'a>(&'a std::ffi::OsStr);

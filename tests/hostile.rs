@@ -1885,6 +1885,51 @@ fn stay_linear_a_long_block_that_differs_everywhere_is_diffed_in_one_pass() {
     }
 }
 
+/// The commands a failing `sim` prints to be copied read back through a
+/// shell as printed, whatever the report's name: it is quoted when it
+/// must be (`a b;rm x.json` ran `rm`), and `rerun` keeps `--report`.
+#[cfg(feature = "mutants")]
+#[test]
+fn truthful_printed_commands_are_quoted_for_a_shell() {
+    let folder = folder();
+    let name = "a b;touch pwned.json";
+    let output = courier()
+        .args([
+            "sim", "--mutant", "no-latch", "--seeds", "0..5", "--report", name,
+        ])
+        .current_dir(folder.path())
+        .output()
+        .expect("courier runs");
+    let stderr = String::from_utf8_lossy(&output.stdout) + String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let quoted = "'a b;touch pwned.json'";
+    let printed = |label: &str| {
+        let line = stderr
+            .lines()
+            .find_map(|line| line.strip_prefix(label))
+            .unwrap_or_else(|| panic!("no {label} line: {stderr}"));
+        line.replacen("courier", env!("CARGO_BIN_EXE_courier"), 1)
+    };
+    assert!(
+        printed("rerun: ").ends_with(&format!(" --report {quoted}")),
+        "{stderr}"
+    );
+    let replay = printed("replay: ");
+    assert!(replay.ends_with(quoted), "{replay}");
+    let replayed = Command::new("sh")
+        .args(["-c", &replay])
+        .current_dir(folder.path())
+        .output()
+        .expect("sh runs");
+    let said = String::from_utf8_lossy(&replayed.stderr);
+    assert_eq!(
+        replayed.status.code(),
+        Some(1),
+        "the violation again: {said}"
+    );
+    assert!(!folder.path().join("pwned.json").exists());
+}
+
 /// A file of the user's that has a default output's name is kept: `check`
 /// (no `--out`) and `sim` (no `--report`) replace only a counterexample or
 /// a race report they wrote before, and print what they found instead

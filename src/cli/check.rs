@@ -184,7 +184,7 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
                 Ok(()) => {
                     let length = counterexample.trace.len();
                     let noun = if length == 1 { "command" } else { "commands" };
-                    let out = files::named(args.out());
+                    let out = files::shell_word(args.out());
                     courier::status!("shortest counterexample ({length} {noun}) written to {out}");
                 }
                 Err(error) => {
@@ -212,7 +212,7 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
 /// The counterexample as a transcript of the explored variant, with a line
 /// saying how to replay it.
 fn transcript(args: &Args, space: &Space, counterexample: &Counterexample) -> String {
-    let out = files::named(args.out());
+    let out = files::shell_word(args.out());
     let replay = match &args.mutant {
         Some(name) => format!("{REPLAY}--mutant {name} {out}\n"),
         None => format!("{REPLAY}{out}\n"),

@@ -361,8 +361,9 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
         run.restarts
     );
     print_diagram(args, &path, &report);
-    courier::status!("replay: courier replay {shown}");
-    courier::status!("shrink: courier shrink {shown} --out shrunk.txn");
+    let word = files::shell_word(&path);
+    courier::status!("replay: courier replay {word}");
+    courier::status!("shrink: courier shrink {word} --out shrunk.txn");
     courier::status!("rerun: {}", rerun_command(args, run.seed));
     ExitCode::from(1)
 }
@@ -389,7 +390,10 @@ fn rerun_command(args: &Args, seed: u64) -> String {
     } else {
         ""
     };
-    format!("courier sim --seeds {seed}{mutant}{bound}{restarts}")
+    let report = args.report.as_ref().map_or_else(String::new, |path| {
+        format!(" --report {}", files::shell_word(path))
+    });
+    format!("courier sim --seeds {seed}{mutant}{bound}{restarts}{report}")
 }
 
 /// Inputs per second as a short figure (`2.1M`, `830k`).
