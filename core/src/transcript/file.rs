@@ -186,9 +186,15 @@ where
             return Some(Ok(Item::Text(raw.to_owned())));
         }
         if is_dashes(line) {
+            // Only a comment or blank line can come before it here (a
+            // block reads its own `----`).
+            let reason = match number {
+                1 => "`----` without a command before it",
+                _ => "`----` after a comment or blank line: it goes right under its command",
+            };
             return Some(Err(Unreadable::Layout(LayoutError {
                 line: number,
-                reason: "`----` without a command before it",
+                reason,
             })));
         }
         // Not blank (a no-break space is text), yet no command either: read
@@ -640,6 +646,29 @@ mod tests {
         ] {
             let error = Script::parse(inside).expect_err("a layout error");
             assert_eq!(error.line, 4, "{inside:?}");
+        }
+    }
+
+    /// A `----` no command stands right above says what does: nothing (the
+    /// file's first line) or a comment or blank line between them (it read
+    /// "without a command before it", though a command was there).
+    #[test]
+    fn a_separator_away_from_its_command_says_what_is_between() {
+        for (text, line, reason) in [
+            ("----\nstatus\n", 1, "`----` without a command before it"),
+            (
+                "followup A\n# note\n----\n",
+                3,
+                "`----` after a comment or blank line: it goes right under its command",
+            ),
+            (
+                "status\n\n----\nidle\n",
+                3,
+                "`----` after a comment or blank line: it goes right under its command",
+            ),
+        ] {
+            let error = Script::parse(text).expect_err("a layout error");
+            assert_eq!((error.line, error.reason), (line, reason), "{text:?}");
         }
     }
 
