@@ -1930,6 +1930,36 @@ fn truthful_printed_commands_are_quoted_for_a_shell() {
     assert!(!folder.path().join("pwned.json").exists());
 }
 
+/// A file whose lines end in a lone carriage return (classic Mac) reads as
+/// one line: `run` and `validate` say so. Before, `run` said only "no line
+/// is a command" and `validate` "a torn only line, as a crash leaves it".
+#[test]
+fn truthful_lines_ending_in_a_lone_carriage_return_are_named() {
+    let folder = folder();
+    let hint = "its lines end in a lone carriage return, which ends no line: only LF and CRLF do";
+    let transcript = write(
+        &folder,
+        "cr.txn",
+        "followup A\r----\rspliced next-turn@0 +A\r",
+    );
+    let (code, _, stderr) = run(&["run", &text(&transcript)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains(hint), "{stderr}");
+    let log = write(
+        &folder,
+        "cr.jsonl",
+        "{\"type\":\"session\",\"version\":0,\"id\":\"s\"}\r{\"type\":\"turn/start\",\"data\":{\"turn\":1}}\r",
+    );
+    let (code, _, stderr) = run(&["validate", &text(&log)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains(hint), "{stderr}");
+    assert!(!stderr.contains("torn"), "{stderr}");
+    // CRLF ends lines: no hint.
+    let crlf = write(&folder, "crlf.txn", "status\r\n----\r\nidle\r\n");
+    let (code, stdout, stderr) = run(&["run", &text(&crlf)]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+}
+
 /// A file of the user's that has a default output's name is kept: `check`
 /// (no `--out`) and `sim` (no `--report`) replace only a counterexample or
 /// a race report they wrote before, and print what they found instead

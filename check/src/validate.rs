@@ -42,7 +42,8 @@ use std::io::{BufRead, Read};
 use crate::goal::GoalRounds;
 use crate::{History, Mode, Violation};
 use courier_core::log::{
-    BLANK_LINE, BOM_HINT, Conversions, EndSeed, LineError, LogLine, Reader, utf16_hint,
+    BLANK_LINE, BOM_HINT, Conversions, EndSeed, LineError, LogLine, Reader, lone_cr_hint,
+    utf16_hint,
 };
 use courier_core::transcript::parse_command;
 
@@ -130,9 +131,12 @@ pub fn validate<R: BufRead>(
             // said, not dropped (the user asked for a verdict on every line;
             // a resume is what drops it).
             let last = !terminated || reader.fill_buf().is_ok_and(<[u8]>::is_empty);
+            let lone_cr = lone_cr_hint(text);
             let torn = if text.starts_with('\u{feff}') {
                 // dsh's loader (JSON.parse) refuses it too.
                 BOM_HINT
+            } else if !lone_cr.is_empty() {
+                lone_cr
             } else if not_json && last && line == 1 {
                 // Its header torn: nothing of the session was kept, and
                 // `courier repair` refuses it (nothing to resume).

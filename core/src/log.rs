@@ -746,6 +746,21 @@ pub const BLANK_LINE: &str = "a blank line: not JSON (dsh's loader refuses it to
 /// no JSON parser reads it, and it is no torn tail either.
 pub const BOM_HINT: &str = " (the line starts with a byte order mark: save the file without one)";
 
+/// What to add about a line holding a carriage return that no line feed
+/// follows (a file saved with classic Mac line ends): only `\n` and `\r\n`
+/// end a line, so such a file reads as one long line. One wording for
+/// every reader of a user's file (transcripts, `validate`, `repair`).
+pub fn lone_cr_hint(line: &str) -> &'static str {
+    let bytes = line.as_bytes();
+    let lone = memchr::memchr_iter(b'\r', bytes).any(|at| bytes.get(at + 1) != Some(&b'\n'));
+    match lone {
+        true => {
+            " (its lines end in a lone carriage return, which ends no line: only LF and CRLF do)"
+        }
+        false => "",
+    }
+}
+
 /// What to add to "not UTF-8" about a file whose first bytes are `start`,
 /// when they are a UTF-16 byte order mark (an editor on Windows saves one
 /// so): every byte after it reads as invalid UTF-8, and "byte 1 is

@@ -364,6 +364,8 @@ where
 pub struct Outline {
     first_block: Option<usize>,
     commands: bool,
+    /// A line read before the first command holds a lone carriage return.
+    lone_cr: bool,
     /// `None` until a `restart`.
     lose_total: Option<usize>,
 }
@@ -371,6 +373,9 @@ pub struct Outline {
 impl Outline {
     /// Notes the next item.
     pub fn add(&mut self, item: &Item) {
+        if !self.commands && !self.lone_cr {
+            self.lone_cr = !crate::log::lone_cr_hint(item.raw()).is_empty();
+        }
         let block = match item {
             Item::Text(_) => return,
             Item::Block(block) => block,
@@ -410,7 +415,13 @@ impl Outline {
         }
         Err(LayoutError {
             line: self.first_block.unwrap_or(1),
-            reason: "not a transcript: no line is a command (SPEC §9)",
+            reason: match self.lone_cr {
+                false => "not a transcript: no line is a command (SPEC §9)",
+                true => {
+                    "not a transcript: no line is a command (SPEC §9); its lines end in a lone \
+                     carriage return, which ends no line: only LF and CRLF do"
+                }
+            },
         })
     }
 
