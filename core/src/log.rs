@@ -749,7 +749,7 @@ pub const BOM_HINT: &str = " (the line starts with a byte order mark: save the f
 /// What to add about a line holding a carriage return that no line feed
 /// follows (a file saved with classic Mac line ends): only `\n` and `\r\n`
 /// end a line, so such a file reads as one long line. One wording for
-/// every reader of a user's file (transcripts, `validate`, `repair`).
+/// the readers of a user's transcript or log (`run`, `diagram`, `validate`).
 pub fn lone_cr_hint(line: &str) -> &'static str {
     let bytes = line.as_bytes();
     let lone = memchr::memchr_iter(b'\r', bytes).any(|at| bytes.get(at + 1) != Some(&b'\n'));
