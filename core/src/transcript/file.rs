@@ -474,12 +474,22 @@ impl Rewriter {
             text.push_str(&block.raw);
             return;
         }
-        // The command line as written, trailing spaces and all.
-        let written = block.raw.lines().next().unwrap_or_default();
-        text.push_str(written);
-        text.push_str(self.newline);
-        text.push_str("----");
-        text.push_str(self.newline);
+        // The command and `----` lines as written, trailing spaces and
+        // line endings too (a file may mix them); a `----` is added in the
+        // file's line ending, as is one for a last line that has none.
+        let mut written = block.raw.split_inclusive('\n');
+        let command = written.next().unwrap_or_default();
+        let dashes = block
+            .expected
+            .as_ref()
+            .and(written.next())
+            .unwrap_or("----");
+        for line in [command, dashes] {
+            text.push_str(line);
+            if !line.ends_with('\n') {
+                text.push_str(self.newline);
+            }
+        }
         for line in printed {
             text.push_str(line);
             text.push_str(self.newline);
@@ -658,6 +668,22 @@ mod tests {
             let error = Script::parse(inside).expect_err("a layout error");
             assert_eq!(error.line, 4, "{inside:?}");
         }
+    }
+
+    /// A rewritten block keeps its command and `----` lines as written,
+    /// trailing spaces and line endings too, in a file that mixes them;
+    /// the lines it writes anew take the file's ending (its first line's).
+    /// Before, both were written again in the file's ending, and `----  `
+    /// lost its spaces.
+    #[test]
+    fn a_rewritten_block_keeps_its_command_and_separator_lines_as_written() {
+        let text = "status\r\n----\r\nidle\r\n\r\nstatus  \n----  \nwrong\n\nstatus";
+        let script = Script::parse(text).expect("a transcript");
+        let idle = || vec!["idle".to_owned()];
+        assert_eq!(
+            script.render(&[idle(), idle(), idle()]),
+            "status\r\n----\r\nidle\r\n\r\nstatus  \n----  \nidle\r\n\nstatus\r\n----\r\nidle\r\n\r\n"
+        );
     }
 
     /// A `----` no command stands right above says what does: nothing (the
