@@ -120,12 +120,18 @@ pub fn check_beside(flag: &str, path: &Path) -> Result<(), String> {
 /// Why `path` cannot be an output, if it cannot: a folder, a read-only
 /// file (a rename over it would go around its mode), or a dangling link.
 fn unwritable(path: &Path) -> Option<&'static str> {
-    let Ok(meta) = fs::metadata(path) else {
+    let meta = match fs::metadata(path) {
+        Ok(meta) => meta,
         // A rename would replace the user's link with a file (and where it
         // points is not for us to create).
-        return fs::symlink_metadata(path)
-            .is_ok_and(|meta| meta.file_type().is_symlink())
-            .then_some("is a link to a file that does not exist: refused");
+        Err(error) => {
+            let link = fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+            return match error.kind() {
+                _ if !link => None,
+                io::ErrorKind::NotFound => Some("is a link to a file that does not exist: refused"),
+                _ => Some("is a link that leads to no file (a loop of links?): refused"),
+            };
+        }
     };
     if meta.is_dir() {
         Some("is a folder, not a file")

@@ -406,6 +406,32 @@ fn never_destroy_a_dangling_link_output_is_refused_and_kept() {
     }
 }
 
+/// An output that is a loop of links is refused naming a loop, not a
+/// missing file (which it said before), and the links stay.
+#[cfg(unix)]
+#[test]
+fn never_destroy_a_loop_of_links_as_an_output_is_refused_and_kept() {
+    let folder = folder();
+    let transcript = write(&folder, "x.txn", PASSING);
+    let (one, two) = (folder.path().join("one.svg"), folder.path().join("two.svg"));
+    std::os::unix::fs::symlink(&two, &one).unwrap();
+    std::os::unix::fs::symlink(&one, &two).unwrap();
+    let (code, stdout, stderr) = run(&["diagram", &text(&transcript), "--out", &text(&one)]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("is a link that leads to no file (a loop of links?)"),
+        "{stderr}"
+    );
+    for link in [&one, &two] {
+        assert!(
+            std::fs::symlink_metadata(link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn never_destroy_a_device_output_is_written_in_place_not_replaced() {
