@@ -27,7 +27,7 @@ use std::path::Path;
 
 use courier_core::log::{
     BLANK_LINE, BOM_HINT, END_SEED_LINE, EndSeed, LineError, LogLine, Reader, SessionHeader,
-    durable_line, utf16_hint,
+    durable_line, lone_cr_hint, utf16_hint,
 };
 use courier_core::{Agent, MessageId, Output, Replay, Target};
 
@@ -169,6 +169,7 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
             })
             .and_then(|text| parse(&mut lines, text));
         match (complete, parsed) {
+            (_, Err(Bad::Edited(reason))) => return Err(corrupt(reason)),
             (false, _) => {
                 state.torn = Some(Torn::NoNewline { line });
                 break;
@@ -192,6 +193,9 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
 enum Bad {
     NotJson(String),
     Shape(String),
+    /// Made by an editor (lines ending in a lone carriage return), not by
+    /// a crash: refused even as the unterminated last line.
+    Edited(String),
 }
 
 /// A line's event, read by the core's one log reader (which converts dsh's
@@ -201,6 +205,9 @@ fn parse(lines: &mut Reader, text: &str) -> Result<LogLine, Bad> {
         return Err(Bad::NotJson(BLANK_LINE.into()));
     }
     lines.line(text).map_err(|error| match error {
+        LineError::NotJson(_) if !lone_cr_hint(text).is_empty() => {
+            Bad::Edited(format!("not JSON: {error}{}", lone_cr_hint(text)))
+        }
         LineError::NotJson(_) => Bad::NotJson(format!("not JSON: {error}")),
         LineError::Shape(_) | LineError::Refused(_) => {
             Bad::Shape(format!("not a valid event: {error}"))
@@ -431,6 +438,19 @@ mod tests {
         }
         let error = read_lines(&[&marked, SEND_A], "").unwrap_err();
         assert_eq!(error.line, 1, "{error}");
+    }
+
+    /// A file saved with lone carriage returns reads as one line; that is
+    /// no crash's torn tail (dsh ends lines with LF), so it is refused with
+    /// the hint, terminated or not, never resumed as an empty log.
+    #[test]
+    fn lone_carriage_returns_are_refused_with_the_hint_not_torn() {
+        let mac = [HEADER, SEND_A].join("\r");
+        for tail in ["", "\r", "\n"] {
+            let error = read(format!("{mac}{tail}").as_bytes()).unwrap_err();
+            assert_eq!(error.line, 1, "{error}");
+            assert!(error.reason.contains("lone carriage return"), "{error}");
+        }
     }
 
     /// The boundary is the marker that ends the `seedLength` events dsh

@@ -39,7 +39,10 @@ pub fn load(file: &Path, mutant: Option<&str>) -> Result<Diagram, String> {
 pub fn from_transcript(file: &Path, text: &str, mutant: Option<&str>) -> Result<Diagram, String> {
     let script = Script::parse(text).map_err(|error| error.to_string())?;
     drawable(script.blocks().count())?;
-    let named = named_variant(text);
+    let named = match mutant {
+        Some(_) => None,
+        None => named_variant(text)?,
+    };
     let (agent, variant, note) = match (mutant, &named) {
         (Some(flag), _) => (flagged(flag)?, Some(flag), None),
         (None, None) => (fresh_agent(None)?, None, None),
@@ -167,9 +170,10 @@ fn flagged(mutant: &str) -> Result<Agent, String> {
 }
 
 /// The planted bug a transcript's comments name, if any, and the 1-based
-/// line naming it.
-fn named_variant(text: &str) -> Option<(usize, String)> {
-    text.lines().enumerate().find_map(|(index, line)| {
+/// line naming it. Two lines naming different variants are refused: which
+/// one the file means is the user's to say (`--mutant`).
+fn named_variant(text: &str) -> Result<Option<(usize, String)>, String> {
+    let mut named = text.lines().enumerate().filter_map(|(index, line)| {
         let comment = line.strip_prefix('#')?.trim();
         let name = match comment.strip_prefix("mutant:") {
             Some(name) => name.trim(),
@@ -180,8 +184,20 @@ fn named_variant(text: &str) -> Option<(usize, String)> {
                 words.next()?
             }
         };
-        Some((index + 1, name.to_owned()))
-    })
+        Some((index + 1, name))
+    });
+    let Some((line, name)) = named.next() else {
+        return Ok(None);
+    };
+    match named.find(|(_, other)| *other != name) {
+        None => Ok(Some((line, name.to_owned()))),
+        Some((other_line, other)) => Err(format!(
+            "line {line} names the variant {} and line {other_line} names {}: \
+             say which to draw with --mutant",
+            crate::files::shown(&name),
+            crate::files::shown(&other)
+        )),
+    }
 }
 
 /// The file name and the variant it ran on.
@@ -238,10 +254,30 @@ mod tests {
     #[test]
     fn a_transcript_names_its_variant_in_a_comment() {
         let replay = "# replay: courier run --mutant no-latch ce.txn\n\nfollowup A\n";
-        assert_eq!(named_variant(replay), Some((1, "no-latch".to_owned())));
+        assert_eq!(named_variant(replay), Ok(Some((1, "no-latch".to_owned()))));
         let shrunk = "# pins: x\n# mutant: early-idle\n";
-        assert_eq!(named_variant(shrunk), Some((2, "early-idle".to_owned())));
-        assert_eq!(named_variant("# replay: courier run ce.txn\n"), None);
-        assert_eq!(named_variant("# m01 · planted bug `no-latch`\n"), None);
+        assert_eq!(
+            named_variant(shrunk),
+            Ok(Some((2, "early-idle".to_owned())))
+        );
+        assert_eq!(named_variant("# replay: courier run ce.txn\n"), Ok(None));
+        assert_eq!(named_variant("# m01 · planted bug `no-latch`\n"), Ok(None));
+    }
+
+    /// The same variant named twice is one; two different ones are refused,
+    /// naming both lines, rather than drawing the first silently.
+    #[test]
+    fn two_different_variants_named_are_refused() {
+        let twice = "# mutant: no-latch\n# replay: courier run --mutant no-latch x.txn\n";
+        assert_eq!(named_variant(twice), Ok(Some((1, "no-latch".to_owned()))));
+        let error = named_variant("# mutant: no-latch\n\n# mutant: early-idle\n").unwrap_err();
+        assert!(
+            error.contains("line 1") && error.contains("line 3"),
+            "{error}"
+        );
+        assert!(
+            error.contains("early-idle") && error.contains("--mutant"),
+            "{error}"
+        );
     }
 }
