@@ -89,7 +89,7 @@ pub(crate) enum Gap {
     /// twice; the contract fails the step, dsh opens it (SPEC gap).
     EntersPendingOrRepeatedId,
     /// README §3: a restart the adapter cannot do because dsh left no
-    /// session file (nothing flushed yet, or the session was disposed).
+    /// session file (no durable event yet, or the session was disposed).
     RestartWithoutSessionFile,
 }
 
@@ -206,8 +206,10 @@ fn enters_pending_or_repeated_id(divergence: &Divergence<'_>) -> bool {
 }
 
 /// Gap 3: the command is a restart the other side answered `unsupported`,
-/// and dsh could have no session file: no turn ended (dsh's first flush)
-/// since the start, or a dispose came since the last restart.
+/// and dsh could have no session file: the adapter flushes before every
+/// restart, but dsh writes no file for a session with no durable event yet
+/// (none printed since the start), and a finished dispose since the last
+/// restart removes it.
 fn restart_without_session_file(divergence: &Divergence<'_>) -> bool {
     let Some(Command::Restart { .. }) = divergence.command else {
         return false;
@@ -216,11 +218,25 @@ fn restart_without_session_file(divergence: &Divergence<'_>) -> bool {
         .actual
         .first()
         .is_some_and(|line| line.starts_with("error: unsupported: restart"));
-    let flushed = divergence
+    let kept_nothing = !divergence
         .earlier
         .iter()
-        .any(|earlier| earlier.printed.iter().any(|l| l.starts_with("turn/end ")));
-    unsupported && (!flushed || disposed_since_restart(divergence.earlier))
+        .any(|earlier| earlier.printed.iter().any(|line| printed_durable(line)));
+    unsupported && (kept_nothing || disposed_since_restart(divergence.earlier))
+}
+
+/// Whether a printed line is a durable output's (SPEC §10's forms: the
+/// live ones start with `~`; errors and queries are no outputs).
+fn printed_durable(line: &str) -> bool {
+    const DURABLE: [&str; 6] = [
+        "spliced ",
+        "turn/start ",
+        "step/start ",
+        "user/message ",
+        "step/end ",
+        "turn/end ",
+    ];
+    DURABLE.iter().any(|prefix| line.starts_with(prefix))
 }
 
 /// Whether a `dispose` came after the last restart of `earlier` (disposal
@@ -583,12 +599,19 @@ mod tests {
     }
 
     #[test]
-    fn gap_3_covers_a_restart_before_any_flush_or_after_a_dispose() {
+    fn gap_3_covers_a_restart_of_an_empty_log_or_after_a_dispose() {
         let unsupported = "error: unsupported: restart: dsh left no session file to resume";
+        let refused = earlier(&[("replace A B", "error: not-pending: A")]);
+        assert_eq!(
+            gap(&refused, "restart", "", unsupported),
+            Some(Gap::RestartWithoutSessionFile)
+        );
+        // Durable events but no turn end yet: dsh keeps a file, so an
+        // `unsupported` there is news.
         let before = earlier(&[STARTED]);
         assert_eq!(
             gap(&before, "restart", "turn/end 1 interrupted", unsupported),
-            Some(Gap::RestartWithoutSessionFile)
+            None
         );
         let ended = [
             STARTED,
