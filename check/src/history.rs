@@ -65,6 +65,9 @@ struct OpenTurn {
     /// Step 1 ended with nothing entered, which only a crash's closers may
     /// follow ([`Mode::Log`] only; see [`check_empty_first_step`]).
     empty_first_step: bool,
+    /// A send landed on `next-turn` since this turn began, so an abort's
+    /// latch may replay it ([`Mode::Log`] only; see [`Parked::Abort`]).
+    latchable: bool,
     /// Ids admitted in the open step.
     admitted: SmallVec<[MessageId; 2]>,
     /// `admitted`, indexed.
@@ -154,6 +157,13 @@ enum Parked {
     /// A restart: its `turn/end interrupted` closer, or the
     /// `session/end-seed` marker dsh's resume appends.
     Restart,
+    /// A turn ended `aborted` with work pending and no send onto
+    /// `next-turn` since it began: an abort parks what is pending (Decision
+    /// 4), and only a waking send accepted while aborted, which always
+    /// lands on `next-turn` (SPEC §5), latches a replay. (A send before the
+    /// abort looks the same in a log, so one since the turn began is let
+    /// through.)
+    Abort,
     /// Idle with nothing pending: a new session or fork, or a turn that
     /// ended with nothing pending (a normal end then retires, and a latch
     /// replays only pending work). A driver starts only at a waking send,
@@ -610,6 +620,11 @@ impl History {
             && inserted.len() == 1;
         if send {
             self.parked = None;
+            if let (Mode::Log, Target::NextTurn, Some(turn)) =
+                (self.mode, splice.target, self.turn.as_mut())
+            {
+                turn.latchable = true;
+            }
         }
         // The log-only checks come after those above, which name the
         // property of a splice that breaks both.
@@ -808,6 +823,15 @@ impl History {
                     ),
                 ));
             }
+            Some(Parked::Abort) => {
+                return Err(Violation::new(
+                    Property::StopParks,
+                    format!(
+                        "turn/start {number} after turn {} was aborted with work pending and no send onto next-turn since it began: an abort parks that work until a waking send",
+                        self.last_turn
+                    ),
+                ));
+            }
             Some(Parked::Restart) => {
                 return Err(Violation::new(
                     Property::NoWakeStaysIdle,
@@ -838,6 +862,7 @@ impl History {
             boundary_claims: SmallVec::new(),
             entered: false,
             empty_first_step: false,
+            latchable: false,
             admitted: SmallVec::new(),
             admitted_index: Index::default(),
             boundary: self.opened(Window::First),
@@ -957,6 +982,7 @@ impl History {
         let next_step = self.next_step.len();
         let turn = self.open("turn/end", number)?;
         let step = turn.last_step;
+        let latchable = turn.latchable;
         // A restart's repair writes the open step's `step/end` first.
         let property = match reason {
             TurnEnd::Interrupted => Property::ResumeCloses,
@@ -1003,6 +1029,9 @@ impl History {
                 TurnEnd::Blocked | TurnEnd::Error => Some(Parked::Stop),
                 TurnEnd::Completed if step == 0 => Some(Parked::Stop),
                 TurnEnd::Interrupted => Some(Parked::Restart),
+                TurnEnd::Aborted { .. } if self.has_pending() => {
+                    (!latchable).then_some(Parked::Abort)
+                }
                 TurnEnd::Completed | TurnEnd::MaxTokens | TurnEnd::Aborted { .. } => {
                     (!self.has_pending()).then_some(Parked::Idle)
                 }
