@@ -208,10 +208,28 @@ fn parse_count(word: &str) -> Option<usize> {
 
 /// Ids match `[A-Za-z0-9][A-Za-z0-9_.-]*`.
 fn parse_id(word: &str) -> Option<MessageId> {
+    is_id(word).then(|| MessageId::new(word))
+}
+
+/// An id as a transcript line shows it: as written when it is one by SPEC
+/// §10's pattern, else JSON-quoted (`"A B"`, `"a,b"`), so an id from a log,
+/// the runtime or another implementation never reads as two ids, or as
+/// none.
+pub fn shown_id(id: &MessageId) -> std::borrow::Cow<'_, str> {
+    match is_id(id.as_str()) {
+        true => std::borrow::Cow::Borrowed(id.as_str()),
+        false => {
+            std::borrow::Cow::Owned(serde_json::Value::String(id.as_str().to_owned()).to_string())
+        }
+    }
+}
+
+/// Whether `word` is an id as SPEC §10 spells them (`[A-Za-z0-9][A-Za-z0-9_.-]*`):
+/// what a transcript line can name.
+fn is_id(word: &str) -> bool {
     let mut characters = word.chars();
-    let first = characters.next()?.is_ascii_alphanumeric();
-    let rest = characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    (first && rest).then(|| MessageId::new(word))
+    let first = characters.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    first && characters.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
 /// `disposed` is not a cancel cause (use `dispose`); a hook needs a reason.
@@ -357,7 +375,7 @@ impl fmt::Display for Output {
                     write!(formatter, " -{}", splice.removed_count)?;
                 }
                 if !splice.inserted.is_empty() {
-                    let ids: Vec<&str> = splice.inserted.iter().map(|m| m.id().as_str()).collect();
+                    let ids: Vec<_> = splice.inserted.iter().map(|m| shown_id(m.id())).collect();
                     write!(formatter, " +{}", ids.join(","))?;
                 }
                 if splice.outcome.is_some() {
@@ -367,14 +385,18 @@ impl fmt::Display for Output {
             }
             Self::TurnStart { turn } => write!(formatter, "turn/start {turn}"),
             Self::StepStart { turn, step } => write!(formatter, "step/start {turn}.{step}"),
-            Self::UserMessage(message) => write!(formatter, "user/message {}", message.id()),
+            Self::UserMessage(message) => {
+                write!(formatter, "user/message {}", shown_id(message.id()))
+            }
             Self::StepEnd { turn, step } => write!(formatter, "step/end {turn}.{step}"),
             Self::TurnEnd { turn, reason } => write!(formatter, "turn/end {turn} {reason}"),
-            Self::Inserted { message } => write!(formatter, "~inserted {}", message.id()),
+            Self::Inserted { message } => write!(formatter, "~inserted {}", shown_id(message.id())),
             Self::Claimed { message, turn } => {
-                write!(formatter, "~claimed {} {turn}", message.id())
+                write!(formatter, "~claimed {} {turn}", shown_id(message.id()))
             }
-            Self::Discarded { message } => write!(formatter, "~discarded {}", message.id()),
+            Self::Discarded { message } => {
+                write!(formatter, "~discarded {}", shown_id(message.id()))
+            }
             Self::Status { status } => match status {
                 crate::event::Activity::Idle => formatter.write_str("~status idle"),
                 crate::event::Activity::Running => formatter.write_str("~status running"),
@@ -410,26 +432,40 @@ pub fn inbox_lines(agent: &Agent) -> Vec<String> {
             let mut line = format!("{}:", target.as_str());
             for message in agent.inbox().list(target) {
                 line.push(' ');
-                line.push_str(message.id().as_str());
+                line.push_str(&shown_id(message.id()));
             }
             line
         })
         .collect()
 }
 
-/// The cap on completions one `run` may feed; reaching it is a liveness
-/// failure, never a hang.
+/// The cap on completions one `run` may feed, past what the messages
+/// pending when it starts need ([`run_inputs_max`]); reaching it is a
+/// liveness failure, never a hang.
 pub const RUN_INPUTS_MAX: usize = 10_000;
 
-/// `run` did not reach idle within [`RUN_INPUTS_MAX`] completions.
+/// The completions one `run` may feed when `pending` messages wait: the
+/// correct design claims at least one message a turn, and a turn takes two
+/// completions (`pass`, `completed`), so a long inbox reaches idle within
+/// four per message; only a run that loops beyond that stalls.
+pub fn run_inputs_max(pending: usize) -> usize {
+    RUN_INPUTS_MAX.saturating_add(pending.saturating_mul(4))
+}
+
+/// `run` did not reach idle within the completions it was allowed
+/// ([`run_inputs_max`]).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Stalled;
+pub struct Stalled {
+    /// How many completions it fed.
+    pub completions: usize,
+}
 
 impl fmt::Display for Stalled {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             formatter,
-            "run did not reach idle within {RUN_INPUTS_MAX} completions"
+            "run did not reach idle within {} completions",
+            self.completions
         )
     }
 }
@@ -580,13 +616,14 @@ pub fn run_until_idle<D>(
     agent: impl Fn(&D) -> &Agent,
     mut feed: impl FnMut(&mut D, Input),
 ) -> Result<(), Stalled> {
-    for _ in 0..RUN_INPUTS_MAX {
+    let completions = run_inputs_max(agent(driven).inbox().len());
+    for _ in 0..completions {
         let Some(input) = default_completion(agent(driven)) else {
             return Ok(());
         };
         feed(driven, input);
     }
-    Err(Stalled)
+    Err(Stalled { completions })
 }
 
 /// Writes a transcript of `trace` run on `agent`: each stimulus as its

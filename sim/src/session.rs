@@ -18,8 +18,11 @@ use crate::hash::OutputHash;
 /// (TigerBeetle's VOPR resets its tick budget on each new reply).
 pub const STALL_INPUTS_MAX: usize = 16;
 
-/// A hard cap on the whole liveness phase, so even a core that keeps making
-/// "progress" forever ends in a reported failure, never a hang.
+/// A hard cap on the whole liveness phase, past what the messages pending
+/// when it starts need (four completions each, as a transcript's `run`
+/// allows: [`courier_core::transcript::run_inputs_max`]'s reasoning), so even a core that keeps
+/// making "progress" forever ends in a reported failure, never a hang,
+/// while a long inbox drains.
 pub const LIVENESS_INPUTS_MAX: usize = 4096;
 
 /// What a session keeps besides checking; the throughput path keeps
@@ -197,7 +200,8 @@ impl<'a> Session<'a> {
 
     fn settle_within(&mut self, stall_inputs_max: usize) -> Result<(), Violation> {
         let mut stalled = 0;
-        for _ in 0..LIVENESS_INPUTS_MAX {
+        let pending = self.harness.agent().inbox().len();
+        for _ in 0..LIVENESS_INPUTS_MAX.saturating_add(pending.saturating_mul(4)) {
             if self.harness.pending_reason().is_none() {
                 return Ok(());
             }

@@ -10,8 +10,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use courier::files::{self, shown};
-use courier_core::transcript::{Command, RUN_INPUTS_MAX, Stalled, parse_command};
-use courier_core::{AwaitPoint, Input, Output, PreStepDecision, Status, StepOutcome, Stimulus};
+use courier_core::transcript::{self, Command, Stalled, parse_command, run_inputs_max};
+use courier_core::{
+    AwaitPoint, Input, MessageId, Output, PreStepDecision, Status, StepOutcome, Stimulus,
+};
 use serde_json::Value;
 
 /// How long one answer may take, whole (a line trickled now and then does
@@ -364,30 +366,48 @@ impl Peer {
         }
     }
 
+    /// The `inbox` query's lists, next-turn first, as `target: ids` lines.
+    /// Ids as the transcript shows them ([`transcript::shown_id`]), so a
+    /// list the other side merged or split never reads as the contract's.
     fn inbox(&mut self) -> Result<Vec<String>, String> {
-        let value = self.query("inbox")??;
-        ["next-turn", "next-step"]
+        let lists = self.lists()?;
+        Ok(["next-turn", "next-step"]
             .into_iter()
-            .map(|target| {
-                let ids = value.get(target).and_then(Value::as_array);
-                let ids = ids.ok_or_else(|| format!("`{}` lacks `{target}`", shown(&value)))?;
+            .zip(lists)
+            .map(|(target, ids)| {
                 let mut line = format!("{target}:");
                 for id in ids {
-                    let id = id
-                        .as_str()
-                        .ok_or_else(|| format!("`{}` is not an id", shown(id)))?;
                     line.push(' ');
-                    line.push_str(&files::escaped(id));
+                    line.push_str(&transcript::shown_id(&MessageId::new(id)));
                 }
-                Ok(line)
+                line
             })
-            .collect()
+            .collect())
+    }
+
+    /// The ids the `inbox` query answers, next-turn's then next-step's.
+    fn lists(&mut self) -> Result<[Vec<String>; 2], String> {
+        let value = self.query("inbox")??;
+        let list = |target: &str| -> Result<Vec<String>, String> {
+            let ids = value.get(target).and_then(Value::as_array);
+            let ids = ids.ok_or_else(|| format!("`{}` lacks `{target}`", shown(&value)))?;
+            ids.iter()
+                .map(|id| {
+                    id.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| format!("`{}` is not an id", shown(id)))
+                })
+                .collect()
+        };
+        Ok([list("next-turn")?, list("next-step")?])
     }
 
     /// `run`: feed `pass` / `completed` while the queried status is running.
     fn run(&mut self) -> Result<Vec<String>, Broke> {
         let mut printed = Vec::new();
-        for _ in 0..RUN_INPUTS_MAX {
+        let pending = self.lists()?.iter().map(Vec::len).sum();
+        let completions = run_inputs_max(pending);
+        for _ in 0..completions {
             let input = match self.status()? {
                 Status::Idle => return Ok(printed),
                 Status::Running {
@@ -401,7 +421,7 @@ impl Peer {
             };
             printed.extend(self.apply(&Stimulus::Input(input))?);
         }
-        Err(Broke::Stalled(Stalled))
+        Err(Broke::Stalled(Stalled { completions }))
     }
 
     /// Executes one transcript command and returns what it printed.
