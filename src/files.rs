@@ -380,6 +380,8 @@ enum Stage {
         temporary: Temporary,
         target: PathBuf,
         permissions: Option<Permissions>,
+        /// The replaced file's owner (user, group), given back to it.
+        owner: Option<(u32, u32)>,
     },
     /// A device or pipe: written to a temporary file in the system's
     /// temporary folder (a writer may sync it or read it back, which a
@@ -422,6 +424,7 @@ impl Staged {
         Ok(Staged(Stage::Beside {
             temporary: Temporary::register(temporary),
             target,
+            owner: metadata.as_ref().and_then(owner),
             permissions: metadata.map(|meta| meta.permissions()),
         }))
     }
@@ -455,13 +458,13 @@ impl Staged {
     }
 
     fn finish(self, replacing: Replacing) -> io::Result<()> {
-        let (mut temporary, target, permissions) = match self.0 {
+        let (mut temporary, target, permissions, owner) = match self.0 {
             Stage::Beside {
                 temporary,
                 target,
                 permissions,
-                ..
-            } => (temporary, target, permissions),
+                owner,
+            } => (temporary, target, permissions, owner),
             Stage::InPlace { target, .. } if replacing == Replacing::Refused => {
                 return Err(io::Error::new(
                     io::ErrorKind::AlreadyExists,
@@ -485,12 +488,46 @@ impl Staged {
             None => default_permissions(temporary.file())?,
         };
         fs::set_permissions(temporary.path(), permissions)?;
+        give_back(temporary.file(), owner);
         temporary.persist(&target, replacing)?;
         if let Ok(folder) = File::open(folder_of(&target)) {
             let _best_effort = folder.sync_all();
         }
         Ok(())
     }
+}
+
+/// Who owns the file `meta` describes (user, group), where owners exist.
+fn owner(meta: &fs::Metadata) -> Option<(u32, u32)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.uid(), meta.gid()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// Gives the replacing file the replaced one's owner, so a rewrite by
+/// another user (root) does not take the user's file from them. Best
+/// effort: only a privileged process may give a file away, and one that
+/// cannot made the file its own owner could not change anyway.
+fn give_back(file: &File, owner: Option<(u32, u32)>) {
+    #[cfg(unix)]
+    if let Some((user, group)) = owner {
+        use std::os::unix::fs::MetadataExt;
+        let mine = file
+            .metadata()
+            .is_ok_and(|meta| (meta.uid(), meta.gid()) == (user, group));
+        if !mine {
+            let _best_effort = std::os::unix::fs::fchown(file, Some(user), Some(group));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (file, owner);
 }
 
 /// Whether a commit may replace a file at its target.

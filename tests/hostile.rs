@@ -168,6 +168,29 @@ fn never_destroy_rewrite_refuses_a_file_that_is_not_a_transcript() {
 /// `run --rewrite` given one file twice (by another spelling or a hard
 /// link) is refused before anything runs: it ran and rewrote it twice.
 #[cfg(unix)]
+/// A rewrite keeps the file's owner and mode: the rename puts a new file in
+/// its place, which would otherwise belong to whoever ran `courier` (root
+/// rewriting a user's transcript took it from them). Giving a file away
+/// needs privilege, so where this test cannot, it checks the mode only.
+#[cfg(unix)]
+#[test]
+fn never_destroy_a_rewrite_keeps_the_owner_and_mode() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let folder = folder();
+    let path = write(&folder, "owned.txn", "followup A\n----\nx\n");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
+    let given = std::os::unix::fs::chown(&path, Some(1234), Some(1235)).is_ok();
+    let (code, stdout, stderr) = run(&["run", "--rewrite", &text(&path)]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o751);
+    if given {
+        assert_eq!((meta.uid(), meta.gid()), (1234, 1235));
+    }
+    let rewritten = std::fs::read_to_string(&path).unwrap();
+    assert!(rewritten.contains("~inserted A"), "{rewritten}");
+}
+
 #[test]
 fn never_destroy_rewrite_refuses_one_file_given_twice() {
     let folder = folder();

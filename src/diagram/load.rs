@@ -179,7 +179,7 @@ fn named_variant(text: &str) -> Result<Option<(usize, String)>, String> {
             Some(name) => name.trim(),
             None => {
                 let replay = comment.strip_prefix("replay:")?;
-                let mut words = replay.split_whitespace();
+                let mut words = replay.split_ascii_whitespace();
                 words.find(|word| *word == "--mutant")?;
                 words.next()?
             }
