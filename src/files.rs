@@ -92,14 +92,22 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
 }
 
 /// Refuses a folder output (`flag` names it) that exists as something
-/// else, before any work; a folder not there yet is created when written.
+/// else, or whose own folder does not exist, before any work; a folder not
+/// there yet is created when written (only it: as for a file output, the
+/// folder it goes in must exist).
 pub fn check_folder(flag: &str, path: &Path) -> Result<(), String> {
     match fs::metadata(path) {
         Ok(meta) if !meta.is_dir() => Err(format!(
             "{flag} {}: not a folder (the output goes in a folder): refused",
             named(path)
         )),
-        _ => Ok(()),
+        Ok(_) => Ok(()),
+        Err(_) if !folder_of(path).is_dir() => Err(format!(
+            "{flag} {}: its folder {} does not exist",
+            named(path),
+            named(folder_of(path))
+        )),
+        Err(_) => Ok(()),
     }
 }
 

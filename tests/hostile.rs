@@ -1375,6 +1375,22 @@ fn truthful_sim_refuses_a_file_for_a_folder_and_names_an_empty_shard() {
     assert!(stderr.contains(&refusal), "{stderr}");
     assert!(stdout.is_empty(), "before any work: {stdout}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine\n");
+    // A folder in a folder that does not exist: refused before any work,
+    // and nothing made (before, the whole path was made after the run).
+    let deep = folder.path().join("no/such");
+    let (code, stdout, stderr) = run(&[
+        "sim",
+        "--seeds",
+        "0..2",
+        "--against",
+        "cat",
+        "--out",
+        &text(&deep),
+    ]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("its folder"), "{stderr}");
+    assert!(stdout.is_empty(), "before any work: {stdout}");
+    assert!(!folder.path().join("no").exists());
     let (code, stdout, stderr) = run(&["sim", "--seeds", "0..2", "--shard", "2/5"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("passed: 0 seeds"), "{stdout}");
@@ -2126,6 +2142,23 @@ fn truthful_check_messages_out_of_range_is_refused_naming_the_range() {
             "{messages}: {stderr}"
         );
     }
+}
+
+/// A request line past the protocol's 16 MiB is answered as a protocol
+/// error and skipped unread, and the server goes on serving (PROTOCOL.md:
+/// a bad line changes nothing). Before, it ended the server (exit 2).
+#[test]
+fn truthful_the_server_answers_an_overlong_line_and_goes_on() {
+    let long = "x".repeat((16 << 20) + 10);
+    let (code, stdout) = serve(&[&long, r#"{"query":"status"}"#]);
+    assert_eq!(code, Some(0), "{stdout}");
+    let expected = concat!(
+        r#"{"error":"line 1: longer than 16777216 bytes: not read"}"#,
+        "\n{\"settled\":true}\n",
+        r#"{"status":"idle"}"#,
+        "\n{\"settled\":true}\n"
+    );
+    assert_eq!(stdout, expected);
 }
 
 /// A protocol bench's log path is refused as every command's output is,

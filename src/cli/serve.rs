@@ -2,8 +2,8 @@
 //! protocol of docs/PROTOCOL.md, on stdin and stdout, so `courier run
 //! --against` can test any implementation of the design, this one included.
 //! Exit 0 at the end of stdin or when stdout closes, 2 when stdin cannot be
-//! read (or holds a line longer than 16 MiB), stdout cannot be written, or
-//! the mutant cannot be had.
+//! read, stdout cannot be written, or the mutant cannot be had (a line
+//! longer than 16 MiB is answered as a protocol error, skipped unread).
 
 use std::hint::black_box;
 use std::io::{BufRead, ErrorKind, Read, Write};
@@ -53,8 +53,17 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         {
             Ok(0) => return ExitCode::SUCCESS,
             Ok(read) if read as u64 > LINE_MAX => {
-                eprintln!("error: stdin line {number}: longer than {LINE_MAX} bytes");
-                return ExitCode::from(2);
+                // Its rest is skipped unread (memory stays bounded), and it
+                // is answered as any line that is not a request.
+                if let Err(error) = input.skip_until(b'\n') {
+                    eprintln!("error: cannot read stdin: {error}");
+                    return ExitCode::from(2);
+                }
+                let reason = format!("line {number}: longer than {LINE_MAX} bytes: not read");
+                match write_answer(&mut output, &[json!({ "error": reason }).to_string()]) {
+                    Ok(()) => continue,
+                    Err(error) => return closed(&error),
+                }
             }
             Ok(_) => {}
             Err(error) => {
@@ -65,20 +74,22 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         let Some(lines) = answer(&mut runner, &pristine, number, &bytes) else {
             continue;
         };
-        match write_answer(&mut output, &lines) {
-            Ok(()) => {}
-            Err(error) => {
-                files::stdout_failed(&error);
-                // A closed stdout means the client is gone: nothing left
-                // to say, and nothing went wrong.
-                return match error.kind() {
-                    ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-                    _ => ExitCode::from(2),
-                };
-            }
+        if let Err(error) = write_answer(&mut output, &lines) {
+            return closed(&error);
         }
     }
     ExitCode::SUCCESS
+}
+
+/// How serving ends when stdout fails: a closed stdout means the client is
+/// gone (nothing left to say, and nothing went wrong), anything else is an
+/// error.
+fn closed(error: &std::io::Error) -> ExitCode {
+    files::stdout_failed(error);
+    match error.kind() {
+        ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        _ => ExitCode::from(2),
+    }
 }
 
 fn write_answer(output: &mut impl Write, lines: &[String]) -> std::io::Result<()> {

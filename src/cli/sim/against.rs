@@ -515,9 +515,13 @@ fn write_divergence(prototype: &Agent, compared: &Compared, out: &Path) -> Resul
     if let Some(why) = divergence.foreign() {
         return Err(why);
     }
-    // A named directory that does not exist yet is the user's to create.
-    std::fs::create_dir_all(out)
-        .and_then(|()| divergence.replace(text))
+    // The named folder is made if missing (its own folder was checked to
+    // exist before the run).
+    let made = match std::fs::create_dir(out) {
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        made => made,
+    };
+    made.and_then(|()| divergence.replace(text))
         .map_err(|error| format!("{}: cannot write: {error}", files::named(&path)))?;
     Ok(path)
 }
