@@ -150,6 +150,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         bounds.restarts,
         if args.no_symmetry { "off" } else { "on" },
     );
+    super::warn_large_space("--messages", bounds.messages, bounds.restarts);
     let space = Space::new(bounds, agent, !args.no_symmetry);
     let started = Instant::now();
     let bar = progress_bar();

@@ -262,7 +262,9 @@ fn print_banner(args: &Args, seeds: &Range<u64>, jobs: usize) {
     }
     courier::status!("core debug assertions: {asserts}");
     if let Some(messages) = args.coverage_bound {
-        courier::status!("{}", bound::banner(bound::bounds(messages)));
+        let bounds = bound::bounds(messages);
+        courier::status!("{}", bound::banner(bounds));
+        super::warn_large_space("--coverage-bound", messages, bounds.restarts);
     }
 }
 
