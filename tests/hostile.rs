@@ -767,7 +767,8 @@ fn bounded_memory_an_endless_input_is_refused_at_the_cap() {
         let (code, _, stderr) = run(&[command, "/dev/zero"]);
         assert_eq!(code, Some(2), "{command}: {stderr}");
     }
-    // The protocol server reads a line at a time, each capped.
+    // The protocol server reads a line at a time, each capped: an overlong
+    // one is answered as an error, and one with no end in sight ends it.
     let zero = std::fs::File::open("/dev/zero").unwrap();
     let output = courier()
         .arg("serve-protocol")
@@ -777,6 +778,12 @@ fn bounded_memory_an_endless_input_is_refused_at_the_cap() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("stdin line 1: longer than"), "{stderr}");
+    assert!(stderr.contains("no line end within"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.starts_with(r#"{"error":"line 1: longer than"#),
+        "{stdout}"
+    );
 }
 
 #[test]

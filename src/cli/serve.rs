@@ -2,8 +2,9 @@
 //! protocol of docs/PROTOCOL.md, on stdin and stdout, so `courier run
 //! --against` can test any implementation of the design, this one included.
 //! Exit 0 at the end of stdin or when stdout closes, 2 when stdin cannot be
-//! read, stdout cannot be written, or the mutant cannot be had (a line
-//! longer than 16 MiB is answered as a protocol error, skipped unread).
+//! read (or a line goes on past 1 GiB more), stdout cannot be written, or the
+//! mutant cannot be had (a line longer than 16 MiB is answered as a
+//! protocol error, skipped unread).
 
 use std::hint::black_box;
 use std::io::{BufRead, ErrorKind, Read, Write};
@@ -35,6 +36,10 @@ const SETTLED: &str = r#"{"settled":true}"#;
 /// long is not one, and reading it whole would take the memory it asks).
 pub(crate) const LINE_MAX: u64 = 16 << 20;
 
+/// How much of an overlong line is skipped looking for its end before the
+/// input is taken for an endless stream.
+const SKIP_MAX: u64 = 1 << 30;
+
 pub(crate) fn main(args: &Args) -> ExitCode {
     let Some(agent) = super::agent(args.mutant) else {
         return ExitCode::from(2);
@@ -53,16 +58,28 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         {
             Ok(0) => return ExitCode::SUCCESS,
             Ok(read) if read as u64 > LINE_MAX => {
-                // Its rest is skipped unread (memory stays bounded), and it
-                // is answered as any line that is not a request.
-                if let Err(error) = input.skip_until(b'\n') {
-                    eprintln!("error: cannot read stdin: {error}");
-                    return ExitCode::from(2);
-                }
+                // Answered as any line that is not a request, then its rest
+                // is skipped unread (memory stays bounded); a line with no
+                // end in sight (`/dev/zero`) is no client's, and ends it.
                 let reason = format!("line {number}: longer than {LINE_MAX} bytes: not read");
-                match write_answer(&mut output, &[json!({ "error": reason }).to_string()]) {
-                    Ok(()) => continue,
-                    Err(error) => return closed(&error),
+                if let Err(error) =
+                    write_answer(&mut output, &[json!({ "error": reason }).to_string()])
+                {
+                    return closed(&error);
+                }
+                match (&mut input).take(SKIP_MAX).skip_until(b'\n') {
+                    Ok(skipped) if skipped as u64 == SKIP_MAX => {
+                        eprintln!(
+                            "error: stdin line {number}: longer than {LINE_MAX} bytes, \
+                             and no line end within {SKIP_MAX} more"
+                        );
+                        return ExitCode::from(2);
+                    }
+                    Ok(_) => continue,
+                    Err(error) => {
+                        eprintln!("error: cannot read stdin: {error}");
+                        return ExitCode::from(2);
+                    }
                 }
             }
             Ok(_) => {}

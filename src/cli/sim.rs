@@ -411,8 +411,11 @@ fn rate(count: u64, elapsed: Duration) -> String {
 /// `A..B` or `N` (meaning `N..N+1`).
 fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
     let number = |word: &str| {
-        word.parse::<u64>()
-            .map_err(|_| format!("`{word}` is not a seed (an integer from 0 to {})", u64::MAX))
+        word.bytes()
+            .all(|byte| byte.is_ascii_digit())
+            .then(|| word.parse::<u64>().ok())
+            .flatten()
+            .ok_or_else(|| format!("`{word}` is not a seed (an integer from 0 to {})", u64::MAX))
     };
     let range = match text.split_once("..") {
         Some((start, end)) => number(start)?..number(end)?,
@@ -437,6 +440,10 @@ fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
 fn parse_shard(text: &str) -> Result<(u64, u64), String> {
     let bad = || format!("`{text}` is not a shard `I/N` with 1 <= I <= N");
     let (index, count) = text.split_once('/').ok_or_else(bad)?;
+    let digits = |word: &str| word.bytes().all(|byte| byte.is_ascii_digit());
+    if !digits(index) || !digits(count) {
+        return Err(bad());
+    }
     let index: u64 = index.parse().map_err(|_| bad())?;
     let count: u64 = count.parse().map_err(|_| bad())?;
     if index == 0 || index > count {
@@ -466,6 +473,9 @@ mod tests {
         assert_eq!(parse_seeds("17"), Ok(17..18));
         assert!(parse_seeds("5..5").is_err());
         assert!(parse_seeds("a..b").is_err());
+        // Digits only, as every count the commands take: no sign.
+        assert!(parse_seeds("+5").is_err() && parse_seeds("0..+5").is_err());
+        assert!(parse_shard("+1/2").is_err() && parse_shard("1/+2").is_err());
     }
 
     #[test]
