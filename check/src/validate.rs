@@ -127,30 +127,11 @@ pub fn validate<R: BufRead>(
             })
         };
         let event = read.map_err(|(error, not_json)| {
-            // What a crash leaves (a final line that is not JSON, SPEC §11):
-            // said, not dropped (the user asked for a verdict on every line;
-            // a resume is what drops it).
             let last = !terminated || reader.fill_buf().is_ok_and(<[u8]>::is_empty);
-            let lone_cr = lone_cr_hint(text);
-            let torn = if text.starts_with('\u{feff}') {
-                // dsh's loader (JSON.parse) refuses it too.
-                BOM_HINT
-            } else if !lone_cr.is_empty() {
-                lone_cr
-            } else if not_json && last && line == 1 {
-                // Its header torn: nothing of the session was kept, and
-                // `courier repair` refuses it (nothing to resume).
-                " (a torn only line, as a crash leaves it: no `session` header was kept)"
-            } else if not_json && last {
-                " (a torn final line, as a crash leaves it: `courier repair` drops it)"
-            } else if not_json && line == 1 && transcript_like(text) {
-                " (a transcript? `courier run` runs those)"
-            } else {
-                ""
-            };
+            let hint = unreadable_hint(text, line, not_json, last);
             Unreadable {
                 line,
-                reason: format!("{error}{torn}"),
+                reason: format!("{error}{hint}"),
             }
         })?;
         summary.conversions = lines.conversions();
@@ -188,6 +169,30 @@ pub fn validate<R: BufRead>(
         });
     }
     Ok(summary)
+}
+
+/// What to add to why line `line` (the file's `last`) cannot be read, so
+/// the user knows what made it: a crash's torn tail (a final line that is
+/// not JSON, SPEC §11) is said, not dropped (the user asked for a verdict
+/// on every line; a resume is what drops it), and so is an editor's mark.
+fn unreadable_hint(text: &str, line: u64, not_json: bool, last: bool) -> &'static str {
+    let lone_cr = lone_cr_hint(text);
+    if text.starts_with('\u{feff}') {
+        // dsh's loader (JSON.parse) refuses it too.
+        BOM_HINT
+    } else if !lone_cr.is_empty() {
+        lone_cr
+    } else if not_json && last && line == 1 {
+        // Its header torn: nothing of the session was kept, and
+        // `courier repair` refuses it (nothing to resume).
+        " (a torn only line, as a crash leaves it: no `session` header was kept)"
+    } else if not_json && last {
+        " (a torn final line, as a crash leaves it: `courier repair` drops it)"
+    } else if not_json && line == 1 && transcript_like(text) {
+        " (a transcript? `courier run` runs those)"
+    } else {
+        ""
+    }
 }
 
 /// Whether a first line that is not JSON opens a transcript (SPEC §9): a

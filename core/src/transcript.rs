@@ -136,16 +136,7 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
         (["splice", target, start, removed, ids @ ..], _)
             if source.is_none() || !ids.is_empty() =>
         {
-            Input::Splice {
-                target: target.parse().map_err(|_| bad())?,
-                start: parse_count(start).ok_or_else(bad)?,
-                removed: parse_count(removed).ok_or_else(bad)?,
-                inserted: ids
-                    .iter()
-                    .map(|id| message(id))
-                    .collect::<Option<_>>()
-                    .ok_or_else(bad)?,
-            }
+            parse_splice([target, start, removed], ids, message).ok_or_else(bad)?
         }
         // cancel user | cancel hook:reason keep-inbox
         (["cancel", cause, rest @ ..], None) => Input::Cancel {
@@ -170,6 +161,21 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
         _ => return Err(bad()),
     };
     Ok(Command::Input(command))
+}
+
+/// `splice <target> <start> <removed> [<id>...]`, its messages made by
+/// `message`.
+fn parse_splice(
+    [target, start, removed]: [&str; 3],
+    ids: &[&str],
+    message: impl Fn(&str) -> Option<Message>,
+) -> Option<Input> {
+    Some(Input::Splice {
+        target: target.parse().ok()?,
+        start: parse_count(start)?,
+        removed: parse_count(removed)?,
+        inserted: ids.iter().map(|id| message(id)).collect::<Option<_>>()?,
+    })
 }
 
 /// Takes a trailing `source=<kind>` off a message command (`Some(None)`
