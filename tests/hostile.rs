@@ -358,6 +358,30 @@ fn never_destroy_an_output_that_is_a_folder_is_an_error_naming_it() {
     }
 }
 
+/// The demo writes a fresh session log: it replaces one it wrote before,
+/// never a file of the user's at that name (before, `precious` was gone).
+#[test]
+fn never_destroy_demo_keeps_a_users_file_at_its_log_path() {
+    let folder = folder();
+    let mine = write(&folder, "mine.jsonl", "precious\n");
+    for extra in [None, Some("--crash")] {
+        let mut arguments = vec!["demo", "--log", mine.to_str().unwrap()];
+        arguments.extend(extra);
+        let (code, stdout, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("was not written by this command: kept"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read_to_string(&mine).unwrap(), "precious\n");
+    }
+    let ours = folder.path().join("demo.jsonl");
+    for _ in 0..2 {
+        let (code, _, stderr) = run(&["demo", "--log", &text(&ours)]);
+        assert_eq!(code, Some(0), "its own log is replaced: {stderr}");
+    }
+}
+
 #[test]
 fn never_destroy_a_hard_link_to_the_input_or_a_read_only_file_is_refused() {
     let folder = folder();

@@ -55,6 +55,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         eprintln!("error: {error}");
         return ExitCode::from(2);
     }
+    if let Some(why) = args.log.as_deref().and_then(foreign_log) {
+        eprintln!("error: {why}");
+        return ExitCode::from(2);
+    }
     if args.crash {
         return crash_main(args.log.as_deref());
     }
@@ -119,6 +123,22 @@ fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a single-threaded tokio runtime")
+}
+
+/// Why the file at `log` must not be replaced, if it is a user's: the demo
+/// writes a fresh session log, so it replaces only one of its own (a
+/// session named `demo`); a device or pipe (`/dev/stdout`) is written in
+/// place, as every output is.
+fn foreign_log(log: &Path) -> Option<String> {
+    if !std::fs::metadata(log).is_ok_and(|meta| meta.is_file()) {
+        return None;
+    }
+    files::DefaultOutput {
+        path: log,
+        flag: "--log",
+        ours: |start| start.starts_with(br#"{"type":"session","version":0,"id":"demo","#),
+    }
+    .foreign()
 }
 
 /// `courier demo --crash`: the log goes to `log`, or to a temporary file
