@@ -545,7 +545,10 @@ fn never_destroy_a_device_log_is_written_from_a_temporary_file() {
 #[test]
 fn never_panic_a_log_the_disk_cannot_take_is_an_error() {
     let folder = folder();
-    let log = write(&folder, "kept.jsonl", "the old log\n");
+    // An earlier demo's log, which the demo may replace (a user's file it
+    // keeps without writing).
+    let old = "{\"type\":\"session\",\"version\":0,\"id\":\"demo\"}\nthe old log\n";
+    let log = write(&folder, "kept.jsonl", old);
     let binary = env!("CARGO_BIN_EXE_courier");
     for crash in ["", "--crash"] {
         for target in ["/dev/full", &text(&log)] {
@@ -567,7 +570,7 @@ fn never_panic_a_log_the_disk_cannot_take_is_an_error() {
             assert!(!stderr.contains("panicked"), "{script}: {stderr}");
         }
     }
-    assert_eq!(std::fs::read_to_string(&log).unwrap(), "the old log\n");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), old);
     let left: Vec<_> = std::fs::read_dir(folder.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "no temporary file is left: {left:?}");
 }

@@ -136,7 +136,14 @@ fn foreign_log(log: &Path) -> Option<String> {
     files::DefaultOutput {
         path: log,
         flag: "--log",
-        ours: |start| start.starts_with(br#"{"type":"session","version":0,"id":"demo","#),
+        ours: |start| {
+            let first = start
+                .split(|byte| *byte == b'\n')
+                .next()
+                .unwrap_or_default();
+            serde_json::from_slice::<serde_json::Value>(first)
+                .is_ok_and(|header| header["type"] == "session" && header["id"] == "demo")
+        },
     }
     .foreign()
 }
