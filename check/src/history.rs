@@ -533,7 +533,17 @@ impl History {
                 inserted: effect.inserted.len(),
                 removed: effect.removed.clone(),
             }),
-            _ => None,
+            Output::TurnStart { .. }
+            | Output::StepStart { .. }
+            | Output::UserMessage(_)
+            | Output::StepEnd { .. }
+            | Output::TurnEnd { .. }
+            | Output::Inserted { .. }
+            | Output::Claimed { .. }
+            | Output::Discarded { .. }
+            | Output::Status { .. }
+            | Output::Error { .. }
+            | Output::Idle => None,
         };
         records.push(Undo { lists, ..before });
         self.undo.0 = Some(records);

@@ -188,9 +188,22 @@ impl Replay {
         let index = self.events;
         let turns = self.turns;
         let corrupt = |reason: String| CorruptLog { index, reason };
+        // Every event goes through the turns' exhaustive match (a splice
+        // leaves the turns as they are); a splice then changes the lists.
+        self.turns.apply(event).map_err(corrupt)?;
         let splice = match event {
             Output::Spliced(splice) => self.splice(splice).map_err(corrupt)?,
-            _ => self.turns.apply(event).map(|()| None).map_err(corrupt)?,
+            Output::TurnStart { .. }
+            | Output::StepStart { .. }
+            | Output::UserMessage(_)
+            | Output::StepEnd { .. }
+            | Output::TurnEnd { .. }
+            | Output::Inserted { .. }
+            | Output::Claimed { .. }
+            | Output::Discarded { .. }
+            | Output::Status { .. }
+            | Output::Error { .. }
+            | Output::Idle => None,
         };
         self.events += 1;
         Ok(Undo { turns, splice })
