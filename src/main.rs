@@ -51,7 +51,7 @@ enum Command {
     Replay(cli::replay::Args),
     /// Minimize a race report's trace into a transcript.
     #[command(
-        after_help = "Writes the minimal trace as a transcript (`courier run FILE.txn` replays it). Exit 0: written; 2: an unreadable report, a trace that no longer fails, or an `--out` that cannot be written."
+        after_help = "Writes the minimal trace as a transcript (`courier run [--mutant NAME] FILE.txn` replays it, with the `--mutant` its header names when the report came from a planted bug). Exit 0: written; 2: an unreadable report, a trace that no longer fails, or an `--out` that cannot be written."
     )]
     Shrink(cli::shrink::Args),
     /// A scripted session on the async runtime with a fake model, printed live.
@@ -79,7 +79,7 @@ enum Command {
     Explore(cli::explore::Args),
     /// Serve the core over the JSON-lines protocol of docs/PROTOCOL.md.
     #[command(
-        after_help = "Answers each line on stdin with its outputs, then `{\"settled\":true}`; a malformed line answers `{\"error\":\"line N: ...\"}` and serving goes on. Exit 0: at the end of stdin or when stdout closes; 2: stdin or stdout fails, or a line is longer than 16 MiB."
+        after_help = "Answers each line on stdin with its outputs, then `{\"settled\":true}`; a malformed line answers `{\"error\":\"line N: ...\"}` and serving goes on. Exit 0: at the end of stdin or when stdout closes; 2: stdin or stdout fails, or a line runs on past 1 GiB (a line longer than 16 MiB is answered with an error and skipped)."
     )]
     ServeProtocol(cli::serve::Args),
 }

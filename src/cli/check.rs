@@ -26,7 +26,7 @@ unreached goal; 2: a usage error."
 )]
 pub(crate) struct Args {
     /// Distinct messages inserted over a run (sends, prepends, replacements;
-    /// ids A, B, ...: 1 to 26; with none, no goal can be reached).
+    /// ids A, B, ...: 1 to 26).
     #[arg(
         long,
         default_value_t = Bounds::default().messages,

@@ -611,7 +611,13 @@ fn restart(runner: &mut Runner, lose: usize) -> Vec<String> {
 fn outputs(outputs: &[Output]) -> Vec<String> {
     outputs
         .iter()
-        .map(|output| json!(output).to_string())
+        .map(|output| {
+            // The field order `Output` declares (`type` first, as in a log);
+            // an output that cannot be encoded is said, not dropped.
+            serde_json::to_string(output).unwrap_or_else(|error| {
+                json!({ "error": format!("an output cannot be encoded: {error}") }).to_string()
+            })
+        })
         .collect()
 }
 
