@@ -945,6 +945,22 @@ pub fn flush_stdout() -> Option<std::process::ExitCode> {
     Some(std::process::ExitCode::from(2))
 }
 
+/// An error about a file as every command prints it after `error: `:
+/// `<file>:<line>: <why>` when the error names its line (`line N: why`,
+/// as the readers say it), else `<file>: <why>`, so each error about a
+/// line reads the same way, whichever command found it.
+pub fn located(file: impl std::fmt::Display, error: impl std::fmt::Display) -> String {
+    let error = error.to_string();
+    let line = error
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+        .filter(|(number, _)| !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()));
+    match line {
+        Some((number, why)) => format!("{file}:{number}: {why}"),
+        None => format!("{file}: {error}"),
+    }
+}
+
 /// A path as every command prints it: as written, unless it holds a
 /// control character (a newline would let a file's name forge another
 /// file's output line: `a\nb.txn: ok`), a character that reorders text

@@ -51,7 +51,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let diagram = match load(&args.file, args.mutant.map(MutantArg::name)) {
         Ok(diagram) => diagram,
         Err(error) => {
-            eprintln!("error: {}: {error}", files::named(&args.file));
+            eprintln!("error: {}", files::located(files::named(&args.file), error));
             return ExitCode::from(2);
         }
     };

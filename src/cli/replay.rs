@@ -73,7 +73,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
 pub(crate) fn load(path: &Path) -> Result<(Report, Agent), ExitCode> {
     let shown = files::named(path);
     let fail = |message: String| {
-        eprintln!("error: {shown}: {message}");
+        eprintln!("error: {}", files::located(shown, message));
         ExitCode::from(2)
     };
     let source = courier::files::Rereadable::new(path).map_err(fail)?;

@@ -277,7 +277,7 @@ fn first_pass<'a>(
     let source = match readable.and_then(|()| Source::open(file)) {
         Ok(source) => source,
         Err(error) => {
-            eprintln!("error: {name}: {error}");
+            eprintln!("error: {}", files::located(name, error));
             return None;
         }
     };
@@ -533,7 +533,7 @@ impl<'a> Report<'a> {
             rewriter.finish(&mut rewriting.text);
             if let Err(error) = unchanged() {
                 self.flush();
-                eprintln!("error: {name}: {error}");
+                eprintln!("error: {}", files::located(name, error));
                 return Verdict::Broken;
             }
             if let Err(error) = rewriting
