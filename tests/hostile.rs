@@ -1381,7 +1381,7 @@ fn truthful_a_transcript_that_is_not_utf8_names_the_line() {
         let (code, _, stderr) = run(&[command, &text(&path)]);
         assert_eq!(code, Some(2), "{command}: {stderr}");
         assert!(
-            stderr.contains("line 5: not UTF-8 text (byte 24 of the file is invalid)"),
+            stderr.contains("latin1.txn:5: not UTF-8 text (byte 24 of the file is invalid)"),
             "{command}: {stderr}"
         );
     }
@@ -1796,7 +1796,7 @@ fn never_panic_repair_of_the_largest_turn_number() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(
-        stderr.contains("line 2") && stderr.contains("leaves no number for the next turn"),
+        stderr.contains(":2: ") && stderr.contains("leaves no number for the next turn"),
         "{stderr}"
     );
 }
@@ -2526,7 +2526,7 @@ fn truthful_a_utf16_file_is_named_as_such() {
         let (code, _, stderr) = run(&arguments);
         assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
         assert!(
-            stderr.contains("line 1: not UTF-8 text (byte 1 of the file is invalid) (it starts with a UTF-16 byte order mark: save it as UTF-8)"),
+            stderr.contains("wide.txn:1: not UTF-8 text (byte 1 of the file is invalid) (it starts with a UTF-16 byte order mark: save it as UTF-8)"),
             "{arguments:?}: {stderr}"
         );
     }
@@ -3064,7 +3064,7 @@ fn truthful_a_utf16_log_is_named_as_one() {
         .into_iter()
         .chain(log.encode_utf16().flat_map(u16::to_be_bytes))
         .collect();
-    let said = "line 1: not UTF-8: invalid utf-8 sequence of 1 bytes from index 0 \
+    let said = ":1: not UTF-8: invalid utf-8 sequence of 1 bytes from index 0 \
                 (it starts with a UTF-16 byte order mark: save it as UTF-8)";
     for (name, bytes) in [("le.jsonl", little), ("be.jsonl", big)] {
         let path = write(&folder, name, &bytes);
@@ -3450,6 +3450,35 @@ fn truthful_an_exit_behind_a_held_pipe_and_an_echo_are_said_at_once() {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(30),
             "{peer}"
+        );
+    }
+}
+
+/// Every command names a bad line the same way, `<file>:<line>: <why>`,
+/// whichever reader found it (an editor jumps to it).
+#[test]
+fn errors_name_the_file_and_line_in_one_format() {
+    let folder = folder();
+    let transcript = write(&folder, "u.txn", b"steer A\n\xff\n");
+    let log = write(
+        &folder,
+        "u.jsonl",
+        b"{\"type\":\"session\",\"id\":\"s\",\"version\":0}\n\xff\n{}\n",
+    );
+    let transcript = transcript.to_str().expect("a UTF-8 path");
+    let log = log.to_str().expect("a UTF-8 path");
+    for arguments in [
+        vec!["run", transcript],
+        vec!["diagram", transcript],
+        vec!["validate", log],
+        vec!["repair", log],
+    ] {
+        let (code, _, stderr) = run(&arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+        let file = arguments[1];
+        assert!(
+            stderr.contains(&format!("error: {file}:2: ")),
+            "{arguments:?}: {stderr}"
         );
     }
 }

@@ -192,11 +192,7 @@ fn repair_refuses_a_corrupt_log_naming_the_line() {
     fs::write(&input, lines.join("\n") + "\n").expect("writable");
     let run = courier_repair(&[&input]);
     assert_eq!(run.code, Some(2));
-    assert!(
-        run.stderr.contains("corrupt.jsonl: line 3:"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.contains("corrupt.jsonl:3:"), "{}", run.stderr);
 }
 
 /// What cutting one log at every line end and inside every line gave.

@@ -284,7 +284,7 @@ fn first_pass<'a>(
     match outline(&source) {
         Ok((outline, fingerprint)) => Some((source, outline, fingerprint)),
         Err(error) => {
-            eprintln!("error: {name}{error}");
+            eprintln!("error: {}", files::located(name, error));
             None
         }
     }
@@ -342,20 +342,16 @@ impl<'a> Source<'a> {
 /// line or a file that is no transcript is an error naming where) and the
 /// fingerprint of what was read.
 fn outline(source: &Source<'_>) -> Result<(Outline, (u64, u64)), String> {
-    let mut lines = source.lines().map_err(|error| format!(": {error}"))?;
+    let mut lines = source.lines().map_err(|error| error.to_string())?;
     let mut outline = Outline::default();
     for item in Items::new(&mut lines) {
         match item {
             Ok(item) => outline.add(&item),
-            Err(Unreadable::Layout(error)) => {
-                return Err(format!(":{}: {}", error.line, error.reason));
-            }
-            Err(Unreadable::Read(error)) => return Err(format!(": {error}")),
+            Err(Unreadable::Layout(error)) => return Err(error.to_string()),
+            Err(Unreadable::Read(error)) => return Err(error.to_string()),
         }
     }
-    outline
-        .check()
-        .map_err(|error| format!(":{}: {}", error.line, error.reason))?;
+    outline.check().map_err(|error| error.to_string())?;
     Ok((outline, lines.fingerprint()))
 }
 

@@ -42,7 +42,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let shrunk = match shrink(&prototype, &report.trace, report.property) {
         Ok(shrunk) => shrunk,
         Err(error) => {
-            eprintln!("error: {}", files::located(files::named(&args.report), error));
+            eprintln!(
+                "error: {}",
+                files::located(files::named(&args.report), error)
+            );
             return ExitCode::from(2);
         }
     };
