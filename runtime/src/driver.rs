@@ -8,10 +8,11 @@
 //! before the agent's end tells the agent so, which then refuses every call
 //! instead of accepting work nothing will serve.
 
+use std::any::Any;
 use std::future::{Future, poll_fn};
 use std::ops::ControlFlow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::task::Poll;
 
 use courier_core::{Input, PreStepDecision, StepOutcome};
@@ -75,6 +76,7 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
     /// that panics is that point's `fail` too, kept as a [`HookPanic`]. A
     /// log failure stops it, even mid-hook (the hook's future is dropped).
     pub async fn run(mut self) {
+        let mut served = 0u32;
         while let Some(job) = self.next_job().await {
             let agent = WeakHandle::new(Arc::clone(&self.shared));
             let completion = match job {
@@ -116,6 +118,10 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
                 }
             };
             self.shared.complete(completion);
+            served = served.wrapping_add(1);
+            if served.is_multiple_of(JOBS_PER_YIELD) {
+                yield_once().await;
+            }
         }
     }
 
@@ -164,6 +170,28 @@ impl<P, S> Drop for DriverTask<P, S> {
     }
 }
 
+/// Jobs the driver task serves between two times it gives its thread back:
+/// hooks that are always ready at once never make it wait, and without this
+/// it would keep its thread from every other task (a cancel, the executor's
+/// shutdown) for as long as their turn runs, for ever with a model that
+/// always calls tools.
+const JOBS_PER_YIELD: u32 = 16;
+
+/// Returns `Pending` once, asking to be polled again: any executor then
+/// runs its other ready tasks first.
+async fn yield_once() {
+    let mut yielded = false;
+    poll_fn(|context| {
+        if yielded {
+            return Poll::Ready(());
+        }
+        yielded = true;
+        context.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await;
+}
+
 /// Calls the hook with `start` and runs its future until it finishes, `turn`
 /// is aborted or the log fails (its future is dropped), or it panics. The
 /// abort and the failure are checked before each poll, so a hook is not
@@ -181,7 +209,10 @@ async fn settle<F: Future>(
         Ok(hook) => hook,
         Err(payload) => return Settled::Panicked(panic_message(payload)),
     };
-    let mut hook = pin!(Some(hook));
+    let mut hook = InFlight {
+        future: pin!(Some(hook)),
+        shared,
+    };
     let settled = poll_fn(|context| {
         if let Poll::Ready(interrupt) = shared.poll_interrupted(turn, context) {
             return Poll::Ready(match interrupt {
@@ -189,7 +220,7 @@ async fn settle<F: Future>(
                 Interrupt::LogFailed => Settled::Stopped,
             });
         }
-        let Some(running) = hook.as_mut().as_pin_mut() else {
+        let Some(running) = hook.future.as_mut().as_pin_mut() else {
             unreachable!("the hook's future is dropped only once settled");
         };
         let polled = catch_unwind(AssertUnwindSafe(|| {
@@ -201,10 +232,7 @@ async fn settle<F: Future>(
         }
     })
     .await;
-    let dropped = catch_unwind(AssertUnwindSafe(|| {
-        inside_hook(shared, || hook.as_mut().set(None));
-    }));
-    match (dropped, settled) {
+    match (hook.drop_future(), settled) {
         (Ok(()), settled) => settled,
         // Nothing is completed once the log failed, not even a `fail`.
         (Err(payload), Settled::Stopped) => {
@@ -213,6 +241,36 @@ async fn settle<F: Future>(
         }
         (Err(payload), Settled::Done(_) | Settled::Aborted | Settled::Panicked(_)) => {
             Settled::Panicked(panic_message(payload))
+        }
+    }
+}
+
+/// A hook's future in flight. However [`settle`] ends, it is dropped in
+/// place, marked as inside the hook and under `catch_unwind`: also when
+/// `settle` itself is dropped mid-await (the `run` future dropped by the
+/// embedder's own `select!`), where a panic in the user's `Drop` would
+/// otherwise unwind into the embedder's executor.
+struct InFlight<'a, F> {
+    future: Pin<&'a mut Option<F>>,
+    shared: &'a Shared,
+}
+
+impl<F> InFlight<'_, F> {
+    /// Drops the future (if not yet); the payload of a panic in its `Drop`.
+    fn drop_future(&mut self) -> Result<(), Box<dyn Any + Send>> {
+        let future = &mut self.future;
+        catch_unwind(AssertUnwindSafe(|| {
+            inside_hook(self.shared, || future.as_mut().set(None));
+        }))
+    }
+}
+
+impl<F> Drop for InFlight<'_, F> {
+    fn drop(&mut self) {
+        // Dropped mid-await: no point is completed, so the panic is no
+        // point's `fail`; it is only kept from unwinding.
+        if let Err(payload) = self.drop_future() {
+            drop_guarded(payload);
         }
     }
 }

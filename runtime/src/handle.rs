@@ -93,7 +93,10 @@ impl Handle {
     /// A log another live agent appends to (in this process or another) is
     /// refused untouched with [`ResumeError::Io`] of kind
     /// [`std::io::ErrorKind::ResourceBusy`] naming the file: see
-    /// [`JsonlFile`](crate::JsonlFile) for the one-writer lock.
+    /// [`JsonlFile`](crate::JsonlFile) for the one-writer lock. A missing
+    /// file is [`ResumeError::Io`] of kind [`std::io::ErrorKind::NotFound`]
+    /// (start a new log instead); a folder, a FIFO or a device, of kind
+    /// [`std::io::ErrorKind::InvalidInput`].
     pub fn resume<P: PreStepHook, S: StepHook>(
         path: impl AsRef<Path>,
         pre_step_hook: P,
@@ -208,9 +211,12 @@ impl Handle {
     /// this call, not by the first poll, so it sees the state as of the call.
     /// Resolves with [`Error::DriverGone`] if the driver task goes first,
     /// with [`Error::Log`] once the log failed (the driver task stops at
-    /// it), and with [`Error::InsideHook`] when awaited inside one of this
+    /// it), with [`Error::InsideHook`] when awaited inside one of this
     /// agent's own hooks (the quiescence it waits for needs that hook to
-    /// finish). An observer that panicked observing this registration, or a
+    /// finish), and with [`Error::InsideSink`] inside its sink. Under
+    /// [`Durability::Sync`](crate::Durability::Sync) it resolves only once
+    /// every line before the quiescence is durable (a crash after it resumes
+    /// the turn as ended, not interrupted). An observer that panicked observing this registration, or a
     /// transition no call made while this waited, is reported at the
     /// quiescence, as [`Error::ObserverPanicked`].
     pub fn when_idle(&self) -> WhenIdle {

@@ -277,6 +277,22 @@ impl Journal {
         self.sync_through(queued)
     }
 
+    /// Under `Sync`, returns once everything queued so far is written and
+    /// synced: a `when_idle` that resolves then finds its turn's lines
+    /// durable (they were queued in the section that resolved it, which
+    /// another caller may still be writing). Under `WriteBehind`, nothing:
+    /// its window is the policy.
+    pub(crate) fn sync_under_sync(&self) -> io::Result<()> {
+        let state = lock(&self.state);
+        match state.durability {
+            Durability::Sync => {
+                let queued = state.queued;
+                self.synced_through(state, queued)
+            }
+            Durability::WriteBehind { .. } => Ok(()),
+        }
+    }
+
     /// Returns once everything up to `position` is written and synced, by
     /// this caller or by the writer that had the token: whoever takes the
     /// token writes the whole queue, so waiters that arrived meanwhile share
@@ -371,8 +387,14 @@ impl Journal {
                 state.armed = false;
                 state = wait(&self.work, state);
             }
-            let deadline = Instant::now() + max_delay;
+            // A window too long for the clock (`Duration::MAX`) has no
+            // deadline: the queue waits for the close.
+            let deadline = Instant::now().checked_add(max_delay);
             while !state.closed {
+                let Some(deadline) = deadline else {
+                    state = wait(&self.work, state);
+                    continue;
+                };
                 let now = Instant::now();
                 if now >= deadline {
                     break;

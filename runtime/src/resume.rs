@@ -4,12 +4,12 @@
 //! is touched.
 
 use std::fmt;
-use std::fs::OpenOptions;
+use std::fs::{self, OpenOptions};
 use std::io::{self, BufReader, Write};
 use std::path::Path;
 
 use crate::kept::{self, KeptLog, Unresumable};
-use crate::sink::{JsonlFile, take_writer};
+use crate::sink::{JsonlFile, regular_file, take_writer};
 
 /// Why a log file could not be resumed.
 #[derive(Debug)]
@@ -48,16 +48,17 @@ impl From<io::Error> for ResumeError {
 /// header) is refused untouched: without its session id there is nothing
 /// to go on with.
 pub(crate) fn repair_in_place(path: &Path) -> Result<(KeptLog, JsonlFile), ResumeError> {
+    // A folder is refused as any file that is not a regular one (opening it
+    // to append would fail first, as another error); a missing file is
+    // `NotFound`, so an embedder can start a fresh log instead.
+    let metadata = fs::metadata(path)
+        .map_err(|error| io::Error::new(error.kind(), format!("cannot open {path:?}: {error}")))?;
+    regular_file(&metadata, path)?;
     let file = OpenOptions::new()
         .read(true)
         .append(true)
         .open(path)
-        .map_err(|error| {
-            ResumeError::Unresumable(Unresumable {
-                line: 0,
-                reason: format!("cannot open {path:?}: {error}"),
-            })
-        })?;
+        .map_err(|error| io::Error::new(error.kind(), format!("cannot open {path:?}: {error}")))?;
     take_writer(&file, path)?;
     let kept = kept::read(BufReader::new(&file)).map_err(ResumeError::Unresumable)?;
     let lines = kept.appended_lines();

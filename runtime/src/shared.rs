@@ -295,14 +295,17 @@ impl Shared {
     /// task stops at it: this `idle` may never come, and one that came may
     /// not be kept) or when it never can come (the driver task is gone, or
     /// this is polled inside one of the agent's own hooks, which the driver
-    /// task is waiting for).
+    /// task is waiting for, or inside its sink, which holds the writer's
+    /// token the driver task's completion waits for). Under `Sync`, ready
+    /// only once the lines queued before the `idle` are durable.
     pub(crate) fn poll_idle(
         &self,
         ticket: u64,
         context: &mut Context<'_>,
     ) -> Poll<Result<(), Error>> {
         let inside_hook = inside_hook_of(self);
-        self.with(|locked| {
+        let inside_sink = self.journal.inside_sink();
+        let polled = self.with(|locked| {
             if let Err(error) = self.journal.failure() {
                 return Poll::Ready(Err(Error::Log(error)));
             }
@@ -320,9 +323,18 @@ impl Shared {
             if inside_hook {
                 return Poll::Ready(Err(Error::InsideHook));
             }
+            if inside_sink {
+                return Poll::Ready(Err(Error::InsideSink));
+            }
             locked.idle.wait(ticket, context.waker());
             Poll::Pending
-        })
+        });
+        match polled {
+            // Its sync would wait for the writer's token this sink holds.
+            Poll::Ready(Ok(())) if inside_sink => Poll::Ready(Err(Error::InsideSink)),
+            Poll::Ready(Ok(())) => Poll::Ready(self.journal.sync_under_sync().map_err(Error::Log)),
+            other => other,
+        }
     }
 
     /// The next job, `None` once the agent is disposed and idle or its log

@@ -308,18 +308,24 @@ impl JsonlFile {
 /// real second writer keeps the lock for as long as it lives.
 const BUSY_WAITS: std::ops::Range<u32> = 0..8;
 
+/// Refuses a log path that is not a regular file: a folder, a FIFO (whose
+/// read would wait for a writer for ever) or a device cannot be read back,
+/// cut at a torn tail or synced.
+pub(crate) fn regular_file(metadata: &std::fs::Metadata, path: &Path) -> io::Result<()> {
+    if metadata.is_file() {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        ErrorKind::InvalidInput,
+        format!("{path:?} is not a regular file: a session log is a file to append to"),
+    ))
+}
+
 /// Takes the log's one-writer lock on `file` (opened from `path`), or says
 /// who has it. A file system that cannot lock is refused too: without the
 /// lock nothing stops a second writer from corrupting the log.
 pub(crate) fn take_writer(file: &File, path: &Path) -> io::Result<()> {
-    if !file.metadata()?.is_file() {
-        // A folder, a FIFO (whose read would wait for a writer for ever) or
-        // a device cannot be read back, cut at a torn tail or synced.
-        return Err(io::Error::new(
-            ErrorKind::InvalidInput,
-            format!("{path:?} is not a regular file: a session log is a file to append to"),
-        ));
-    }
+    regular_file(&file.metadata()?, path)?;
     let mut waits = BUSY_WAITS.map(|power| Duration::from_millis(1 << power));
     loop {
         match file.try_lock() {

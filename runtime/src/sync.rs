@@ -4,6 +4,7 @@
 //! `std::sync` or declares a thread-local; both builds have the same call
 //! sites.
 
+use std::cell::RefCell;
 use std::sync::PoisonError;
 use std::time::Duration;
 
@@ -22,43 +23,52 @@ pub(crate) use std::thread;
 
 #[cfg(not(loom))]
 std::thread_local! {
-    /// The agent whose hook this thread is calling or polling (its
-    /// address), 0 for none; see `driver::inside_hook`.
-    pub(crate) static INSIDE_HOOK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// The journal whose sink this thread is calling (its address), 0 for
-    /// none; see `journal::Journal::inside_sink`.
-    pub(crate) static INSIDE_SINK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The agents whose hooks this thread is calling or polling (their
+    /// addresses, innermost last); see `driver::inside_hook`.
+    pub(crate) static INSIDE_HOOK: Marks = const { RefCell::new(Vec::new()) };
+    /// The journals whose sinks this thread is calling (their addresses,
+    /// innermost last); see `journal::Journal::inside_sink`.
+    pub(crate) static INSIDE_SINK: Marks = const { RefCell::new(Vec::new()) };
 }
 #[cfg(loom)]
 loom::thread_local! {
-    pub(crate) static INSIDE_HOOK: std::cell::Cell<usize> = std::cell::Cell::new(0);
-    pub(crate) static INSIDE_SINK: std::cell::Cell<usize> = std::cell::Cell::new(0);
+    pub(crate) static INSIDE_HOOK: Marks = RefCell::new(Vec::new());
+    pub(crate) static INSIDE_SINK: Marks = RefCell::new(Vec::new());
 }
 
-/// One of the marks above: which agent's hook, or which journal's sink,
+/// The owners a thread is inside, as a stack: one agent's sink may call
+/// another agent whose sink calls the first, and that call must still be
+/// seen as inside the first's sink (a single mark would have forgotten it).
+type Marks = RefCell<Vec<usize>>;
+
+/// One of the marks above: which agents' hooks, or which journals' sinks,
 /// this thread is inside.
 #[cfg(not(loom))]
-pub(crate) type Mark = std::thread::LocalKey<std::cell::Cell<usize>>;
+pub(crate) type Mark = std::thread::LocalKey<Marks>;
 #[cfg(loom)]
-pub(crate) type Mark = loom::thread::LocalKey<std::cell::Cell<usize>>;
+pub(crate) type Mark = loom::thread::LocalKey<Marks>;
 
-/// Runs `body` with `mark` naming `owner`; the previous mark comes back
-/// after, also when `body` unwinds, so one agent's hook may drive another
-/// agent's calls.
+/// Runs `body` with `mark` naming `owner` too; the mark is as it was after,
+/// also when `body` unwinds.
 pub(crate) fn marked<T, R>(mark: &'static Mark, owner: &T, body: impl FnOnce() -> R) -> R {
     struct Restore(&'static Mark, usize);
     impl Drop for Restore {
         fn drop(&mut self) {
-            self.0.with(|inside| inside.set(self.1));
+            self.0.with(|inside| inside.borrow_mut().truncate(self.1));
         }
     }
-    let _restore = Restore(mark, mark.with(|inside| inside.replace(address(owner))));
+    let depth = mark.with(|inside| {
+        let mut inside = inside.borrow_mut();
+        inside.push(address(owner));
+        inside.len() - 1
+    });
+    let _restore = Restore(mark, depth);
     body()
 }
 
-/// Whether this thread is inside `owner`'s mark (see [`marked`]).
+/// Whether this thread is inside `owner`'s mark (see [`marked`]), at any depth.
 pub(crate) fn is_marked<T>(mark: &'static Mark, owner: &T) -> bool {
-    mark.with(|inside| inside.get() == address(owner))
+    mark.with(|inside| inside.borrow().contains(&address(owner)))
 }
 
 fn address<T>(owner: &T) -> usize {

@@ -192,7 +192,9 @@ fn a_log_that_is_not_a_regular_file_is_refused() {
     let (_folder, path) = log_path();
     let made = std::process::Command::new("mkfifo").arg(&path).status();
     assert!(made.is_ok_and(|status| status.success()), "mkfifo");
-    for path in [path.as_path(), Path::new("/dev/null")] {
+    let folder = path.with_file_name("folder");
+    fs::create_dir(&folder).expect("a folder");
+    for path in [path.as_path(), Path::new("/dev/null"), folder.as_path()] {
         let Err(ResumeError::Io(error)) = resume(path) else {
             panic!("{path:?} resumed, or refused for another reason");
         };
@@ -203,6 +205,19 @@ fn a_log_that_is_not_a_regular_file_is_refused() {
         );
         assert!(error.to_string().contains(&format!("{path:?}")), "{error}");
     }
+}
+
+/// A log that is not there is `NotFound`, naming it, so an embedder can
+/// tell it from a corrupt one and start a fresh log instead.
+#[test]
+fn a_missing_log_is_not_found() {
+    let (_folder, path) = log_path();
+    let Err(ResumeError::Io(error)) = resume(&path) else {
+        panic!("a missing log resumed, or was refused as corrupt");
+    };
+    assert_eq!(error.kind(), io::ErrorKind::NotFound, "{error}");
+    assert!(error.to_string().contains(&format!("{path:?}")), "{error}");
+    assert!(!path.exists(), "nothing was created");
 }
 
 #[test]

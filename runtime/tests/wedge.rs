@@ -10,7 +10,7 @@
 mod common;
 
 use common::{block_on, ends, passing};
-use std::future::{pending, ready};
+use std::future::{Future, pending, ready};
 use std::io;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
@@ -457,5 +457,299 @@ fn a_subscriber_dropped_mid_stream_costs_the_others_nothing() {
             turns += usize::from(matches!(output, Output::TurnEnd { .. }));
         }
         assert_eq!(turns, 2, "the kept subscriber saw both turns end");
+    });
+}
+
+/// Runs `body` on a thread of its own and returns its answer, or `None`
+/// when it has not answered within [`common::HANG`]: a deadlock or a task
+/// that never yields fails the test instead of hanging it (the stuck
+/// thread is left behind).
+fn within_bound<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (answer, answered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || drop(answer.send(body())));
+    answered.recv_timeout(common::HANG).ok()
+}
+
+#[test]
+fn never_yields_a_model_that_always_calls_tools_can_still_be_canceled() {
+    // Hooks ready at once never make the driver task wait: on a
+    // one-thread executor, only its own yields let the canceller run.
+    let ended = within_bound(|| {
+        let log = MemoryLog::new();
+        let step_hook = step_hook_fn(|_| ready(StepOutcome::ToolCalls));
+        let (agent, driver) = Handle::new("wedge", passing(), step_hook, log.clone());
+        block_on(async {
+            tokio::spawn(driver.run());
+            let canceller = agent.clone();
+            tokio::spawn(async move { canceller.cancel(CancelCause::User, false) });
+            agent.followup("a").expect("accepted");
+            agent.when_idle().await.expect("served");
+        });
+        turn_ends(&log)
+    });
+    let ends = ended.expect("the turn ended: the driver task let the canceller run");
+    assert!(ends.len() == 1 && ends[0].contains("aborted"), "{ends:?}");
+}
+
+/// A guard in a hook's future whose `Drop` panics.
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("the hook's guard broke");
+    }
+}
+
+#[test]
+fn dead_driver_a_run_future_dropped_mid_hook_whose_drop_panics_unwinds_nothing() {
+    let step_hook = step_hook_fn(|_| async {
+        let _guard = PanicsOnDrop;
+        pending::<()>().await;
+        StepOutcome::Completed
+    });
+    let (agent, driver) = Handle::new("wedge", passing(), step_hook, MemoryLog::new());
+    block_on(async {
+        agent.followup("a").expect("accepted");
+        let mut run = Box::pin(driver.run());
+        // The embedder's own `select!`, not a spawned task: no executor
+        // catches what unwinds from the drop.
+        tokio::select! {
+            () = &mut run => unreachable!("the step never completes"),
+            () = tokio::task::yield_now() => {}
+        }
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(run)));
+        assert!(dropped.is_ok(), "the hook's panic unwound out of the drop");
+        let later = agent.followup("b");
+        assert!(matches!(later, Err(Error::DriverGone)), "{later:?}");
+    });
+}
+
+/// A sink that, at the line naming `b`, waits for its own agent's
+/// quiescence, and keeps what the wait answered.
+#[derive(Clone, Default)]
+struct WaitsInside {
+    agent: Arc<Mutex<Option<courier_runtime::WeakHandle>>>,
+    answers: Arc<Mutex<Vec<String>>>,
+}
+
+impl Sink for WaitsInside {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        if !line.contains(r#""id":"b""#) {
+            return Ok(());
+        }
+        let agent = self.agent.lock().expect("not poisoned").take();
+        if let Some(agent) = agent {
+            // Polled once, as a blocking wait would first poll it (an
+            // executor cannot run inside the executor that runs this send).
+            let waited = agent.upgrade().map(|agent| {
+                let mut waiter = std::pin::pin!(agent.when_idle());
+                let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+                waiter.as_mut().poll(&mut context)
+            });
+            self.answers
+                .lock()
+                .expect("not poisoned")
+                .push(format!("{waited:?}"));
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn self_wait_when_idle_inside_the_agents_own_sink_is_an_error() {
+    let sink = WaitsInside::default();
+    let answers = Arc::clone(&sink.answers);
+    let waited = within_bound(move || {
+        let (agent, driver) = Handle::new(
+            "wedge",
+            passing(),
+            step_hook_fn(|_| pending::<StepOutcome>()),
+            sink.clone(),
+        );
+        *sink.agent.lock().expect("not poisoned") = Some(agent.downgrade());
+        block_on(async {
+            tokio::spawn(driver.run());
+            agent.followup("a").expect("accepted");
+            // A turn runs; the sink waits for its end while it holds the
+            // writer's token, which that end needs.
+            agent.inject("b").map(drop)
+        })
+    });
+    assert!(waited.is_some(), "the send whose sink waits for idle hung");
+    let answers = answers.lock().expect("not poisoned").clone();
+    assert_eq!(answers, ["Some(Ready(Err(InsideSink)))"]);
+}
+
+/// A sink that forwards each user message it logs to another agent, and
+/// keeps what each forward answered.
+#[derive(Clone, Default)]
+struct Forwarding {
+    peer: Arc<Mutex<Option<courier_runtime::WeakHandle>>>,
+    answers: Arc<Mutex<Vec<String>>>,
+}
+
+impl Sink for Forwarding {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        let peer = self.peer.lock().expect("not poisoned").clone();
+        if line.contains("agent/inbox/spliced")
+            && let Some(peer) = peer.and_then(|peer| peer.upgrade())
+        {
+            let forwarded = peer.inject("forwarded");
+            self.answers
+                .lock()
+                .expect("not poisoned")
+                .push(format!("{forwarded:?}"));
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn self_wait_two_agents_whose_sinks_call_each_other_get_inside_sink() {
+    let (first_sink, second_sink) = (Forwarding::default(), Forwarding::default());
+    let answers = (
+        Arc::clone(&first_sink.answers),
+        Arc::clone(&second_sink.answers),
+    );
+    let sent = within_bound(move || {
+        let (first, first_driver) = Handle::new(
+            "first",
+            passing(),
+            step_hook_fn(|_| pending::<StepOutcome>()),
+            first_sink.clone(),
+        );
+        let (second, second_driver) = Handle::new(
+            "second",
+            passing(),
+            step_hook_fn(|_| pending::<StepOutcome>()),
+            second_sink.clone(),
+        );
+        *first_sink.peer.lock().expect("not poisoned") = Some(second.downgrade());
+        *second_sink.peer.lock().expect("not poisoned") = Some(first.downgrade());
+        // The first's sink logs `a` and forwards to the second, whose sink
+        // forwards back to the first, whose writer's token this thread
+        // holds: that call must be refused, not wait for itself.
+        let sent = format!("{:?}", first.inject("a"));
+        drop((first_driver, second_driver));
+        sent
+    });
+    assert_eq!(sent.as_deref(), Some("Ok(())"), "the send hung or failed");
+    let first = answers.0.lock().expect("not poisoned").clone();
+    let second = answers.1.lock().expect("not poisoned").clone();
+    assert_eq!(
+        (first, second),
+        (
+            vec!["Ok(())".to_owned()],
+            vec!["Err(InsideSink)".to_owned()]
+        )
+    );
+}
+
+#[test]
+fn never_panics_write_behind_with_an_endless_window_writes_at_dispose() {
+    // The window has no deadline the clock can hold: the journal's thread
+    // waits for the close instead of panicking on `now + max_delay`.
+    let journal_panics = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&journal_panics);
+    // Left installed: it only counts, then does what the hook before it did.
+    let chained = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() == Some("courier-journal") {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        chained(info);
+    }));
+    let log = MemoryLog::new();
+    let durability = Durability::WriteBehind {
+        max_delay: std::time::Duration::MAX,
+    };
+    let (agent, driver) = Handle::with_durability(
+        "wedge",
+        durability,
+        passing(),
+        step_hook_fn(|_| ready(StepOutcome::Completed)),
+        log.clone(),
+    );
+    block_on(async {
+        let task = tokio::spawn(driver.run());
+        agent.followup("a").expect("accepted");
+        ends("idle", agent.when_idle()).await.expect("served");
+        ends("dispose", agent.dispose()).await.expect("written");
+        ends("the driver task", task).await.expect("no panic");
+    });
+    // The journal's thread is joined when the agent goes.
+    drop(agent);
+    assert_eq!(journal_panics.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(turn_ends(&log).len(), 1, "{:?}", log.lines());
+}
+
+/// A sink whose lines become durable only when its slow sync ends.
+#[derive(Clone, Default)]
+struct SlowSync {
+    written: Arc<Mutex<Vec<String>>>,
+    durable: Arc<Mutex<Vec<String>>>,
+}
+
+impl Sink for SlowSync {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        self.written
+            .lock()
+            .expect("not poisoned")
+            .push(line.to_owned());
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let written = std::mem::take(&mut *self.written.lock().expect("not poisoned"));
+        self.durable.lock().expect("not poisoned").extend(written);
+        Ok(())
+    }
+}
+
+#[test]
+fn sync_when_idle_resolves_once_the_turns_lines_are_durable() {
+    // The driver task's completion ends the turn and is still syncing its
+    // lines when a fresh waiter finds the agent idle: the waiter waits for
+    // that sync (a crash after it resumes the turn as ended).
+    let sink = SlowSync::default();
+    let durable = Arc::clone(&sink.durable);
+    let (agent, driver) = Handle::with_durability(
+        "wedge",
+        Durability::Sync,
+        passing(),
+        step_hook_fn(|_| ready(StepOutcome::Completed)),
+        sink,
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        let task = tokio::spawn(driver.run());
+        agent.followup("a").expect("accepted");
+        ends("idle", async {
+            while agent.status() != Status::Idle {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        })
+        .await;
+        ends("when_idle", agent.when_idle()).await.expect("served");
+        let durable = durable.lock().expect("not poisoned").clone();
+        assert!(
+            durable.iter().any(|line| line.contains("turn/end")),
+            "idle, yet the turn's end is not durable: {durable:?}"
+        );
+        ends("dispose", agent.dispose()).await.expect("written");
+        ends("the driver task", task).await.expect("no panic");
     });
 }

@@ -49,14 +49,14 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let source = match files::Rereadable::new(&args.log) {
         Ok(source) => source,
         Err(error) => {
-            eprintln!("error: {}", files::located(&name, error));
+            eprintln!("error: {}", files::located(name, error));
             return ExitCode::from(2);
         }
     };
     let kept = match kept::read_file(source.path()) {
         Ok(kept) => kept,
         Err(error) => {
-            eprintln!("error: {}", files::located(&name, error));
+            eprintln!("error: {}", files::located(name, error));
             return ExitCode::from(2);
         }
     };
