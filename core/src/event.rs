@@ -298,6 +298,25 @@ impl Input {
         }
     }
 
+    /// The messages this input would insert, in order (a completion's
+    /// entered batch is no insertion). Listed in full, so a new input must
+    /// say.
+    pub fn inserted(&self) -> &[Message] {
+        match self {
+            Self::Send { message, .. }
+            | Self::Append { message, .. }
+            | Self::Prepend { message, .. }
+            | Self::Replace { message, .. } => std::slice::from_ref(message),
+            Self::Splice { inserted, .. } => inserted,
+            Self::Remove { .. }
+            | Self::Cancel { .. }
+            | Self::Dispose
+            | Self::WhenIdle
+            | Self::PreStep(_)
+            | Self::Step(_) => &[],
+        }
+    }
+
     /// Whether this input is a driver completion rather than a client input.
     /// Listed in full, so a new input must say.
     pub fn is_completion(&self) -> bool {

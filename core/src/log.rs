@@ -484,7 +484,7 @@ fn explained(text: &str) -> Option<LineError> {
 }
 
 /// How deep serde_json nests arrays and objects when it reads a value.
-const DEPTH_LIMIT: usize = 128;
+pub(crate) const DEPTH_LIMIT: usize = 128;
 
 /// Why serde_json did not read `text`, when it is JSON all the same
 /// (`JSON.parse` reads it): nested deeper than [`DEPTH_LIMIT`] (a message's

@@ -158,6 +158,28 @@ impl Source {
         }
     }
 
+    /// Why this source's JSON would not read back as a source (see
+    /// [`Message::unreadable_when_logged`]), if it would not.
+    fn unreadable_when_logged(&self) -> Option<String> {
+        let (extra, written): (_, &[&str]) = match self {
+            Self::User { extra } | Self::Tool { extra } => (extra, &["kind"]),
+            Self::Plugin { extra, .. } => (extra, &["kind", "plugin"]),
+            Self::Goal { extra, .. } => (extra, &["kind", "goalId", "revision", "round"]),
+            Self::Other { kind, extra } => {
+                if matches!(kind.as_str(), "user" | "plugin" | "goal" | "tool") {
+                    return Some(format!(
+                        "its source is `Other` of kind `{kind}`, which has a variant of its own"
+                    ));
+                }
+                (extra, &["kind"])
+            }
+        };
+        let repeated = written.iter().find(|key| extra.contains_key(**key))?;
+        Some(format!(
+            "its source's extra fields repeat `{repeated}`, which the source writes itself"
+        ))
+    }
+
     /// The `kind` field as serialized.
     pub fn kind(&self) -> &str {
         match self {
@@ -597,6 +619,103 @@ impl Message {
     }
 }
 
+/// How deep a message's own JSON may nest (its object is level 1) for
+/// every log line that carries it to read back: a splice holds it at level
+/// 4 (`{"data":{"inserted":[{...}]}}`), and serde_json reads at most
+/// `DEPTH_LIMIT - 1` levels.
+const LOGGED_DEPTH_MAX: usize = crate::log::DEPTH_LIMIT - 4;
+
+/// The most a log line adds around a message (its envelope and splice
+/// fields), with room to spare.
+const ENVELOPE_BYTES: usize = 1024;
+
+/// What [`Message::unreadable_when_logged`] learns of a value: an upper
+/// bound of its JSON's length.
+struct Walk {
+    bytes: usize,
+}
+
+impl Walk {
+    /// Walks `value`, held at nesting `level`; `false` when it nests past
+    /// [`LOGGED_DEPTH_MAX`] (the walk stops there: its recursion is
+    /// bounded whatever the value).
+    fn value(&mut self, value: &Value, level: usize) -> bool {
+        // A scalar, its separator and its key's quotes at most.
+        self.bytes = self.bytes.saturating_add(32);
+        match value {
+            Value::String(text) => {
+                self.string(text);
+                true
+            }
+            Value::Array(items) => {
+                level < LOGGED_DEPTH_MAX && items.iter().all(|item| self.value(item, level + 1))
+            }
+            Value::Object(map) => level < LOGGED_DEPTH_MAX && self.map(map, level + 1),
+            Value::Null | Value::Bool(_) | Value::Number(_) => true,
+        }
+    }
+
+    /// Walks an object's fields, the object at `level`.
+    fn map(&mut self, map: &Map<String, Value>, level: usize) -> bool {
+        map.iter().all(|(key, value)| {
+            self.string(key);
+            self.value(value, level)
+        })
+    }
+
+    /// A string's JSON: at most six bytes a byte (`\u001f`).
+    fn string(&mut self, text: &str) {
+        self.bytes = self.bytes.saturating_add(text.len().saturating_mul(6));
+    }
+}
+
+impl Message {
+    /// Why this message, once logged, would not read back, if it would
+    /// not: a resume must read every line an accepted send wrote (SPEC
+    /// §11), so a runtime that logs text refuses such a message first. A
+    /// value nested deeper than a log line holds, a source whose extra
+    /// fields repeat one it writes itself (a duplicate key) or whose kind
+    /// has its own variant (its fields then go unchecked), or a line longer
+    /// than `line_bytes_max`.
+    pub fn unreadable_when_logged(&self, line_bytes_max: usize) -> Option<String> {
+        let MessageData {
+            id,
+            role: _,
+            content,
+            source,
+            extra,
+            digest: _,
+            json: _,
+        } = &*self.0;
+        if let Some(why) = source.unreadable_when_logged() {
+            return Some(why);
+        }
+        let mut walk = Walk { bytes: 0 };
+        walk.string(id.as_str());
+        let content = match content {
+            Content::OwnIdText => true,
+            Content::Json(value) => walk.value(value, 1),
+        };
+        let source = match source {
+            Source::User { extra }
+            | Source::Plugin { extra, .. }
+            | Source::Goal { extra, .. }
+            | Source::Tool { extra }
+            | Source::Other { extra, .. } => walk.map(extra, 2),
+        };
+        if !(content && source && walk.map(extra, 1)) {
+            return Some(format!(
+                "its JSON nests more than {LOGGED_DEPTH_MAX} arrays and objects deep, \
+                 more than a log line that carries it can hold"
+            ));
+        }
+        let room = line_bytes_max.saturating_sub(ENVELOPE_BYTES);
+        // The bound is rough; only a message near the limit is encoded.
+        (walk.bytes > room && self.json().len() > room)
+            .then(|| format!("its JSON is longer than a log line may be ({line_bytes_max} bytes)"))
+    }
+}
+
 /// Stands for the message's own id in its digest: never a byte of UTF-8,
 /// so it cannot pass for a string's bytes.
 const OWN_ID: u8 = 0xfd;
@@ -869,6 +988,47 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("missing field `source`")
+        );
+    }
+}
+
+#[cfg(test)]
+mod logged {
+    use super::*;
+
+    fn with_text(length: usize) -> Message {
+        Message::new(
+            MessageId::new("m"),
+            Value::String("a".repeat(length)),
+            Source::user(),
+        )
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_is_said_and_a_rough_bound_alone_is_not() {
+        // 1,024 bytes of envelope: 976 left for the message's JSON.
+        let limit = 2_000;
+        // Its rough bound (six bytes a byte) is past the room; its JSON is not.
+        assert_eq!(with_text(300).unreadable_when_logged(limit), None);
+        let said = with_text(1_500).unreadable_when_logged(limit);
+        assert!(said.is_some_and(|why| why.contains("longer than a log line")));
+    }
+
+    #[test]
+    fn an_other_source_of_a_typed_kind_is_said_and_of_another_kind_is_not() {
+        let other = |kind: &str| Source::Other {
+            kind: kind.into(),
+            extra: Map::new(),
+        };
+        let message = |source| Message::new(MessageId::new("m"), Value::Null, source);
+        assert!(
+            message(other("plugin"))
+                .unreadable_when_logged(1 << 20)
+                .is_some()
+        );
+        assert_eq!(
+            message(other("webhook")).unreadable_when_logged(1 << 20),
+            None
         );
     }
 }

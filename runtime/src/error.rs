@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io;
 
-use courier_core::Refusal;
+use courier_core::{MessageId, Refusal};
 
 /// A call's failure: the core's refusal, or a reason the runtime around
 /// the core cannot serve the call.
@@ -34,6 +34,15 @@ pub enum Error {
     /// the log did not keep, and `when_idle` and `dispose` end with this
     /// error. [`crate::Handle::resume`] goes on from what the file kept.
     Log(io::Error),
+    /// The message would be logged in a line that does not read back (see
+    /// [`courier_core::Message::unreadable_when_logged`]): accepted, it
+    /// would make the log impossible to resume, so the call was not made.
+    Unloggable {
+        /// The message's id.
+        id: MessageId,
+        /// Why its line would not read back.
+        reason: String,
+    },
     /// The [`crate::Observer`] panicked observing this call's transition
     /// (which was applied); the observer was dropped. `when_idle` and
     /// `dispose` return it once their wait ends, for their own transitions
@@ -63,6 +72,11 @@ impl fmt::Display for Error {
                 "called inside the agent's own sink, which holds the log's writer the call would wait for",
             ),
             Self::Log(error) => write!(formatter, "the session log failed: {error}"),
+            Self::Unloggable { id, reason } => write!(
+                formatter,
+                "message {}: not logged, since a resume could not read it back: {reason}",
+                id.as_str()
+            ),
             Self::ObserverPanicked(message) => {
                 write!(formatter, "the observer panicked and was dropped: {message}")
             }
@@ -75,9 +89,11 @@ impl std::error::Error for Error {
         match self {
             Self::Refused(refusal) => Some(refusal),
             Self::Log(error) => Some(error),
-            Self::DriverGone | Self::InsideHook | Self::InsideSink | Self::ObserverPanicked(_) => {
-                None
-            }
+            Self::DriverGone
+            | Self::InsideHook
+            | Self::InsideSink
+            | Self::Unloggable { .. }
+            | Self::ObserverPanicked(_) => None,
         }
     }
 }

@@ -263,7 +263,12 @@ impl Handle {
                 self.shared.release_log();
                 Err(error)
             }
-            Err(error @ (Error::InsideHook | Error::InsideSink | Error::Refused(_))) => Err(error),
+            Err(
+                error @ (Error::InsideHook
+                | Error::InsideSink
+                | Error::Refused(_)
+                | Error::Unloggable { .. }),
+            ) => Err(error),
         }
     }
 

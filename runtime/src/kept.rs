@@ -32,7 +32,7 @@ use courier_core::log::{
 use courier_core::{Agent, MessageId, Output, Replay, Target};
 
 /// The longest line read; a longer one is refused rather than buffered.
-const LINE_BYTES_MAX: u64 = 1 << 28;
+pub(crate) const LINE_BYTES_MAX: u64 = 1 << 28;
 
 /// Why the final line was dropped.
 #[derive(Clone, PartialEq, Eq, Debug)]

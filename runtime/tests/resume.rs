@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use common::{assert_valid, block_on, bounded, log_path, verdict};
 use courier_core::log::{self, LogLine, SessionHeader};
-use courier_core::{MessageId, Output, PreStepDecision, Status, StepOutcome, Target};
+use courier_core::{
+    Message, MessageId, Output, PreStepDecision, Source, Status, StepOutcome, Target,
+};
 use courier_runtime::kept::{self, Torn};
 use courier_runtime::{
     Durability, Error, Handle, JsonlFile, ResumeError, Sink, pre_step_hook_fn, step_hook_fn,
@@ -917,4 +919,72 @@ fn two_agents_resuming_one_log_at_once_get_it_once() {
     let after = fs::read_to_string(&path).expect("readable");
     assert_eq!(after, format!("{before}{TURN_2_CLOSED}"));
     assert_valid(&path);
+}
+
+/// `depth` arrays around a string: a content nested `depth` deep.
+fn nested(depth: usize) -> serde_json::Value {
+    (0..depth).fold(serde_json::json!("x"), |inner, _| {
+        serde_json::json!([inner])
+    })
+}
+
+#[test]
+fn a_message_whose_line_would_not_read_back_is_refused_and_the_rest_resumes() {
+    let (_folder, path) = log_path();
+    let sink = JsonlFile::create(&path).expect("a fresh log");
+    let (agent, driver) = Handle::new(
+        "unloggable",
+        pre_step_hook_fn(|_| ready(PreStepDecision::Pass)),
+        step_hook_fn(|_| ready(StepOutcome::Completed)),
+        sink,
+    );
+    let message = |id: &str, content, source| Message::new(MessageId::new(id), content, source);
+    let extra = |key: &str| serde_json::Map::from_iter([(key.to_owned(), serde_json::json!(1))]);
+    let refused = [
+        message("deep", nested(124), Source::user()),
+        message(
+            "kind",
+            nested(0),
+            Source::User {
+                extra: extra("kind"),
+            },
+        ),
+        message(
+            "plugin",
+            nested(0),
+            Source::Plugin {
+                plugin: "p".into(),
+                extra: extra("plugin"),
+            },
+        ),
+        message(
+            "goal",
+            nested(0),
+            Source::Other {
+                kind: "goal".into(),
+                extra: serde_json::Map::new(),
+            },
+        ),
+    ];
+    block_on(async {
+        let task = tokio::spawn(driver.run());
+        for message in refused {
+            let id = message.id().clone();
+            let sent = agent.append(Target::NextTurn, message);
+            assert!(
+                matches!(&sent, Err(Error::Unloggable { id: named, .. }) if *named == id),
+                "{sent:?}"
+            );
+        }
+        // As deep as a splice line holds: accepted, logged (durably, under
+        // `Sync`, when the call returns) and read back.
+        let deepest = message("deepest", nested(123), Source::user());
+        agent.append(Target::NextTurn, deepest).expect("accepted");
+        task.abort();
+        assert!(bounded(task).await.expect("no hang").is_err(), "aborted");
+    });
+    drop(agent);
+    assert_valid(&path);
+    let resumed = resume(&path).expect("the log resumes");
+    assert_eq!(ids(&resumed, Target::NextTurn), [MessageId::new("deepest")]);
 }
