@@ -94,6 +94,8 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
                     else {
                         return;
                     };
+                    let decision =
+                        decision.and_then(|decision| self.loggable(decision, turn, step));
                     Input::PreStep(decision.unwrap_or(PreStepDecision::Fail))
                 }
                 Job::Step {
@@ -150,6 +152,27 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
             }
             Settled::Stopped => ControlFlow::Break(()),
         }
+    }
+
+    /// `decision`, unless it enters a message whose `user/message` line
+    /// would not read back at a resume: then `None` (the boundary fails, as
+    /// a panic fails it), kept with the panics for
+    /// [`crate::Handle::hook_panics`].
+    fn loggable(&self, decision: PreStepDecision, turn: u64, step: u64) -> Option<PreStepDecision> {
+        let entered = match &decision {
+            PreStepDecision::Enter(entered) => entered.as_slice(),
+            PreStepDecision::Pass | PreStepDecision::Reject | PreStepDecision::Fail => &[],
+        };
+        let Some(error) = entered.iter().find_map(crate::kept::unloggable) else {
+            return Some(decision);
+        };
+        self.shared.hook_panicked(HookPanic {
+            turn,
+            step,
+            hook: Hook::PreStep,
+            message: error.to_string(),
+        });
+        None
     }
 
     async fn next_job(&self) -> Option<Job> {

@@ -29,10 +29,19 @@ use courier_core::log::{
     BLANK_LINE, BOM_HINT, END_SEED_LINE, EndSeed, LineError, LogLine, Reader, SessionHeader,
     durable_line, lone_cr_hint, utf16_hint,
 };
-use courier_core::{Agent, MessageId, Output, Replay, Target};
+use courier_core::{Agent, Message, MessageId, Output, Replay, Target};
 
 /// The longest line read; a longer one is refused rather than buffered.
 pub(crate) const LINE_BYTES_MAX: u64 = 1 << 28;
+
+/// Why `message`'s log lines would not read back at a resume (see
+/// [`Message::unreadable_when_logged`]), as the error that refuses it.
+pub(crate) fn unloggable(message: &Message) -> Option<crate::Error> {
+    let line_bytes_max = usize::try_from(LINE_BYTES_MAX).unwrap_or(usize::MAX);
+    let reason = message.unreadable_when_logged(line_bytes_max)?;
+    let id = message.id().clone();
+    Some(crate::Error::Unloggable { id, reason })
+}
 
 /// Why the final line was dropped.
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -225,12 +225,8 @@ impl Shared {
             return Err(Error::InsideSink);
         }
         // Every sink's log must read back at a resume, the memory log's too.
-        let line_bytes_max = usize::try_from(crate::kept::LINE_BYTES_MAX).unwrap_or(usize::MAX);
-        for message in input.inserted() {
-            if let Some(reason) = message.unreadable_when_logged(line_bytes_max) {
-                let id = message.id().clone();
-                return Err(Error::Unloggable { id, reason });
-            }
+        if let Some(error) = input.inserted().iter().find_map(crate::kept::unloggable) {
+            return Err(error);
         }
         let winds_down = matches!(input, Input::Cancel { .. } | Input::Dispose);
         if !winds_down {

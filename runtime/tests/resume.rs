@@ -988,3 +988,45 @@ fn a_message_whose_line_would_not_read_back_is_refused_and_the_rest_resumes() {
     let resumed = resume(&path).expect("the log resumes");
     assert_eq!(ids(&resumed, Target::NextTurn), [MessageId::new("deepest")]);
 }
+
+#[test]
+fn a_pre_step_hook_entering_a_message_that_would_not_read_back_fails_its_boundary() {
+    let (_folder, path) = log_path();
+    let sink = JsonlFile::create(&path).expect("a fresh log");
+    let pre_step_hook = pre_step_hook_fn(|_| {
+        let deep = Message::new(MessageId::new("deep"), nested(130), Source::user());
+        ready(PreStepDecision::Enter(vec![deep]))
+    });
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (agent, driver) = Handle::new("unloggable", pre_step_hook, step_hook, sink);
+    block_on(async {
+        let task = tokio::spawn(driver.run());
+        agent.followup("a").expect("accepted");
+        bounded(agent.when_idle())
+            .await
+            .expect("no hang")
+            .expect("served");
+        bounded(agent.dispose())
+            .await
+            .expect("no hang")
+            .expect("written");
+        bounded(task).await.expect("no hang").expect("no panic");
+    });
+    let failed = agent.hook_panics();
+    assert!(
+        failed.len() == 1 && failed[0].message.contains("message deep: not logged"),
+        "{failed:?}"
+    );
+    drop(agent);
+    assert_valid(&path);
+    let log = fs::read_to_string(&path).expect("readable");
+    let ends: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("turn/end"))
+        .collect();
+    assert!(
+        ends.len() == 1 && ends[0].contains(r#""reason":{"kind":"error""#),
+        "{log}"
+    );
+    assert!(!log.contains(r#""id":"deep""#), "{log}");
+}
