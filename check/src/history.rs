@@ -526,25 +526,12 @@ impl History {
         // longer mirrors its log, and the run has failed.
         let before = self.before();
         let effect = self.apply(output)?;
-        let lists = match output {
-            Output::Spliced(splice) => Some(Lists {
-                target: splice.target,
-                start: splice.start,
-                inserted: effect.inserted.len(),
-                removed: effect.removed.clone(),
-            }),
-            Output::TurnStart { .. }
-            | Output::StepStart { .. }
-            | Output::UserMessage(_)
-            | Output::StepEnd { .. }
-            | Output::TurnEnd { .. }
-            | Output::Inserted { .. }
-            | Output::Claimed { .. }
-            | Output::Discarded { .. }
-            | Output::Status { .. }
-            | Output::Error { .. }
-            | Output::Idle => None,
-        };
+        let lists = output.splice().map(|splice| Lists {
+            target: splice.target,
+            start: splice.start,
+            inserted: effect.inserted.len(),
+            removed: effect.removed.clone(),
+        });
         records.push(Undo { lists, ..before });
         self.undo.0 = Some(records);
         Ok(effect)

@@ -533,4 +533,23 @@ impl Output {
             | Self::Idle => None,
         }
     }
+
+    /// The inbox change a `spliced` output carries; `None` for every other
+    /// output. Listed in full, so a new output must say.
+    pub fn splice(&self) -> Option<&Splice> {
+        match self {
+            Self::Spliced(splice) => Some(splice),
+            Self::TurnStart { .. }
+            | Self::StepStart { .. }
+            | Self::UserMessage(_)
+            | Self::StepEnd { .. }
+            | Self::TurnEnd { .. }
+            | Self::Inserted { .. }
+            | Self::Claimed { .. }
+            | Self::Discarded { .. }
+            | Self::Status { .. }
+            | Self::Error { .. }
+            | Self::Idle => None,
+        }
+    }
 }

@@ -191,19 +191,9 @@ impl Replay {
         // Every event goes through the turns' exhaustive match (a splice
         // leaves the turns as they are); a splice then changes the lists.
         self.turns.apply(event).map_err(corrupt)?;
-        let splice = match event {
-            Output::Spliced(splice) => self.splice(splice).map_err(corrupt)?,
-            Output::TurnStart { .. }
-            | Output::StepStart { .. }
-            | Output::UserMessage(_)
-            | Output::StepEnd { .. }
-            | Output::TurnEnd { .. }
-            | Output::Inserted { .. }
-            | Output::Claimed { .. }
-            | Output::Discarded { .. }
-            | Output::Status { .. }
-            | Output::Error { .. }
-            | Output::Idle => None,
+        let splice = match event.splice() {
+            Some(splice) => self.splice(splice).map_err(corrupt)?,
+            None => None,
         };
         self.events += 1;
         Ok(Undo { turns, splice })
