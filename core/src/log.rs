@@ -5,7 +5,7 @@
 //! [`durable_line`], reads through [`Reader`], which also converts dsh's
 //! older records as dsh's own loader does ([`legacy`]).
 
-mod escape;
+pub(crate) mod escape;
 mod legacy;
 mod shape;
 mod surface;

@@ -629,10 +629,12 @@ const LOGGED_DEPTH_MAX: usize = crate::log::DEPTH_LIMIT - 4;
 /// fields), with room to spare.
 const ENVELOPE_BYTES: usize = 1024;
 
-/// What [`Message::unreadable_when_logged`] learns of a value: an upper
-/// bound of its JSON's length.
+/// What [`Message::unreadable_when_logged`] learns of the values it walks:
+/// an upper bound of their JSON's length, and whether a string holds two
+/// stand-ins that would be written as one character.
 struct Walk {
     bytes: usize,
+    paired: bool,
 }
 
 impl Walk {
@@ -666,18 +668,58 @@ impl Walk {
     /// A string's JSON: at most six bytes a byte (`\u001f`).
     fn string(&mut self, text: &str) {
         self.bytes = self.bytes.saturating_add(text.len().saturating_mul(6));
+        self.paired |= crate::log::escape::pairs_stand_ins(text);
     }
 }
 
 impl Message {
-    /// Why this message, once logged, would not read back, if it would
-    /// not: a resume must read every line an accepted send wrote (SPEC
-    /// §11), so a runtime that logs text refuses such a message first. A
-    /// value nested deeper than a log line holds, a source whose extra
-    /// fields repeat one it writes itself (a duplicate key) or whose kind
-    /// has its own variant (its fields then go unchecked), or a line longer
-    /// than `line_bytes_max`.
-    pub fn unreadable_when_logged(&self, line_bytes_max: usize) -> Option<String> {
+    /// Why a log line holding `messages` (a splice's insertions, or one
+    /// message) would not read back as written, if it would not, and the
+    /// message that makes it so: a resume must read every line an accepted
+    /// send wrote (SPEC §11), so a runtime that logs text refuses such
+    /// messages first. A value nested deeper than a log line holds; a
+    /// source whose extra fields repeat one it writes itself (a duplicate
+    /// key) or whose kind has its own variant (its fields then go
+    /// unchecked); a string holding the stand-ins of a high and a low
+    /// surrogate side by side (written as a pair, they read back as one
+    /// other character); or a line longer than `line_bytes_max`.
+    pub fn unreadable_when_logged(
+        messages: &[Message],
+        line_bytes_max: usize,
+    ) -> Option<(&Message, String)> {
+        let mut walk = Walk {
+            bytes: 0,
+            paired: false,
+        };
+        for message in messages {
+            if let Some(why) = message.walk(&mut walk) {
+                return Some((message, why));
+            }
+        }
+        let room = line_bytes_max.saturating_sub(ENVELOPE_BYTES);
+        if walk.bytes <= room {
+            return None;
+        }
+        // The bound is rough; only lines near the limit are encoded. A
+        // stand-in grows from four bytes to six when written.
+        let written = messages.iter().fold(0_usize, |total, message| {
+            let json = message.json().len();
+            total.saturating_add(json.saturating_add(json / 2))
+        });
+        let last = messages.last()?;
+        (written > room).then(|| {
+            (
+                last,
+                format!(
+                    "its log line would be longer than a log line may be ({line_bytes_max} bytes)"
+                ),
+            )
+        })
+    }
+
+    /// Walks this message into `walk`; why it would not read back, when
+    /// that shows in the message alone.
+    fn walk(&self, walk: &mut Walk) -> Option<String> {
         let MessageData {
             id,
             role: _,
@@ -690,7 +732,6 @@ impl Message {
         if let Some(why) = source.unreadable_when_logged() {
             return Some(why);
         }
-        let mut walk = Walk { bytes: 0 };
         walk.string(id.as_str());
         let content = match content {
             Content::OwnIdText => true,
@@ -709,10 +750,11 @@ impl Message {
                  more than a log line that carries it can hold"
             ));
         }
-        let room = line_bytes_max.saturating_sub(ENVELOPE_BYTES);
-        // The bound is rough; only a message near the limit is encoded.
-        (walk.bytes > room && self.json().len() > room)
-            .then(|| format!("its JSON is longer than a log line may be ({line_bytes_max} bytes)"))
+        walk.paired.then(|| {
+            "a string in it holds the stand-ins of a high and a low surrogate side \
+             by side, which a log writes as a pair and reads back as one other character"
+                .to_owned()
+        })
     }
 }
 
@@ -1004,31 +1046,47 @@ mod logged {
         )
     }
 
+    /// Why a line of `messages` would not read back, under `limit` bytes.
+    fn said(messages: &[Message], limit: usize) -> Option<String> {
+        Message::unreadable_when_logged(messages, limit).map(|(_, why)| why)
+    }
+
     #[test]
     fn a_line_longer_than_the_limit_is_said_and_a_rough_bound_alone_is_not() {
-        // 1,024 bytes of envelope: 976 left for the message's JSON.
+        // 1,024 bytes of envelope: 976 left for the messages' JSON.
         let limit = 2_000;
         // Its rough bound (six bytes a byte) is past the room; its JSON is not.
-        assert_eq!(with_text(300).unreadable_when_logged(limit), None);
-        let said = with_text(1_500).unreadable_when_logged(limit);
-        assert!(said.is_some_and(|why| why.contains("longer than a log line")));
+        assert_eq!(said(&[with_text(300)], limit), None);
+        let long = said(&[with_text(1_500)], limit);
+        assert!(long.is_some_and(|why| why.contains("longer than a log line")));
+        // Each fits; the line holding both does not.
+        let both = said(&[with_text(400), with_text(400)], limit);
+        assert!(both.is_some_and(|why| why.contains("longer than a log line")));
     }
 
     #[test]
     fn an_other_source_of_a_typed_kind_is_said_and_of_another_kind_is_not() {
-        let other = |kind: &str| Source::Other {
-            kind: kind.into(),
-            extra: Map::new(),
+        let other = |kind: &str| {
+            let source = Source::Other {
+                kind: kind.into(),
+                extra: Map::new(),
+            };
+            said(
+                &[Message::new(MessageId::new("m"), Value::Null, source)],
+                1 << 20,
+            )
         };
-        let message = |source| Message::new(MessageId::new("m"), Value::Null, source);
-        assert!(
-            message(other("plugin"))
-                .unreadable_when_logged(1 << 20)
-                .is_some()
-        );
-        assert_eq!(
-            message(other("webhook")).unreadable_when_logged(1 << 20),
-            None
-        );
+        assert!(other("plugin").is_some());
+        assert_eq!(other("webhook"), None);
+    }
+
+    #[test]
+    fn stand_ins_side_by_side_are_said_and_apart_or_alone_are_not() {
+        let id = |id: &str| said(&[Message::text(id, Source::user())], 1 << 20);
+        // U+FD83D then U+FDE00: written `\ud83d\ude00`, read as U+1F600.
+        assert!(id("a\u{FD83D}\u{FDE00}").is_some_and(|why| why.contains("stand-ins")));
+        assert_eq!(id("a\u{FD83D}b\u{FDE00}"), None);
+        assert_eq!(id("a\u{FDE00}\u{FD83D}"), None);
+        assert_eq!(id("a\u{FD83D}"), None);
     }
 }

@@ -163,7 +163,9 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
             PreStepDecision::Enter(entered) => entered.as_slice(),
             PreStepDecision::Pass | PreStepDecision::Reject | PreStepDecision::Fail => &[],
         };
-        let Some(error) = entered.iter().find_map(crate::kept::unloggable) else {
+        // Each entered message is a `user/message` line of its own.
+        let mut lines = entered.chunks(1);
+        let Some(error) = lines.find_map(crate::kept::unloggable) else {
             return Some(decision);
         };
         self.shared.hook_panicked(HookPanic {

@@ -34,11 +34,12 @@ use courier_core::{Agent, Message, MessageId, Output, Replay, Target};
 /// The longest line read; a longer one is refused rather than buffered.
 pub(crate) const LINE_BYTES_MAX: u64 = 1 << 28;
 
-/// Why `message`'s log lines would not read back at a resume (see
-/// [`Message::unreadable_when_logged`]), as the error that refuses it.
-pub(crate) fn unloggable(message: &Message) -> Option<crate::Error> {
+/// Why the log line holding `messages` would not read back at a resume
+/// (see [`Message::unreadable_when_logged`]), as the error that refuses
+/// them.
+pub(crate) fn unloggable(messages: &[Message]) -> Option<crate::Error> {
     let line_bytes_max = usize::try_from(LINE_BYTES_MAX).unwrap_or(usize::MAX);
-    let reason = message.unreadable_when_logged(line_bytes_max)?;
+    let (message, reason) = Message::unreadable_when_logged(messages, line_bytes_max)?;
     let id = message.id().clone();
     Some(crate::Error::Unloggable { id, reason })
 }

@@ -225,7 +225,7 @@ impl Shared {
             return Err(Error::InsideSink);
         }
         // Every sink's log must read back at a resume, the memory log's too.
-        if let Some(error) = input.inserted().iter().find_map(crate::kept::unloggable) {
+        if let Some(error) = crate::kept::unloggable(input.inserted()) {
             return Err(error);
         }
         let winds_down = matches!(input, Input::Cancel { .. } | Input::Dispose);
@@ -424,14 +424,19 @@ impl Shared {
     /// unserved. Waiters wake (to their error, or to an `idle` that came),
     /// subscriptions end, and the log is synced as far as it got.
     pub(crate) fn driver_gone(&self) {
-        self.with(|locked| {
+        let unreachable = self.with(|locked| {
             locked.driver = Driver::Gone;
             let waiting = mem::take(&mut locked.idle.waiting);
             locked.wake.extend(waiting.into_values());
             locked.fanout.close();
+            locked.handles == 0
         });
         // Kept in the journal for whoever asks next.
         let _ = self.journal.sync_all();
+        // The last handle went first (see `handle_dropped`).
+        if unreachable {
+            self.release_log();
+        }
     }
 
     pub(crate) fn status(&self) -> Status {
@@ -474,8 +479,13 @@ impl Shared {
     /// for inputs that can no longer come (without a driver task, there is
     /// nothing to end). Never panics: it runs in `Drop`. An observer's panic
     /// at that disposal is no call's: the waiters still waiting report it.
+    ///
+    /// Once the last handle and the driver task are both gone, nothing can
+    /// reach the agent again (a [`crate::WeakHandle`] a hook kept no longer
+    /// upgrades), so its log is written and let go, whichever goes last: the
+    /// file can be resumed while such a weak handle lives.
     pub(crate) fn handle_dropped(&self) {
-        self.with(|locked| {
+        let unreachable = self.with(|locked| {
             locked.handles = locked.handles.saturating_sub(1);
             let last = locked.handles == 0 && !locked.core.is_disposed();
             if last && let Driver::Serving = locked.driver {
@@ -484,7 +494,12 @@ impl Shared {
                 let Ran { answer: _, panic } = locked.run(Input::Dispose);
                 drop(locked.keep_panic(panic, waiting));
             }
+            locked.handles == 0 && matches!(locked.driver, Driver::Gone)
         });
+        if unreachable {
+            let _ = self.journal.sync_all();
+            self.release_log();
+        }
     }
 }
 

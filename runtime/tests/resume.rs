@@ -965,6 +965,8 @@ fn a_message_whose_line_would_not_read_back_is_refused_and_the_rest_resumes() {
                 extra: serde_json::Map::new(),
             },
         ),
+        // Written `\ud83d\ude00`, it would read back as U+1F600.
+        message("pair\u{FD83D}\u{FDE00}", nested(0), Source::user()),
     ];
     block_on(async {
         let task = tokio::spawn(driver.run());
@@ -1029,4 +1031,44 @@ fn a_pre_step_hook_entering_a_message_that_would_not_read_back_fails_its_boundar
         "{log}"
     );
     assert!(!log.contains(r#""id":"deep""#), "{log}");
+}
+
+#[test]
+fn a_weak_handle_a_hook_kept_does_not_keep_the_log_locked_once_the_agent_is_gone() {
+    for durability in [
+        Durability::Sync,
+        Durability::WriteBehind {
+            max_delay: Duration::from_millis(5),
+        },
+    ] {
+        let (_folder, path) = log_path();
+        let sink = JsonlFile::create(&path).expect("a fresh log");
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let keep = Arc::clone(&kept);
+        let step_hook = step_hook_fn(move |call: courier_runtime::StepCall| {
+            keep.lock().expect("not poisoned").push(call.agent);
+            ready(StepOutcome::Completed)
+        });
+        let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+        let (agent, driver) =
+            Handle::with_durability("weak", durability, pre_step_hook, step_hook, sink);
+        block_on(async {
+            let task = tokio::spawn(driver.run());
+            agent.followup("a").expect("accepted");
+            bounded(agent.when_idle())
+                .await
+                .expect("no hang")
+                .expect("served");
+            // No dispose: the last handle goes, and the driver task with it.
+            drop(agent);
+            bounded(task).await.expect("no hang").expect("no panic");
+        });
+        let weak = kept.lock().expect("not poisoned");
+        assert!(
+            weak.len() == 1 && weak[0].upgrade().is_none(),
+            "{durability:?}"
+        );
+        let resumed = resume(&path);
+        assert!(resumed.is_ok(), "{durability:?}: {:?}", resumed.err());
+    }
 }

@@ -44,6 +44,20 @@ pub(super) fn escape_stand_ins(line: &mut String) {
     *line = escaped;
 }
 
+/// Whether `text` holds a high unit's stand-in just before a low one's:
+/// written, they read back as one other character (see
+/// [`escape_stand_ins`]), so such a string does not survive a log.
+pub(crate) fn pairs_stand_ins(text: &str) -> bool {
+    if memchr::memchr(STAND_IN_LEAD, text.as_bytes()).is_none() {
+        return false;
+    }
+    let units = text.chars().map(unit);
+    units
+        .clone()
+        .zip(units.skip(1))
+        .any(|pair| matches!(pair, (Some(0xD800..0xDC00), Some(0xDC00..0xE000))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
