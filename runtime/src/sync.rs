@@ -4,7 +4,7 @@
 //! `std::sync` or declares a thread-local; both builds have the same call
 //! sites.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::PoisonError;
 use std::time::Duration;
 
@@ -23,52 +23,83 @@ pub(crate) use std::thread;
 
 #[cfg(not(loom))]
 std::thread_local! {
-    /// The agents whose hooks this thread is calling or polling (their
-    /// addresses, innermost last); see `driver::inside_hook`.
-    pub(crate) static INSIDE_HOOK: Marks = const { RefCell::new(Vec::new()) };
-    /// The journals whose sinks this thread is calling (their addresses,
-    /// innermost last); see `journal::Journal::inside_sink`.
-    pub(crate) static INSIDE_SINK: Marks = const { RefCell::new(Vec::new()) };
+    static HOOK_INNERMOST: Cell<usize> = const { Cell::new(0) };
+    static HOOK_OUTER: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    static SINK_INNERMOST: Cell<usize> = const { Cell::new(0) };
+    static SINK_OUTER: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 #[cfg(loom)]
 loom::thread_local! {
-    pub(crate) static INSIDE_HOOK: Marks = RefCell::new(Vec::new());
-    pub(crate) static INSIDE_SINK: Marks = RefCell::new(Vec::new());
+    static HOOK_INNERMOST: Cell<usize> = Cell::new(0);
+    static HOOK_OUTER: RefCell<Vec<usize>> = RefCell::new(Vec::new());
+    static SINK_INNERMOST: Cell<usize> = Cell::new(0);
+    static SINK_OUTER: RefCell<Vec<usize>> = RefCell::new(Vec::new());
 }
 
-/// The owners a thread is inside, as a stack: one agent's sink may call
-/// another agent whose sink calls the first, and that call must still be
-/// seen as inside the first's sink (a single mark would have forgotten it).
-type Marks = RefCell<Vec<usize>>;
-
-/// One of the marks above: which agents' hooks, or which journals' sinks,
-/// this thread is inside.
 #[cfg(not(loom))]
-pub(crate) type Mark = std::thread::LocalKey<Marks>;
+type LocalKey<T> = std::thread::LocalKey<T>;
 #[cfg(loom)]
-pub(crate) type Mark = loom::thread::LocalKey<Marks>;
+type LocalKey<T> = loom::thread::LocalKey<T>;
+
+/// The owners (their addresses) a thread is inside, as a stack: one
+/// agent's sink may call another agent whose sink calls the first, and that
+/// call must still be seen as inside the first's sink. The innermost is a
+/// thread-local of its own, with nothing to drop, so the common case (one
+/// owner at a time, at every sink call and hook poll) costs one cell's read
+/// and write; the owners around it are looked at only when nested.
+pub(crate) struct Mark {
+    /// The innermost owner, 0 for none.
+    innermost: &'static LocalKey<Cell<usize>>,
+    /// The owners around it, outermost first (empty unless nested).
+    outer: &'static LocalKey<RefCell<Vec<usize>>>,
+}
+
+/// The agents whose hooks this thread is calling or polling; see
+/// `driver::inside_hook`.
+pub(crate) static INSIDE_HOOK: Mark = Mark {
+    innermost: &HOOK_INNERMOST,
+    outer: &HOOK_OUTER,
+};
+
+/// The journals whose sinks this thread is calling; see
+/// `journal::Journal::inside_sink`.
+pub(crate) static INSIDE_SINK: Mark = Mark {
+    innermost: &SINK_INNERMOST,
+    outer: &SINK_OUTER,
+};
 
 /// Runs `body` with `mark` naming `owner` too; the mark is as it was after,
 /// also when `body` unwinds.
+#[inline]
 pub(crate) fn marked<T, R>(mark: &'static Mark, owner: &T, body: impl FnOnce() -> R) -> R {
     struct Restore(&'static Mark, usize);
     impl Drop for Restore {
         fn drop(&mut self) {
-            self.0.with(|inside| inside.borrow_mut().truncate(self.1));
+            self.0.innermost.with(|innermost| innermost.set(self.1));
+            if self.1 != 0 {
+                self.0.outer.with(|outer| outer.borrow_mut().pop());
+            }
         }
     }
-    let depth = mark.with(|inside| {
-        let mut inside = inside.borrow_mut();
-        inside.push(address(owner));
-        inside.len() - 1
-    });
-    let _restore = Restore(mark, depth);
+    let previous = mark
+        .innermost
+        .with(|innermost| innermost.replace(address(owner)));
+    if previous != 0 {
+        mark.outer.with(|outer| outer.borrow_mut().push(previous));
+    }
+    let _restore = Restore(mark, previous);
     body()
 }
 
 /// Whether this thread is inside `owner`'s mark (see [`marked`]), at any depth.
+#[inline]
 pub(crate) fn is_marked<T>(mark: &'static Mark, owner: &T) -> bool {
-    mark.with(|inside| inside.borrow().contains(&address(owner)))
+    let owner = address(owner);
+    match mark.innermost.with(Cell::get) {
+        0 => false,
+        innermost if innermost == owner => true,
+        _ => mark.outer.with(|outer| outer.borrow().contains(&owner)),
+    }
 }
 
 fn address<T>(owner: &T) -> usize {
