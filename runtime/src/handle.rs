@@ -130,7 +130,9 @@ impl Handle {
     }
 
     /// `send(message, target, wakeup)`; refused when disposed or when the id
-    /// is already pending.
+    /// is already pending, and, like every call that inserts messages, with
+    /// [`Error::Unloggable`] when the log line holding them would not read
+    /// back at a resume.
     pub fn send(
         &self,
         message: impl Into<Message>,

@@ -213,8 +213,9 @@ impl Shared {
     }
 
     /// A client input: one transition of the core, unless nothing would
-    /// serve what it starts, or the log can no longer record it (a cancel
-    /// or a dispose still winds the agent down).
+    /// serve what it starts, the log could not read its messages back, or
+    /// the log can no longer record it (a cancel or a dispose still winds
+    /// the agent down).
     pub(crate) fn input(&self, input: Input) -> Result<(), Error> {
         debug_assert!(
             !input.is_completion(),
