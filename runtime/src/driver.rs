@@ -292,6 +292,10 @@ impl<F> InFlight<'_, F> {
 
 impl<F> Drop for InFlight<'_, F> {
     fn drop(&mut self) {
+        // Settled: `settle` dropped the future already.
+        if self.future.is_none() {
+            return;
+        }
         // Dropped mid-await: no point is completed, so the panic is no
         // point's `fail`; it is only kept from unwinding.
         if let Err(payload) = self.drop_future() {
