@@ -454,13 +454,13 @@ impl Reader {
     /// had resumed, or was a fork), so its boundary is the marker that
     /// ends the seed: the seed's last event when that is one (a seed is
     /// marked once, `Session`'s constructor), else the one right after it.
-    /// Both hold with the first marker numbered from `seedLength - 2` on:
-    /// one earlier sits inside the seed (a parent's), and a `seedLength`
-    /// one too large (the marker's line number, counting the header) is
-    /// still read as SPEC reads it. Once.
+    /// Both hold with the first marker numbered from `seedLength - 1` on;
+    /// one earlier sits inside the seed (a parent's resume marker, even
+    /// two events before its end: a resume, then one inbox edit, then the
+    /// fork). Once.
     fn end_seed(&mut self, seq: u64) -> EndSeed {
         match self.seed {
-            Some(length) if seq.saturating_add(2) >= length => {
+            Some(length) if seq.saturating_add(1) >= length => {
                 self.seed = None;
                 EndSeed::ForkBoundary
             }
