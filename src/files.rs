@@ -96,18 +96,45 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
 /// there yet is created when written (only it: as for a file output, the
 /// folder it goes in must exist).
 pub fn check_folder(flag: &str, path: &Path) -> Result<(), String> {
-    match fs::metadata(path) {
-        Ok(meta) if !meta.is_dir() => Err(format!(
+    let not_a_folder = || {
+        format!(
             "{flag} {}: not a folder (the output goes in a folder): refused",
             named(path)
-        )),
-        Ok(_) => Ok(()),
+        )
+    };
+    // Where the output's file goes, or where its folder is made: a file
+    // made there and removed at once says it can be written (`/proc` is a
+    // folder no file can be made in).
+    let writable = |folder: &Path| {
+        tempfile::Builder::new()
+            .prefix(".courier-probe-")
+            .tempfile_in(folder)
+            .map(drop)
+            .map_err(|error| {
+                // The OS's words, without the probe's name tempfile adds.
+                let error = error.to_string();
+                let why = error.split(" at path ").next().unwrap_or_default();
+                format!(
+                    "{flag} {}: cannot write in {}: {why}",
+                    named(path),
+                    named(folder)
+                )
+            })
+    };
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_dir() => Err(not_a_folder()),
+        Ok(_) => writable(path),
+        // `file/`: a file named as a folder.
+        Err(error) if error.kind() == io::ErrorKind::NotADirectory => Err(not_a_folder()),
+        Err(error) if error.kind() != io::ErrorKind::NotFound => {
+            Err(format!("{flag} {}: {error}", named(path)))
+        }
         Err(_) if !folder_of(path).is_dir() => Err(format!(
             "{flag} {}: its folder {} does not exist",
             named(path),
             named(folder_of(path))
         )),
-        Err(_) => Ok(()),
+        Err(_) => writable(folder_of(path)),
     }
 }
 
@@ -762,7 +789,10 @@ pub fn exit_on_environment_failure() {
             // Nowhere left to say it: the exit code does.
             Some("stderr") => None,
             Some(_) => Some(format!("error: cannot write to stdout: {message}")),
-            None if message.starts_with("failed to spawn thread") => {
+            // std's words, and stateright's for its checker's workers.
+            None if message.starts_with("failed to spawn thread")
+                || message.starts_with("Failed to spawn a thread") =>
+            {
                 // std writes the error's Debug (`Os { code: 11, kind: ... }`):
                 // said as the OS says it.
                 let why = os_code(message).map_or_else(

@@ -31,7 +31,7 @@ enum Command {
     Run(cli::run::Args),
     /// Check recorded session logs (dsh JSONL) against the delivery properties.
     #[command(
-        after_help = "Prints one `FILE:LINE: <property>: <detail>` line per violation (text) or one JSON object per file (json), then a count of valid, invalid and unreadable files on stderr. Exit 0: every log is valid; 1: a violation; 2: a file that is not a readable JSONL session log (naming the line)."
+        after_help = "Prints one `FILE:LINE: <property>: <detail>` line per violation (text) or one JSON object per file (json), then a count of valid, invalid and unreadable files on stderr. A torn final line (a crash cut it: not JSON) is dropped and said (`note:` on stderr; `torn` in json), SPEC §11. Exit 0: every log is valid; 1: a violation; 2: a file that is not a readable JSONL session log (naming the line)."
     )]
     Validate(cli::validate::Args),
     /// Run seeded random workloads under every property (swarm, then liveness).

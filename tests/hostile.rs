@@ -731,6 +731,9 @@ fn never_panic_threads_zero_is_refused_and_jobs_are_capped() {
         &["check", "--threads", "0"][..],
         &["sim", "--seeds", "0..2", "--jobs", "0"],
         &["check", "--threads", "100000"],
+        // Each a stack: tens of thousands aborted the process (no memory
+        // map left for a guard page), which no hook catches.
+        &["sim", "--seeds", "0..40000", "--jobs", "40000"],
     ] {
         let (code, _, stderr) = run(arguments);
         assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
@@ -774,6 +777,24 @@ fn never_panic_a_thread_that_cannot_be_spawned_is_an_error() {
         stderr.contains("(os error ") && !stderr.contains("Os {"),
         "{stderr}"
     );
+    // Refused by the address space after the first workers started: the
+    // panic is stateright's own ("Failed to spawn a thread"), not std's.
+    #[cfg(unix)]
+    {
+        let output = std::process::Command::new("sh")
+            .args(["-c", "ulimit -v 300000 && exec \"$0\" check --threads 256"])
+            .arg(env!("CARGO_BIN_EXE_courier"))
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .expect("sh runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(
+            stderr.contains("error: cannot start a worker thread: "),
+            "{stderr}"
+        );
+    }
 }
 
 // 4. Bounded memory.
@@ -1409,6 +1430,27 @@ fn truthful_sim_refuses_a_file_for_a_folder_and_names_an_empty_shard() {
     assert!(stderr.contains(&refusal), "{stderr}");
     assert!(stdout.is_empty(), "before any work: {stdout}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine\n");
+    // The same file named as a folder (`notes.txt/`), and a folder no
+    // file can be made in: refused before any work too (before, after
+    // every seed ran, exit 1).
+    let slashed = format!("{}/", text(&file));
+    let mut refused = vec![(
+        slashed.clone(),
+        format!("error: --out {slashed}: not a folder"),
+    )];
+    if Path::new("/proc/self").exists() {
+        refused.push((
+            "/proc".into(),
+            "error: --out /proc: cannot write in /proc: ".into(),
+        ));
+    }
+    for (out, refusal) in refused {
+        let (code, stdout, stderr) =
+            run(&["sim", "--seeds", "0..2", "--against", "cat", "--out", &out]);
+        assert_eq!(code, Some(2), "{out}: {stdout}{stderr}");
+        assert!(stderr.contains(&refusal), "{out}: {stderr}");
+        assert!(stdout.is_empty(), "{out}: before any work: {stdout}");
+    }
     // A folder in a folder that does not exist: refused before any work,
     // and nothing made (before, the whole path was made after the run).
     let deep = folder.path().join("no/such");
@@ -3066,7 +3108,17 @@ fn truthful_a_utf16_log_is_named_as_one() {
         .collect();
     let said = ":1: not UTF-8: invalid utf-8 sequence of 1 bytes from index 0 \
                 (it starts with a UTF-16 byte order mark: save it as UTF-8)";
-    for (name, bytes) in [("le.jsonl", little), ("be.jsonl", big)] {
+    // Without its newline too: an editor's encoding, no torn tail (repair
+    // said "its only line is torn").
+    let unterminated: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(log.trim_end().encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    for (name, bytes) in [
+        ("le.jsonl", little),
+        ("be.jsonl", big),
+        ("le-unterminated.jsonl", unterminated),
+    ] {
         let path = write(&folder, name, &bytes);
         let (code, stdout, stderr) = run(&["validate", &text(&path)]);
         assert_eq!(code, Some(2), "{stdout}{stderr}");

@@ -229,6 +229,7 @@ fn the_cli_reports_json_per_file() {
             "file": "tests/logs/balanced-nested-turn.jsonl",
             "status": "invalid",
             "lines": 5,
+            "torn": null,
             "stopped": true,
             "violations": [{
                 "line": 5,
@@ -252,11 +253,12 @@ fn the_cli_reports_json_per_file() {
 fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
     let folder = tempfile::tempdir().unwrap();
     let file = folder.path().join("truncated.jsonl");
-    let log = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\n\
+    let kept = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\n\
                {\"type\":\"agent/inbox/spliced\",\"data\":{\"target\":\"next-turn\",\"start\":0,\"inserted\":[{\"id\":\"A\",\"role\":\"user\",\"content\":[],\"source\":{\"kind\":\"user\"}}]}}\n\
-               {\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n\
-               {\"type\":\"assistant/chunk\",\"data\":{\"text\":\"cut";
-    std::fs::write(&file, log).unwrap();
+               {\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n";
+    let cut = "{\"type\":\"assistant/chunk\",\"data\":{\"text\":\"cut";
+    // Cut in the middle: the file is unreadable there.
+    std::fs::write(&file, format!("{kept}{cut}\n{kept}")).unwrap();
     let name = file.display().to_string();
     let output = courier(&[
         "validate",
@@ -270,9 +272,30 @@ fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
         first.starts_with(&format!("error: {name}:4: cannot parse: EOF while parsing")),
         "{errors}"
     );
+    assert!(!first.contains("torn"), "{errors}");
     assert!(
         errors.ends_with("1 valid, 0 invalid, 1 unreadable\n"),
         "{errors}"
+    );
+    // Cut at the end, as a crash leaves it: dropped, and said (SPEC §11).
+    std::fs::write(&file, format!("{kept}{cut}")).unwrap();
+    let output = courier(&["validate", &name]);
+    assert_eq!(
+        (stdout(&output), output.status.code()),
+        (String::new(), Some(0))
+    );
+    let errors = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        errors.starts_with(&format!(
+            "note: {name}:4: a torn final line (a crash cut it)"
+        )),
+        "{errors}"
+    );
+    let output = courier(&["validate", "--format", "json", &name]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (&report["status"], &report["lines"], &report["torn"]),
+        (&"valid".into(), &3.into(), &4.into())
     );
     let missing = courier(&["validate", "tests/logs/no-such-file.jsonl"]);
     assert_eq!(missing.status.code(), Some(2));
@@ -347,9 +370,8 @@ fn a_log_must_open_with_a_session_header() {
     let (findings, outcome) = check(header.as_bytes());
     assert_eq!((findings, outcome.unwrap().lines), (vec![], 1));
     let (_, outcome) = check(format!("{header}\r\n").as_bytes());
-    let error = outcome.unwrap_err();
-    assert_eq!(error.line, 2);
-    assert!(error.reason.contains("a torn final line"), "{error:?}");
+    let summary = outcome.unwrap();
+    assert_eq!((summary.lines, summary.torn), (1, Some(2)));
     let (_, outcome) = check(format!("{header} \t\n{header}").as_bytes());
     let error = outcome.unwrap_err();
     assert_eq!(error.line, 2);
@@ -399,7 +421,8 @@ fn non_utf8_bad_numbers_and_bad_shapes_are_unreadable_at_their_line() {
         ),
     ];
     for (line, reason) in cases {
-        let log = [header.as_bytes(), line].concat();
+        // Followed by a line: a final one that is not JSON is a torn tail.
+        let log = [header.as_bytes(), line, b"\n", header.as_bytes()].concat();
         let (_, outcome) = check(log.as_slice());
         let error = outcome.unwrap_err();
         assert_eq!(error.line, 2, "{error}");
@@ -485,7 +508,7 @@ fn line_of(log: &[u8], offset: usize) -> u64 {
 }
 
 #[test]
-fn a_log_cut_inside_a_line_is_unreadable_at_that_line_and_said_torn() {
+fn a_log_cut_inside_a_line_is_dropped_at_the_end_and_unreadable_in_the_middle() {
     let logs: Vec<Vec<u8>> = fixtures()
         .iter()
         .map(|f| std::fs::read(f).unwrap())
@@ -501,27 +524,29 @@ fn a_log_cut_inside_a_line_is_unreadable_at_that_line_and_said_torn() {
                 .map_or(0, |n| n + 1);
             // Keep at least one byte of the line and drop at least one.
             prop_assume!(cut > line_start && log[cut] != b'\n');
-            let (findings, outcome) = check(&log[..cut]);
-            prop_assert_eq!(findings, vec![]);
-            let Err(error) = outcome else {
-                return Err(TestCaseError::fail(format!("accepted: {outcome:?}")));
-            };
-            prop_assert_eq!(error.line, line_of(log, cut));
-            prop_assert!(error.reason.starts_with("cannot parse"), "{}", error);
-            // Said to be torn only while it is the last line, terminated
-            // or not (SPEC §11); a torn header is all there is, which
-            // `courier repair` refuses, so it is not said to drop it.
-            let torn = if error.line == 1 {
-                "a torn only line, as a crash leaves it: no `session` header was kept"
-            } else {
-                "a torn final line, as a crash leaves it: `courier repair` drops it"
-            };
-            prop_assert!(error.reason.contains(torn), "{}", error);
+            let line = line_of(log, cut);
             let terminated = [&log[..cut], b"\n"].concat();
-            let Err(error) = check(&terminated[..]).1 else {
-                return Err(TestCaseError::fail("a terminated cut line was accepted"));
-            };
-            prop_assert!(error.reason.contains(torn), "{}", error);
+            for torn in [&log[..cut], &terminated[..]] {
+                // Torn only while it is the last line, terminated or not
+                // (SPEC §11): dropped, and the prefix before it is valid (a
+                // log may end anywhere). A torn header is all there is,
+                // which `courier repair` refuses too: unreadable.
+                let (findings, outcome) = check(torn);
+                prop_assert_eq!(findings, vec![]);
+                match outcome {
+                    Ok(summary) => {
+                        prop_assert!(line > 1);
+                        prop_assert_eq!((summary.lines, summary.torn), (line - 1, Some(line)));
+                        prop_assert!(summary.is_valid());
+                    }
+                    Err(error) => {
+                        prop_assert_eq!(error.line, 1);
+                        prop_assert!(error.reason.contains(
+                            "a torn only line, as a crash leaves it: no `session` header was kept"
+                        ));
+                    }
+                }
+            }
             let followed = [&terminated[..], b"{\"type\":\"x\",\"data\":{}}\n"].concat();
             let Err(error) = check(&followed[..]).1 else {
                 return Err(TestCaseError::fail("a cut line in the middle was accepted"));

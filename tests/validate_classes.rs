@@ -157,7 +157,9 @@ fn bounded_memory_json_streams_every_finding_of_a_file_on_its_line() {
             r#"{{"type":"user/message","data":{{"id":"g{k}","role":"user","content":"x","source":{{"kind":"goal","goalId":"g","revision":1,"round":7}}}}}}"#
         ));
     }
+    // Not the last line (that would be a torn tail, dropped).
     log.push("{cut".into());
+    log.push(HEADER.to_owned());
     std::fs::write(&file, log.join("\n") + "\n").unwrap();
     let output = courier(&["validate", "--format", "json", file.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));

@@ -20,6 +20,11 @@
 //!   events outside the contract, which are skipped after that check.
 //!   A blank (whitespace-only) line is not JSON: the file is unreadable
 //!   there, as dsh's loader refuses it (a torn final line, when it is last).
+//! - A torn final line (the last line, not JSON or not UTF-8: a crash cut
+//!   it, or left a blank line) is dropped, as SPEC §11 and dsh's loader
+//!   (`SessionLogScanner`) drop it, and the rest is checked;
+//!   [`Summary::torn`] names it, so it is never dropped silently. A torn
+//!   header is all a file holds: that file is unreadable.
 //! - Lines are read by the core's one log reader ([`Reader`]), so dsh's
 //!   older records are converted as dsh's own loader converts them, and a
 //!   record dsh refuses makes the file unreadable at its line with dsh's
@@ -84,8 +89,11 @@ impl fmt::Display for Unreadable {
 /// What a readable log amounted to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Summary {
-    /// Lines read (up to where checking stopped).
+    /// Lines read (up to where checking stopped), a torn final line not
+    /// among them.
     pub lines: u64,
+    /// The torn final line dropped (SPEC §11), if the log ends in one.
+    pub torn: Option<u64>,
     /// Violations reported.
     pub violations: u64,
     /// Checking stopped early, at a violation that left the replay untrustworthy.
@@ -112,28 +120,58 @@ pub fn validate<R: BufRead>(
     let mut summary = Summary {
         lines: 0,
         violations: 0,
+        torn: None,
         stopped: false,
         conversions: Conversions::default(),
     };
-    while let Some((text, terminated)) = next_line(&mut reader, &mut buffer, summary.lines + 1)? {
-        summary.lines += 1;
-        let line = summary.lines;
-        let read = if text.trim_ascii().is_empty() {
-            Err((BLANK_LINE.to_owned(), true))
-        } else {
-            lines.line(text).map_err(|error| {
-                let not_json = matches!(error, LineError::NotJson(_));
-                (error.to_string(), not_json)
-            })
+    while let Some((bytes, terminated)) = next_line(&mut reader, &mut buffer, summary.lines + 1)? {
+        let line = summary.lines + 1;
+        let read = match std::str::from_utf8(bytes) {
+            // Only the file's first bytes can be its byte order mark.
+            Err(error) => Err(Unread {
+                reason: format!("not UTF-8: {error}"),
+                hint: if line == 1 { utf16_hint(bytes) } else { "" },
+                // A crash cuts a character short at the end, nothing else.
+                tearable: error.error_len().is_none(),
+            }),
+            Ok(text) if text.trim_ascii().is_empty() => Err(Unread {
+                reason: BLANK_LINE.to_owned(),
+                hint: "",
+                tearable: true,
+            }),
+            Ok(text) => lines.line(text).map_err(|error| {
+                let hint = unreadable_hint(text, line);
+                Unread {
+                    // An editor's mark is no crash's.
+                    tearable: matches!(error, LineError::NotJson(_)) && hint.is_empty(),
+                    hint,
+                    reason: error.to_string(),
+                }
+            }),
         };
-        let event = read.map_err(|(error, not_json)| {
-            let last = !terminated || reader.fill_buf().is_ok_and(<[u8]>::is_empty);
-            let hint = unreadable_hint(text, line, not_json, last);
-            Unreadable {
-                line,
-                reason: format!("{error}{hint}"),
+        let event = match read {
+            Ok(event) => event,
+            Err(unread) => {
+                let last = !terminated || reader.fill_buf().is_ok_and(<[u8]>::is_empty);
+                if unread.tearable && last && replay.is_some() {
+                    summary.torn = Some(line);
+                    break;
+                }
+                let hint = match unread.hint {
+                    // Its header torn: nothing of the session was kept, and
+                    // `courier repair` refuses it (nothing to resume).
+                    "" if unread.tearable && last && line == 1 => {
+                        " (a torn only line, as a crash leaves it: no `session` header was kept)"
+                    }
+                    hint => hint,
+                };
+                return Err(Unreadable {
+                    line,
+                    reason: format!("{}{hint}", unread.reason),
+                });
             }
-        })?;
+        };
+        summary.lines = line;
         summary.conversions = lines.conversions();
         let broken = match (event, &mut replay) {
             (LogLine::Header(_), slot) => {
@@ -171,24 +209,26 @@ pub fn validate<R: BufRead>(
     Ok(summary)
 }
 
-/// What to add to why line `line` (the file's `last`) cannot be read, so
-/// the user knows what made it: a crash's torn tail (a final line that is
-/// not JSON, SPEC §11) is said, not dropped (the user asked for a verdict
-/// on every line; a resume is what drops it), and so is an editor's mark.
-fn unreadable_hint(text: &str, line: u64, not_json: bool, last: bool) -> &'static str {
+/// Why a line was not read, before the file is known to end there.
+struct Unread {
+    reason: String,
+    /// What to add so the user knows what made it.
+    hint: &'static str,
+    /// Whether a crash can leave it as the final line (not JSON, not UTF-8,
+    /// blank), so that, last, it is a torn tail to drop.
+    tearable: bool,
+}
+
+/// What to add to why line `line` cannot be read, so the user knows what
+/// made it: an editor's mark, or a transcript given for a log.
+fn unreadable_hint(text: &str, line: u64) -> &'static str {
     let lone_cr = lone_cr_hint(text);
     if text.starts_with('\u{feff}') {
         // dsh's loader (JSON.parse) refuses it too.
         BOM_HINT
     } else if !lone_cr.is_empty() {
         lone_cr
-    } else if not_json && last && line == 1 {
-        // Its header torn: nothing of the session was kept, and
-        // `courier repair` refuses it (nothing to resume).
-        " (a torn only line, as a crash leaves it: no `session` header was kept)"
-    } else if not_json && last {
-        " (a torn final line, as a crash leaves it: `courier repair` drops it)"
-    } else if not_json && line == 1 && transcript_like(text) {
+    } else if line == 1 && transcript_like(text) {
         " (a transcript? `courier run` runs those)"
     } else {
         ""
@@ -208,7 +248,7 @@ fn next_line<'b, R: BufRead>(
     reader: &mut R,
     buffer: &'b mut Vec<u8>,
     line: u64,
-) -> Result<Option<(&'b str, bool)>, Unreadable> {
+) -> Result<Option<(&'b [u8], bool)>, Unreadable> {
     let unreadable = |reason: String| Unreadable { line, reason };
     buffer.clear();
     let read = reader
@@ -228,13 +268,7 @@ fn next_line<'b, R: BufRead>(
     if buffer.last() == Some(&b'\r') {
         buffer.pop();
     }
-    std::str::from_utf8(buffer)
-        .map(|text| Some((text, terminated)))
-        .map_err(|error| {
-            // Only the file's first bytes can be its byte order mark.
-            let hint = if line == 1 { utf16_hint(buffer) } else { "" };
-            unreadable(format!("not UTF-8: {error}{hint}"))
-        })
+    Ok(Some((buffer, terminated)))
 }
 
 /// The ghost replay of one session.

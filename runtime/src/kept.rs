@@ -174,7 +174,7 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
         let parsed = std::str::from_utf8(trim_end(&buffer))
             .map_err(|error| match (line, utf16_hint(&buffer)) {
                 // A UTF-16 file is no torn tail to cut, even as one line.
-                (1, hint) if !hint.is_empty() => Bad::Shape(format!("not UTF-8: {error}{hint}")),
+                (1, hint) if !hint.is_empty() => Bad::Edited(format!("not UTF-8: {error}{hint}")),
                 _ => Bad::NotJson(format!("not UTF-8: {error}")),
             })
             .and_then(|text| parse(&mut lines, text));
@@ -203,8 +203,9 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
 enum Bad {
     NotJson(String),
     Shape(String),
-    /// Made by an editor (lines ending in a lone carriage return), not by
-    /// a crash: refused even as the unterminated last line.
+    /// Made by an editor (lines ending in a lone carriage return, a file
+    /// saved as UTF-16), not by a crash: refused even as the unterminated
+    /// last line.
     Edited(String),
 }
 

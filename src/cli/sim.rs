@@ -39,8 +39,10 @@ pub(crate) struct Args {
     /// Where to write the race report of a failure (default `race-<seed>.json`).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Worker threads (the result does not depend on it; at most one per seed).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    /// Worker threads (the result does not depend on it; at most one per
+    /// seed, and 256: each costs a stack, and tens of thousands exhaust the
+    /// system's memory maps).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: u16,
     /// Run only shard I of N (1-based): a contiguous slice of the seed range.
     #[arg(long, value_parser = parse_shard, value_name = "I/N")]

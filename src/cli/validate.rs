@@ -7,9 +7,11 @@
 //! on stdout, one line each, written as the file is checked: `file`, then
 //! `violations` (each written when found, so memory stays constant however
 //! many there are), then `status` (`valid`, `invalid` or `unreadable`) and
-//! either `lines`, `stopped` and `conversions` (dsh's older records read
-//! converted: `total` and the count per rule) or `error` (`line`, null when
-//! the file as a whole cannot be read, and `reason`).
+//! either `lines`, `torn` (the torn final line dropped, or null), `stopped`
+//! and `conversions` (dsh's older records read converted: `total` and the
+//! count per rule) or `error` (`line`, null when the file as a whole cannot
+//! be read, and `reason`). In text, a torn final line dropped is said on
+//! stderr (`note: FILE:LINE: ...`): never dropped silently.
 //! Exit 0 when every file is valid, 1 when any has a violation, 2 when any
 //! cannot be read or parsed, or stdout cannot be written; a closed stdout
 //! (`| head`) ends the run quietly, with the verdict of the files already
@@ -43,6 +45,9 @@ enum Format {
     /// One JSON object per file, one line each (JSON Lines).
     Json,
 }
+
+/// What a torn final line is, and what became of it.
+const TORN_NOTE: &str = "a torn final line (a crash cut it), dropped as a resume drops it (SPEC §11); the lines before it are checked";
 
 /// Read buffer size: large enough that the reader is not the bottleneck.
 const BUFFER_BYTES: usize = 1 << 16;
@@ -136,7 +141,13 @@ fn report_file(
             }
             Ok(())
         }
-        (Format::Text, Ok(_)) => Ok(()),
+        (Format::Text, Ok(summary)) => {
+            if let Some(line) = summary.torn {
+                out.flush()?;
+                eprintln!("note: {name}:{line}: {TORN_NOTE}");
+            }
+            Ok(())
+        }
     }
 }
 
@@ -173,6 +184,7 @@ fn verdict_json(summary: &Summary) -> String {
     let verdict = json!({
         "status": if summary.is_valid() { "valid" } else { "invalid" },
         "lines": summary.lines,
+        "torn": summary.torn,
         "stopped": summary.stopped,
         "conversions": {
             "total": summary.conversions.total(),
