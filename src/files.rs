@@ -49,6 +49,20 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
     for output in outputs {
         let Output { flag, path } = *output;
         let shown = named(path);
+        let resolved = Identity::of(path);
+        // First: the input is the reason, whatever else (read-only, say)
+        // is true of it.
+        if let Some((input, _)) = inputs.iter().find(|(_, input)| {
+            input
+                .as_ref()
+                .zip(resolved.as_ref())
+                .is_some_and(|(input, output)| input.same(output))
+        }) {
+            return Err(format!(
+                "{flag} {shown} is the input {}: refused (it would be overwritten)",
+                named(input)
+            ));
+        }
         if let Some(refusal) = unwritable(path) {
             return Err(format!("{flag} {shown}: {refusal}"));
         }
@@ -59,22 +73,13 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
                 "{flag} {shown}: ends in `/`, so it names a folder, not a file: refused"
             ));
         }
-        let Some(resolved) = Identity::of(path) else {
+        let Some(resolved) = resolved else {
             return Err(format!(
                 "{flag} {shown}: its folder does not exist (or it names no file)"
             ));
         };
         if let Some(refusal) = uncreatable(path) {
             return Err(format!("{flag} {shown}: {refusal}"));
-        }
-        if let Some((input, _)) = inputs
-            .iter()
-            .find(|(_, input)| input.as_ref().is_some_and(|input| input.same(&resolved)))
-        {
-            return Err(format!(
-                "{flag} {shown} is the input {}: refused (it would be overwritten)",
-                named(input)
-            ));
         }
         if let Some((other, _)) = seen.iter().find(|(_, other)| other.same(&resolved)) {
             return Err(format!(

@@ -397,6 +397,13 @@ fn never_destroy_a_hard_link_to_the_input_or_a_read_only_file_is_refused() {
     let (code, stdout, stderr) = run(&["run", "--rewrite", &text(&transcript)]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(stderr.contains("is read-only"), "{stderr}");
+    // A read-only input named as the output: the input is the reason
+    // (it said "is read-only").
+    for out in [&transcript, &link] {
+        let (code, _, stderr) = run(&["diagram", &text(&transcript), "--out", &text(out)]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("is the input"), "{stderr}");
+    }
     let kept = std::fs::read_to_string(&transcript).unwrap();
     assert_eq!(kept, PASSING.replace("idle\n", "busy\n"));
 }

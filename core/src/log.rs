@@ -287,6 +287,9 @@ impl Reader {
     /// what belongs there, in the log's words ([`shape`]).
     pub fn line(&mut self, text: &str) -> Result<LogLine, LineError> {
         self.mended(text).map_err(|error| match error {
+            // Explained from the value serde_json builds, where the last of
+            // a key's values wins: it would name a field of that one.
+            LineError::Shape(ref shape) if duplicate(shape) => error,
             LineError::Shape(_) => explained(text).unwrap_or(error),
             LineError::NotJson(ref reason) => too_deep(text, reason).unwrap_or(error),
             LineError::Refused(_) => error,
@@ -467,6 +470,12 @@ impl Reader {
             Some(_) | None => EndSeed::Marker,
         }
     }
+}
+
+/// Whether serde refused a key given twice (the envelope's, or a field's).
+fn duplicate(error: &serde_json::Error) -> bool {
+    let error = error.to_string();
+    error.starts_with("duplicate key") || error.starts_with("duplicate field")
 }
 
 /// Why a delivery record that does not parse is wrong, in the log's words,
@@ -957,6 +966,8 @@ mod tests {
             r#"{"type":"assistant/chunk","type":"session/end-seed"}"#,
             r#"{ "type" : "assistant/chunk" , "type" : "session/end-seed" }"#,
             r#"{"type":"turn/start","data":{"turn":1},"data":{"turn":2}}"#,
+            // The last value malformed: said twice, not read as that one.
+            r#"{"type":"turn/start","data":{"turn":1},"data":{}}"#,
             r#"{"type":"x","surfaceOp":1,"surfaceOp":2}"#,
             r#"{"type":"x","s\u0075rfaceOp":1,"surfaceOp":2}"#,
         ];
@@ -1381,6 +1392,8 @@ mod tests {
         );
         // A duplicate key stays one when the numbers are rewritten.
         let twice = r#"{"type":"turn/start","data":{"turn":1.0,"turn":2}}"#;
+        assert!(read(twice).unwrap_err().contains("duplicate field"));
+        let twice = r#"{"type":"turn/start","data":{"turn":1,"turn":"x"}}"#;
         assert!(read(twice).unwrap_err().contains("duplicate field"));
     }
 
