@@ -97,6 +97,21 @@ fn main() -> ExitCode {
 /// that stdout cannot take (`courier --help > /dev/full`) is an error and
 /// exit 2, not a silent exit 0 (clap's `exit` drops the write error).
 fn usage(error: &clap::Error) -> ExitCode {
+    // clap quotes a bad argument as given: one holding a newline or an
+    // escape would print lines (`error: ...`) or colours of its own.
+    let forging: Vec<String> = std::env::args_os()
+        .map(|argument| argument.to_string_lossy().into_owned())
+        .filter(|argument| courier::files::escaped(argument) != argument.as_str())
+        .collect();
+    if error.use_stderr() && !forging.is_empty() {
+        let mut text = error.render().to_string();
+        for argument in &forging {
+            text = text.replace(argument.as_str(), &courier::files::escaped(argument));
+        }
+        use std::io::Write;
+        let _unreported = std::io::stderr().write_all(text.as_bytes());
+        return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+    }
     match error.print() {
         Ok(()) => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2)),
         Err(failure) => {

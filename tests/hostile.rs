@@ -1854,6 +1854,28 @@ fn never_panic_repair_of_the_largest_turn_number() {
 /// `validate`'s findings: a newline in it prints as `\n`. Before, an id
 /// `a\nnext turn: 7` printed a `next turn: 7` line of its own in `repair`,
 /// and `a\nf.jsonl:9: ok` a finding line of its own in `validate`.
+/// A bad argument holding a newline is quoted escaped in the usage error,
+/// as a file name is. Before, clap printed it as given: `courier
+/// $'x\nerror: forged'` wrote a line `error: forged` of its own.
+#[test]
+fn truthful_an_argument_cannot_forge_an_output_line() {
+    for arguments in [
+        &["x\nerror: forged"][..],
+        &["sim", "--seeds", "1\nerror: forged"],
+        &["check", "--messages", "\u{1b}[2Jforged"],
+    ] {
+        let (code, stdout, stderr) = run(arguments);
+        assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(
+            !stderr.lines().any(|line| line.starts_with("error: forged"))
+                && !stderr.contains('\u{1b}'),
+            "{stderr}"
+        );
+        assert!(stderr.contains("forged"), "still named: {stderr}");
+    }
+}
+
 #[test]
 fn truthful_an_id_cannot_forge_an_output_line() {
     let folder = folder();

@@ -139,10 +139,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         eprintln!("error: {error}");
         return ExitCode::from(2);
     }
-    // More workers than seeds would only wait.
+    // More workers than seeds would only wait; the calling thread is one
+    // even for an empty shard.
     let jobs = usize::try_from(seeds.end - seeds.start)
         .unwrap_or(usize::MAX)
-        .min(usize::from(args.jobs));
+        .clamp(1, usize::from(args.jobs));
     print_banner(args, &seeds, jobs);
     let plan = Plan {
         seeds: seeds.clone(),
