@@ -31,7 +31,7 @@ enum Command {
     Run(cli::run::Args),
     /// Check recorded session logs (dsh JSONL) against the delivery properties.
     #[command(
-        after_help = "Prints one `FILE:LINE: <property>: <detail>` line per violation (text) or one JSON object per file (json), then a count of valid, invalid and unreadable files on stderr. A torn final line (a crash cut it: not JSON) is dropped and said (`note:` on stderr; `torn` in json), SPEC §11. Exit 0: every log is valid; 1: a violation; 2: a file that is not a readable JSONL session log (naming the line)."
+        after_help = "Prints one `FILE:LINE: <property>: <detail>` line per violation (text) or one JSON object per file (json), then a count of valid, invalid and unreadable files on stderr. A torn final line (a crash cut it: not JSON, or unterminated and unreadable) is dropped and said (`note:` on stderr; `torn` in json), SPEC §11. Exit 0: every log is valid; 1: a violation; 2: a file that is not a readable JSONL session log (naming the line)."
     )]
     Validate(cli::validate::Args),
     /// Run seeded random workloads under every property (swarm, then liveness).
@@ -98,16 +98,26 @@ fn main() -> ExitCode {
 /// exit 2, not a silent exit 0 (clap's `exit` drops the write error).
 fn usage(error: &clap::Error) -> ExitCode {
     // clap quotes a bad argument as given: one holding a newline or an
-    // escape would print lines (`error: ...`) or colours of its own.
-    let forging: Vec<String> = std::env::args_os()
+    // escape would print lines (`error: ...`) or colours of its own. The
+    // same arguments parsed again with those characters escaped give the
+    // same error, naming them escaped wherever clap quotes them (a whole
+    // argument, the value of `--flag=VALUE`, a value parser's message).
+    let arguments: Vec<String> = std::env::args_os()
         .map(|argument| argument.to_string_lossy().into_owned())
-        .filter(|argument| courier::files::escaped(argument) != argument.as_str())
         .collect();
-    if error.use_stderr() && !forging.is_empty() {
-        let mut text = error.render().to_string();
-        for argument in &forging {
-            text = text.replace(argument.as_str(), &courier::files::escaped(argument));
-        }
+    let escaped = || {
+        arguments
+            .iter()
+            .map(|argument| courier::files::escaped(argument).into_owned())
+    };
+    if error.use_stderr() && escaped().ne(arguments.iter().cloned()) {
+        let text = match Courier::try_parse_from(escaped()) {
+            Err(again) if again.use_stderr() => again.render().to_string(),
+            _ => format!(
+                "error: the arguments given are not a command: {}\n\nFor more information, try '--help'.\n",
+                escaped().skip(1).collect::<Vec<_>>().join(" ")
+            ),
+        };
         use std::io::Write;
         let _unreported = std::io::stderr().write_all(text.as_bytes());
         return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));

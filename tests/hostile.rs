@@ -1863,6 +1863,8 @@ fn truthful_an_argument_cannot_forge_an_output_line() {
         &["x\nerror: forged"][..],
         &["sim", "--seeds", "1\nerror: forged"],
         &["check", "--messages", "\u{1b}[2Jforged"],
+        &["sim", "--seeds=1\nerror: forged"],
+        &["sim", "--seeds", "1\u{1b}[31mforged"],
     ] {
         let (code, stdout, stderr) = run(arguments);
         assert_eq!(code, Some(2), "{arguments:?}: {stderr}");
@@ -1874,6 +1876,21 @@ fn truthful_an_argument_cannot_forge_an_output_line() {
         );
         assert!(stderr.contains("forged"), "still named: {stderr}");
     }
+    // clap's own lines around the quoted argument stay lines.
+    let (code, _, stderr) = run(&["\n"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: unrecognized subcommand '\\n'\n")
+            && stderr
+                .lines()
+                .any(|line| line == "Usage: courier <COMMAND>"),
+        "{stderr}"
+    );
+    let (_, _, stderr) = run(&["sim", "--seeds", "1\u{1b}[31mX"]);
+    assert!(
+        stderr.contains("'1\\u{1b}[31mX'"),
+        "escaped, not stripped: {stderr}"
+    );
 }
 
 #[test]
@@ -3061,18 +3078,17 @@ fn refused_by_validate_and_repair(path: &Path, out: &Path, reason: &str) -> [(St
 /// A log an editor saved with a UTF-8 byte order mark: `repair` took a
 /// one-line log's header for a torn tail and dropped it (and said only
 /// `not JSON` of a longer one). Now both commands refuse it with the same
-/// reason, and nothing is written.
+/// reason, and nothing is written. So is a mark starting the last line
+/// (a file pasted in), which `repair` dropped as a torn tail.
 #[test]
 fn truthful_a_log_with_a_byte_order_mark_is_refused_not_cut() {
     let folder = folder();
-    for (name, tail) in [
-        ("one.jsonl", ""),
-        (
-            "two.jsonl",
-            "{\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n",
-        ),
+    let turn = "{\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n";
+    for (name, bytes) in [
+        ("one.jsonl", format!("\u{feff}{HEADER}\n")),
+        ("two.jsonl", format!("\u{feff}{HEADER}\n{turn}")),
+        ("last.jsonl", format!("{HEADER}\n\u{feff}{turn}")),
     ] {
-        let bytes = format!("\u{feff}{HEADER}\n{tail}");
         let path = write(&folder, name, &bytes);
         let out = folder.path().join(format!("repaired-{name}"));
         let reason = "the line starts with a byte order mark";

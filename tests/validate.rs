@@ -287,7 +287,7 @@ fn the_cli_exits_2_naming_the_line_that_does_not_parse() {
     let errors = String::from_utf8(output.stderr).unwrap();
     assert!(
         errors.starts_with(&format!(
-            "note: {name}:4: a torn final line (a crash cut it)"
+            "note: {name}:4: a torn final line (cannot parse: EOF while parsing"
         )),
         "{errors}"
     );
@@ -371,7 +371,10 @@ fn a_log_must_open_with_a_session_header() {
     assert_eq!((findings, outcome.unwrap().lines), (vec![], 1));
     let (_, outcome) = check(format!("{header}\r\n").as_bytes());
     let summary = outcome.unwrap();
-    assert_eq!((summary.lines, summary.torn), (1, Some(2)));
+    assert_eq!(
+        (summary.lines, summary.torn.map(|torn| torn.line)),
+        (1, Some(2))
+    );
     let (_, outcome) = check(format!("{header} \t\n{header}").as_bytes());
     let error = outcome.unwrap_err();
     assert_eq!(error.line, 2);
@@ -428,6 +431,44 @@ fn non_utf8_bad_numbers_and_bad_shapes_are_unreadable_at_their_line() {
         assert_eq!(error.line, 2, "{error}");
         assert!(error.reason.starts_with(reason), "{error}");
     }
+}
+
+/// Without its newline, a final line that does not read is torn however it
+/// fails (the writer never finished it: `repair` and a resume drop it), and
+/// the drop says why; with its newline, only one that is not JSON is. An
+/// unterminated final line that reads is checked: its violation is found.
+#[test]
+fn an_unterminated_final_line_is_torn_however_it_fails_and_checked_when_it_reads() {
+    let header =
+        "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\n";
+    let unreadable: [(&[u8], &str); 4] = [
+        (
+            b"{\"type\":\"turn/start\",\"data\":{}}",
+            "`data.turn` is missing",
+        ),
+        (b"[1,2", "expected a JSON object"),
+        (b"7", "expected a JSON object"),
+        (b"{\"type\":\"tool/result\",\"data\":\"\xff\"}", "not UTF-8"),
+    ];
+    for (last, reason) in unreadable {
+        let (findings, outcome) = check([header.as_bytes(), last].concat().as_slice());
+        let summary = outcome.unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(findings, []);
+        let torn = summary.torn.clone().expect("torn");
+        assert_eq!((summary.lines, torn.line), (1, 2));
+        assert!(torn.reason.contains(reason), "{torn:?}");
+        let terminated = [header.as_bytes(), last, b"\n"].concat();
+        match check(terminated.as_slice()).1 {
+            Err(error) => assert_eq!(error.line, 2, "{error}"),
+            // Not UTF-8 is what a torn write leaves, terminated or not.
+            Ok(summary) => assert_eq!(summary.torn.map(|torn| torn.line), Some(2)),
+        }
+    }
+    let claim_of_nothing = "{\"type\":\"agent/inbox/spliced\",\"data\":{\"target\":\"next-turn\",\"start\":0,\"deleteCount\":1,\"inserted\":[]}}";
+    let (findings, outcome) = check(format!("{header}{claim_of_nothing}").as_bytes());
+    assert_eq!(outcome.unwrap().torn, None);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].line, 2);
 }
 
 /// A delivery record of the wrong shape names the field and what belongs
@@ -536,7 +577,10 @@ fn a_log_cut_inside_a_line_is_dropped_at_the_end_and_unreadable_in_the_middle() 
                 match outcome {
                     Ok(summary) => {
                         prop_assert!(line > 1);
-                        prop_assert_eq!((summary.lines, summary.torn), (line - 1, Some(line)));
+                        prop_assert_eq!(
+                            (summary.lines, summary.torn.as_ref().map(|torn| torn.line)),
+                            (line - 1, Some(line))
+                        );
                         prop_assert!(summary.is_valid());
                     }
                     Err(error) => {

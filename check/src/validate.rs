@@ -21,10 +21,14 @@
 //!   A blank (whitespace-only) line is not JSON: the file is unreadable
 //!   there, as dsh's loader refuses it (a torn final line, when it is last).
 //! - A torn final line (the last line, not JSON or not UTF-8: a crash cut
-//!   it, or left a blank line) is dropped, as SPEC §11 and dsh's loader
+//!   it, or left a blank line; or, unterminated, any line that does not
+//!   read) is dropped, as SPEC §11 and dsh's loader
 //!   (`SessionLogScanner`) drop it, and the rest is checked;
 //!   [`Summary::torn`] names it, so it is never dropped silently. A torn
-//!   header is all a file holds: that file is unreadable.
+//!   header is all a file holds: that file is unreadable. An unterminated
+//!   final line that reads is checked (a log written by hand or joined
+//!   with newlines often ends so: a violation there is reported), though
+//!   a resume drops it.
 //! - Lines are read by the core's one log reader ([`Reader`]), so dsh's
 //!   older records are converted as dsh's own loader converts them, and a
 //!   record dsh refuses makes the file unreadable at its line with dsh's
@@ -86,14 +90,23 @@ impl fmt::Display for Unreadable {
     }
 }
 
+/// A torn final line, dropped (SPEC §11).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Torn {
+    /// Its 1-based line.
+    pub line: u64,
+    /// Why it is torn: no terminating newline, or what the parser said.
+    pub reason: String,
+}
+
 /// What a readable log amounted to.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Summary {
     /// Lines read (up to where checking stopped), a torn final line not
     /// among them.
     pub lines: u64,
-    /// The torn final line dropped (SPEC §11), if the log ends in one.
-    pub torn: Option<u64>,
+    /// The torn final line dropped, if the log ends in one.
+    pub torn: Option<Torn>,
     /// Violations reported.
     pub violations: u64,
     /// Checking stopped early, at a violation that left the replay untrustworthy.
@@ -128,12 +141,15 @@ pub fn validate<R: BufRead>(
         let line = summary.lines + 1;
         let read = match std::str::from_utf8(bytes) {
             // Only the file's first bytes can be its byte order mark.
-            Err(error) => Err(Unread {
-                reason: format!("not UTF-8: {error}"),
-                hint: if line == 1 { utf16_hint(bytes) } else { "" },
-                // A crash cuts a character short at the end, nothing else.
-                tearable: error.error_len().is_none(),
-            }),
+            Err(error) => {
+                let hint = if line == 1 { utf16_hint(bytes) } else { "" };
+                Err(Unread {
+                    reason: format!("not UTF-8: {error}"),
+                    hint,
+                    // What dsh's loader cannot parse, as `courier repair` reads it.
+                    tearable: hint.is_empty(),
+                })
+            }
             Ok(text) if text.trim_ascii().is_empty() => Err(Unread {
                 reason: BLANK_LINE.to_owned(),
                 hint: "",
@@ -153,14 +169,21 @@ pub fn validate<R: BufRead>(
             Ok(event) => event,
             Err(unread) => {
                 let last = !terminated || reader.fill_buf().is_ok_and(<[u8]>::is_empty);
-                if unread.tearable && last && replay.is_some() {
-                    summary.torn = Some(line);
+                // Unterminated, the writer never finished it (dsh's
+                // `SessionLogScanner` ignores such a record, whatever it
+                // holds): torn however it fails, unless an editor made it.
+                let torn = unread.hint.is_empty() && (!terminated || unread.tearable && last);
+                if torn && replay.is_some() {
+                    summary.torn = Some(Torn {
+                        line,
+                        reason: unread.reason,
+                    });
                     break;
                 }
                 let hint = match unread.hint {
                     // Its header torn: nothing of the session was kept, and
                     // `courier repair` refuses it (nothing to resume).
-                    "" if unread.tearable && last && line == 1 => {
+                    "" if torn => {
                         " (a torn only line, as a crash leaves it: no `session` header was kept)"
                     }
                     hint => hint,

@@ -165,7 +165,7 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
             break;
         };
         let corrupt = |reason: String| Unresumable { line, reason };
-        if line == 1 && buffer.starts_with("\u{feff}".as_bytes()) {
+        if buffer.starts_with("\u{feff}".as_bytes()) {
             // Saved by an editor, not torn by a crash: the line is whole, so
             // it is refused, never dropped (dsh's JSON.parse refuses it too).
             return Err(corrupt(format!("not JSON{BOM_HINT}")));

@@ -6,12 +6,13 @@
 //! stderr; a summary goes to stderr. JSON (JSON Lines): one object per file
 //! on stdout, one line each, written as the file is checked: `file`, then
 //! `violations` (each written when found, so memory stays constant however
-//! many there are), then `status` (`valid`, `invalid` or `unreadable`) and
-//! either `lines`, `torn` (the torn final line dropped, or null), `stopped`
-//! and `conversions` (dsh's older records read converted: `total` and the
-//! count per rule) or `error` (`line`, null when the file as a whole cannot
-//! be read, and `reason`). In text, a torn final line dropped is said on
-//! stderr (`note: FILE:LINE: ...`): never dropped silently.
+//! many there are), then either `conversions` (dsh's older records read
+//! converted: `total` and the count per rule), `lines`, `status` (`valid`
+//! or `invalid`), `stopped` and `torn` (the torn final line dropped, or
+//! null), or `status` `unreadable` and `error` (`line`, null when the file
+//! as a whole cannot be read, and `reason`). In text, a torn final line
+//! dropped is said on stderr with why it is torn (`note: FILE:LINE: a torn
+//! final line (no terminating newline), ...`): never dropped silently.
 //! Exit 0 when every file is valid, 1 when any has a violation, 2 when any
 //! cannot be read or parsed, or stdout cannot be written; a closed stdout
 //! (`| head`) ends the run quietly, with the verdict of the files already
@@ -46,8 +47,8 @@ enum Format {
     Json,
 }
 
-/// What a torn final line is, and what became of it.
-const TORN_NOTE: &str = "a torn final line (a crash cut it), dropped as a resume drops it (SPEC §11); the lines before it are checked";
+/// What became of a torn final line.
+const TORN_NOTE: &str = "dropped as a resume drops it (SPEC §11); the lines before it are checked";
 
 /// Read buffer size: large enough that the reader is not the bottleneck.
 const BUFFER_BYTES: usize = 1 << 16;
@@ -142,9 +143,10 @@ fn report_file(
             Ok(())
         }
         (Format::Text, Ok(summary)) => {
-            if let Some(line) = summary.torn {
+            if let Some(torn) = &summary.torn {
                 out.flush()?;
-                eprintln!("note: {name}:{line}: {TORN_NOTE}");
+                let (line, reason) = (torn.line, files::escaped(&torn.reason));
+                eprintln!("note: {name}:{line}: a torn final line ({reason}), {TORN_NOTE}");
             }
             Ok(())
         }
@@ -184,7 +186,7 @@ fn verdict_json(summary: &Summary) -> String {
     let verdict = json!({
         "status": if summary.is_valid() { "valid" } else { "invalid" },
         "lines": summary.lines,
-        "torn": summary.torn,
+        "torn": summary.torn.as_ref().map(|torn| torn.line),
         "stopped": summary.stopped,
         "conversions": {
             "total": summary.conversions.total(),
