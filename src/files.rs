@@ -134,6 +134,11 @@ pub fn check_folder(flag: &str, path: &Path) -> Result<(), String> {
         Err(error) if error.kind() != io::ErrorKind::NotFound => {
             Err(format!("{flag} {}: {error}", named(path)))
         }
+        // A link to nothing: the folder could not be made where it points.
+        Err(_) if fs::symlink_metadata(path).is_ok() => Err(format!(
+            "{flag} {}: a symbolic link to nothing: refused (name a folder)",
+            named(path)
+        )),
         Err(_) if !folder_of(path).is_dir() => Err(format!(
             "{flag} {}: its folder {} does not exist",
             named(path),

@@ -1445,6 +1445,18 @@ fn truthful_sim_refuses_a_file_for_a_folder_and_names_an_empty_shard() {
         slashed.clone(),
         format!("error: --out {slashed}: not a folder"),
     )];
+    // A link to nothing: the folder would be made where it points, after
+    // the run (before, it passed the check).
+    #[cfg(unix)]
+    {
+        let link = folder.path().join("gone");
+        std::os::unix::fs::symlink(folder.path().join("nowhere"), &link).unwrap();
+        let link = text(&link);
+        refused.push((
+            link.clone(),
+            format!("error: --out {link}: a symbolic link to nothing"),
+        ));
+    }
     if Path::new("/proc/self").exists() {
         refused.push((
             "/proc".into(),
