@@ -141,15 +141,12 @@ pub fn validate<R: BufRead>(
         let line = summary.lines + 1;
         let read = match std::str::from_utf8(bytes) {
             // Only the file's first bytes can be its byte order mark.
-            Err(error) => {
-                let hint = if line == 1 { utf16_hint(bytes) } else { "" };
-                Err(Unread {
-                    reason: format!("not UTF-8: {error}"),
-                    hint,
-                    // What dsh's loader cannot parse, as `courier repair` reads it.
-                    tearable: hint.is_empty(),
-                })
-            }
+            Err(error) => Err(Unread {
+                reason: format!("not UTF-8: {error}"),
+                hint: if line == 1 { utf16_hint(bytes) } else { "" },
+                // What dsh's loader cannot parse, as `courier repair` reads it.
+                tearable: true,
+            }),
             Ok(text) if text.trim_ascii().is_empty() => Err(Unread {
                 reason: BLANK_LINE.to_owned(),
                 hint: "",
@@ -158,8 +155,7 @@ pub fn validate<R: BufRead>(
             Ok(text) => lines.line(text).map_err(|error| {
                 let hint = unreadable_hint(text, line);
                 Unread {
-                    // An editor's mark is no crash's.
-                    tearable: matches!(error, LineError::NotJson(_)) && hint.is_empty(),
+                    tearable: matches!(error, LineError::NotJson(_)),
                     hint,
                     reason: error.to_string(),
                 }
@@ -235,10 +231,11 @@ pub fn validate<R: BufRead>(
 /// Why a line was not read, before the file is known to end there.
 struct Unread {
     reason: String,
-    /// What to add so the user knows what made it.
+    /// What to add so the user knows what made it; an editor's mark (a
+    /// hint) is no crash's, so never a torn tail.
     hint: &'static str,
-    /// Whether a crash can leave it as the final line (not JSON, not UTF-8,
-    /// blank), so that, last, it is a torn tail to drop.
+    /// Whether a crash can leave it as a whole final line (not JSON, not
+    /// UTF-8, blank), so that, last, it is a torn tail to drop.
     tearable: bool,
 }
 
