@@ -988,9 +988,12 @@ pub fn flush_stdout() -> Option<std::process::ExitCode> {
 /// An error about a file as every command prints it after `error: `:
 /// `<file>:<line>: <why>` when the error names its line (`line N: why`,
 /// as the readers say it), else `<file>: <why>`, so each error about a
-/// line reads the same way, whichever command found it.
+/// line reads the same way, whichever command found it. The error is
+/// printed [`escaped`]: it may quote what the file holds (an id, a key, a
+/// field of a report), which must not end the line or act on the terminal.
 pub fn located(file: impl std::fmt::Display, error: impl std::fmt::Display) -> String {
     let error = error.to_string();
+    let error = escaped(&error);
     let line = error
         .strip_prefix("line ")
         .and_then(|rest| rest.split_once(": "))

@@ -1905,6 +1905,82 @@ fn truthful_an_argument_cannot_forge_an_output_line() {
     );
 }
 
+/// What a file holds, quoted in an error (`repair`'s "pending twice" and
+/// duplicate key, a race report's unknown property or output hash, a
+/// detail in `validate --format json`), is printed escaped: before, `repair`
+/// and `replay` printed it raw (a newline made a line of its own, an escape
+/// acted on the terminal).
+#[test]
+fn truthful_an_error_quoting_a_file_cannot_forge_a_line() {
+    let folder = folder();
+    let forged = |stdout: &str, stderr: &str| {
+        let all = format!("{stdout}{stderr}");
+        all.contains('\u{1b}')
+            || all.contains('\u{202e}')
+            || all.lines().any(|line| line.starts_with("ok forged"))
+    };
+    let splice = |target: &str| {
+        format!(
+            "{{\"type\":\"agent/inbox/spliced\",\"data\":{{\"target\":\"{target}\",\"start\":0,\"inserted\":[{{\"id\":\"a\\u001b[31m\\nok forged\",\"role\":\"user\",\"content\":[],\"source\":{{\"kind\":\"user\"}}}}]}}}}\n"
+        )
+    };
+    let twice = write(
+        &folder,
+        "twice.jsonl",
+        format!("{HEADER}\n{}{}", splice("next-turn"), splice("next-step")),
+    );
+    let key = write(
+        &folder,
+        "key.jsonl",
+        format!(
+            "{HEADER}\n{{\"type\":\"turn/start\",\"k\\u001b[2J\\nok forged\":1,\"k\\u001b[2J\\nok forged\":2,\"data\":{{\"turn\":1}}}}\n"
+        ),
+    );
+    for log in [&twice, &key] {
+        let (code, stdout, stderr) = run(&["repair", &text(log)]);
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(!forged(&stdout, &stderr), "{stdout}{stderr}");
+        assert!(
+            stderr.contains("\\u{1b}[") && stderr.contains("\\nok forged"),
+            "{stderr}"
+        );
+    }
+    let bidi = write(
+        &folder,
+        "bidi.jsonl",
+        format!("{HEADER}\n{}{}", splice("next-turn"), splice("next-step"))
+            .replace("\\u001b[31m\\nok forged", "\\u202egnp.exe"),
+    );
+    let (code, stdout, stderr) = run(&["validate", "--format", "json", &text(&bidi)]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(
+        !forged(&stdout, &stderr) && stdout.contains("gnp.exe"),
+        "{stdout}"
+    );
+
+    let good = report(vec![followup("A")]);
+    for (name, bad) in [
+        (
+            "hash.json",
+            good.replace("fnv1a64:0123456789abcdef", "x\\u001b[2J\\nok forged"),
+        ),
+        (
+            "property.json",
+            good.replace("\"no-lost-wakeup\"", "\"p\\u001b[2J\\nok forged\""),
+        ),
+    ] {
+        assert_ne!(bad, good);
+        let path = write(&folder, name, bad);
+        for command in ["replay", "diagram", "shrink"] {
+            let (_, stdout, stderr) = run(&[command, &text(&path)]);
+            assert!(
+                !forged(&stdout, &stderr),
+                "{command} {name}: {stdout}{stderr}"
+            );
+        }
+    }
+}
+
 #[test]
 fn truthful_an_id_cannot_forge_an_output_line() {
     let folder = folder();

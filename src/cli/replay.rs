@@ -49,7 +49,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let same_hash = if evaluation.output_hash == report.output_hash {
         "same as the report".to_owned()
     } else {
-        format!("the report says {}", report.output_hash)
+        format!("the report says {}", files::escaped(&report.output_hash))
     };
     let Some(violation) = evaluation.violation else {
         println!(

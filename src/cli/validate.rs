@@ -130,7 +130,7 @@ fn report_file(
         (Format::Json, Err(error)) => {
             // Line 0: the file as a whole (it cannot be opened), no line.
             let line = (error.line > 0).then_some(error.line);
-            let error = json!({ "line": line, "reason": error.reason });
+            let error = json!({ "line": line, "reason": files::escaped(&error.reason) });
             writeln!(out, "],\"status\":\"unreadable\",\"error\":{error}}}")
         }
         (Format::Text, Err(error)) => {
@@ -168,7 +168,9 @@ fn write_finding(
             let finding = json!({
                 "line": finding.line,
                 "property": finding.violation.property.name(),
-                "detail": finding.violation.detail,
+                // As `error.reason` is: a bidi character passes JSON's
+                // escaping and would reorder the line on a terminal.
+                "detail": files::escaped(&finding.violation.detail),
             });
             write!(out, "{separator}{finding}")
         }
