@@ -17,7 +17,9 @@
 //!   across it. A restart's closers (`turn/end interrupted`) are ordinary
 //!   events, so a resumed log checks as one session.
 //! - Every line must be a JSON object naming each key once, including the
-//!   events outside the contract, which are skipped after that check.
+//!   events outside the contract, which are skipped after that check (a
+//!   key the reader skips among a delivery event's `data` members is not
+//!   counted: its value means nothing to either reader).
 //!   A blank (whitespace-only) line is not JSON: the file is unreadable
 //!   there, as dsh's loader refuses it (a torn final line, when it is last).
 //! - A torn final line (the last line, not JSON or not UTF-8: a crash cut
