@@ -9,8 +9,9 @@
 //! turns 2 and 3). Round 0 is a goal's state change, not a round, and is
 //! skipped (transcripts' `source=goal` sends round 0). Rounds are keyed by
 //! `goalId` only, across revisions: dsh keeps `roundsStarted` when a goal's
-//! revision changes. Only admissions count; an inserted or discarded goal
-//! message advances nothing. Message ids play no part (the recorded goal
+//! revision changes. Only admissions count (the caller passes only a
+//! pre-step's entries); an inserted or discarded goal message, or one a tool
+//! enters later in a step as context, advances nothing. Message ids play no part (the recorded goal
 //! messages all carry the placeholder `{{sessionId}}`), and goal ids are
 //! compared as written, placeholders included (`goal-{{sessionId}}`).
 

@@ -68,6 +68,13 @@ struct OpenTurn {
     /// A send landed on `next-turn` since this turn began, so an abort's
     /// latch may replay it ([`Mode::Log`] only; see [`Parked::Abort`]).
     latchable: bool,
+    /// Ids the open boundary claimed, which its step's pre-step must enter
+    /// right after `step/start`, not later as a tool's context
+    /// ([`Mode::Log`] only: in [`Mode::Core`] every `user/message` comes
+    /// right after `step/start`).
+    batch: SmallVec<[MessageId; 2]>,
+    /// `batch`, indexed.
+    batch_index: Index,
     /// Ids admitted in the open step.
     admitted: SmallVec<[MessageId; 2]>,
     /// `admitted`, indexed.
@@ -222,6 +229,8 @@ impl OpenTurn {
     fn shell(&self) -> Self {
         Self {
             boundary_claims: self.boundary_claims.clone(),
+            batch: self.batch.clone(),
+            batch_index: self.batch_index.clone(),
             admitted: SmallVec::new(),
             admitted_index: Index::default(),
             ..*self
@@ -407,6 +416,24 @@ impl History {
         self.turn = None;
         self.admitting = false;
         self.parked = Self::parked_idle(self.mode);
+    }
+
+    /// Whether a `user/message` of `id` now would admit an occurrence the
+    /// boundary claimed: a pre-step's entry (right after `step/start` or
+    /// another entry) of an id in the claimed batch, or of a placeholder,
+    /// which has no identity to look up ([`Mode::Log`] only). An id outside
+    /// the batch, or one entered after the pre-step, is context (SPEC §7).
+    pub fn admits(&self, id: &MessageId) -> bool {
+        let claimed = |turn: &OpenTurn| turn.batch_index.contains(id, &turn.batch);
+        let batch = self.turn.as_ref().is_some_and(claimed);
+        self.admitting && (batch || !self.has_identity(id))
+    }
+
+    /// An event outside the contract (the model's answer, a tool's call or
+    /// result): the open step's pre-step is over, so a `user/message` after
+    /// it is a tool's context, which the boundary's claimed batch is not.
+    pub fn other_event(&mut self) {
+        self.admitting = false;
     }
 
     /// A resume's `session/end-seed` marker (any but a fork's boundary):
@@ -629,7 +656,7 @@ impl History {
             self.check_written(splice)?;
         }
         if claim {
-            self.note_claim(splice.target);
+            self.note_claim(splice.target, &removed);
         } else {
             self.note_boundary_splice(splice, next_step)?;
         }
@@ -786,8 +813,16 @@ impl History {
         })
     }
 
-    fn note_claim(&mut self, target: Target) {
+    fn note_claim(&mut self, target: Target, removed: &[MessageId]) {
+        let log = self.mode == Mode::Log;
+        let identified = removed.iter().filter(|id| log && self.has_identity(id));
+        let identified: SmallVec<[MessageId; 2]> = identified.cloned().collect();
         if let Some(turn) = &mut self.turn {
+            for id in identified {
+                turn.batch_index.insert(&id);
+                turn.batch.push(id);
+            }
+            turn.batch_index.fit(turn.batch.len(), &turn.batch);
             turn.boundary_claims.push(target);
             turn.prompt_claimed |= target == Target::NextTurn;
             match target {
@@ -860,6 +895,8 @@ impl History {
             entered: false,
             empty_first_step: false,
             latchable: false,
+            batch: SmallVec::new(),
+            batch_index: Index::default(),
             admitted: SmallVec::new(),
             admitted_index: Index::default(),
             boundary: self.opened(Window::First),
@@ -941,6 +978,13 @@ impl History {
         ensure(admitting || !strict, Property::Admission, || {
             format!("user/message {id} not right after step/start {}", step())
         })?;
+        let claimed = !admitting && turn.batch_index.contains(id, &turn.batch);
+        ensure(!claimed, Property::Admission, || {
+            format!(
+                "user/message {id}, claimed for step {}, enters it after its pre-step, not right after step/start",
+                step()
+            )
+        })?;
         ensure(!pending, Property::Admission, || {
             format!("user/message {id} in step {} while {id} is pending", step())
         })?;
@@ -954,7 +998,8 @@ impl History {
             turn.admitted_index.insert(id);
             turn.admitted_index.fit(turn.admitted.len(), &turn.admitted);
         }
-        self.admitting = true;
+        // A tool's context does not reopen the pre-step's entries.
+        self.admitting = admitting;
         Ok(())
     }
 
@@ -967,6 +1012,8 @@ impl History {
         })?;
         turn.step_open = false;
         turn.boundary_claims.clear();
+        turn.batch.clear();
+        turn.batch_index = Index::default();
         turn.empty_first_step = log && step == 1 && !turn.entered;
         let boundary = self.opened(Window::Later);
         if let Some(turn) = &mut self.turn {

@@ -52,6 +52,7 @@ use std::io::{BufRead, Read};
 
 use crate::goal::GoalRounds;
 use crate::{History, Mode, Violation};
+use courier_core::Output;
 use courier_core::log::{
     BLANK_LINE, BOM_HINT, Conversions, EndSeed, LineError, LogLine, Reader, lone_cr_hint,
     utf16_hint,
@@ -320,9 +321,19 @@ impl Replay {
                 return Ok(());
             }
             LogLine::EndSeed(EndSeed::Marker) => return self.history.resumed().map_err(fatal),
-            LogLine::Header(_) | LogLine::Other(_) => return Ok(()),
+            LogLine::Other(_) => {
+                self.history.other_event();
+                return Ok(());
+            }
+            LogLine::Header(_) => return Ok(()),
         };
+        // A goal round advances only by an admission, not by context.
+        let admission =
+            matches!(output, Output::UserMessage(message) if self.history.admits(message.id()));
         self.history.observe(output).map_err(fatal)?;
+        if !admission {
+            return Ok(());
+        }
         self.goals.observe(output).map_err(|violation| Broken {
             violation,
             fatal: false,
