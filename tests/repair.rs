@@ -343,3 +343,48 @@ fn validate_and_repair_agree_on_every_hand_written_log() {
         "valid-placeholders-context-and-forks.jsonl"
     );
 }
+
+/// A log that numbers its records (dsh's JSONL backend writes `seq` and
+/// `time`), cut at every line end: the closers and marker a repair appends
+/// go on numbering it, as dsh's own closers do, so dsh's loader (which
+/// refuses a `turn/end` after a gap in `seq`) reads the repaired log; they
+/// carry the last kept record's `time`. A log without `seq` gets none.
+#[test]
+fn a_repair_numbers_its_lines_on_in_a_log_that_numbers_its_records() {
+    let mut appended = 0;
+    for log in common::files_with_extension(&common::dsh_restart_logs(), "jsonl") {
+        let text = fs::read(&log).expect("readable");
+        let ends = text.iter().enumerate().filter(|(_, byte)| **byte == b'\n');
+        for (end, _) in ends.skip(1) {
+            let cut = &text[..=end];
+            let repaired = repaired(cut).unwrap_or_else(|error| panic!("{log:?}: {error}"));
+            let records: Vec<serde_json::Value> = repaired
+                .split(|byte| *byte == b'\n')
+                .filter(|line| !line.is_empty())
+                .skip(1)
+                .map(|line| serde_json::from_slice(line).expect("JSON"))
+                .collect();
+            let kept = cut.iter().filter(|byte| **byte == b'\n').count() - 1;
+            for (seq, record) in records.iter().enumerate() {
+                assert_eq!(record["seq"], seq, "{log:?} cut at {end}: {record}");
+            }
+            let last_time = &records[kept - 1]["time"];
+            for record in &records[kept..] {
+                assert_eq!(&record["time"], last_time, "{log:?} cut at {end}");
+            }
+            appended += records.len() - kept;
+            assert_valid(&repaired, &format!("{log:?} cut at {end}"));
+        }
+    }
+    assert!(appended > 0, "no cut needed closers");
+    let unnumbered = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\n\
+        {\"type\":\"agent/inbox/spliced\",\"data\":{\"target\":\"next-turn\",\"start\":0,\"inserted\":[{\"id\":\"A\",\"role\":\"user\",\"content\":[],\"source\":{\"kind\":\"user\"}}]}}\n\
+        {\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n";
+    let repaired = String::from_utf8(repaired(unnumbered.as_bytes()).unwrap()).unwrap();
+    let closers = &repaired[unnumbered.len()..];
+    assert_eq!(
+        closers,
+        "{\"type\":\"turn/end\",\"data\":{\"turn\":1,\"reason\":{\"kind\":\"interrupted\"}}}\n\
+         {\"type\":\"session/end-seed\",\"data\":{}}\n"
+    );
+}

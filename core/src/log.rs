@@ -250,6 +250,39 @@ pub struct Reader {
     /// The current session's `seedLength` until its fork boundary is read.
     seed: Option<u64>,
     conversions: Conversions,
+    /// The last record wrote its `seq` (dsh's JSONL backend does).
+    numbered: bool,
+    /// The last record's `time` as written, when it had one (`timed`).
+    time: String,
+    timed: bool,
+}
+
+/// How the last record read was numbered, for a writer that appends after
+/// it: dsh's loader refuses a `turn/end` after a gap in `seq`
+/// (`SessionLogScanner`), so records appended to a log that numbers its
+/// records must go on numbering them.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Stamp {
+    /// The `seq` the next record takes.
+    pub next_seq: u64,
+    /// The last record's `time` as written (dsh's milliseconds), if it had
+    /// one: the latest time the log knows.
+    pub time: Option<String>,
+}
+
+impl Stamp {
+    /// `line`, a record Courier writes (`{"type":...,"data":...}`), with
+    /// this numbering in its envelope as dsh writes it (`seq`, `time`, then
+    /// `data`).
+    pub fn envelope(&self, line: &str) -> String {
+        let mut fields = format!(r#","seq":{}"#, self.next_seq);
+        if let Some(time) = &self.time {
+            fields.push_str(r#","time":"#);
+            fields.push_str(time);
+        }
+        fields.push_str(r#","data":"#);
+        line.replacen(r#","data":"#, &fields, 1)
+    }
 }
 
 impl Reader {
@@ -261,6 +294,16 @@ impl Reader {
     /// Records converted so far.
     pub fn conversions(&self) -> Conversions {
         self.conversions
+    }
+
+    /// How the last record read was numbered: `None` when it wrote no
+    /// `seq` (as dsh's snapshots and Courier's own logs), or no record was
+    /// read since the last header.
+    pub fn stamp(&self) -> Option<Stamp> {
+        self.numbered.then(|| Stamp {
+            next_seq: self.next_seq,
+            time: self.timed.then(|| self.time.clone()),
+        })
     }
 
     /// Reads one (non-blank) line.
@@ -338,6 +381,12 @@ impl Reader {
             return self.header(text);
         }
         let seq = self.number(kind, &envelope)?;
+        self.numbered = envelope.seq.is_some();
+        self.timed = envelope.time.is_some();
+        if let Some(time) = envelope.time {
+            self.time.clear();
+            self.time.push_str(time.get());
+        }
         let at = At {
             session: &self.session,
             seq,
@@ -442,6 +491,7 @@ impl Reader {
         let header: SessionHeader = serde_json::from_value(Value::Object(fields))?;
         self.session.clone_from(&header.id);
         self.next_seq = 0;
+        self.numbered = false;
         self.seed = header
             .extra
             .get("seedLength")
@@ -563,6 +613,8 @@ struct Envelope<'a> {
     kind: Cow<'a, str>,
     data: Option<&'a RawValue>,
     seq: Option<&'a RawValue>,
+    /// When the record was written, as written.
+    time: Option<&'a RawValue>,
     /// How a message event enters the model-visible surface.
     surface_op: Option<&'a RawValue>,
     /// The delivery event, when its data was deserialized in the same pass.
@@ -609,6 +661,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
         let mut data = None;
         let mut read = None;
         let mut seq = None;
+        let mut time = None;
         let mut surface_op = None;
         let mut others = KeySet::default();
         while let Some(Text(key)) = map.next_key()? {
@@ -625,6 +678,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                     true
                 }
                 "seq" | "seq0" => seq.replace(map.next_value()?).is_none(),
+                "time" => time.replace(map.next_value()?).is_none(),
                 "surfaceOp" => surface_op.replace(map.next_value()?).is_none(),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -640,6 +694,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
             kind,
             data,
             seq,
+            time,
             surface_op,
             read,
         })

@@ -26,7 +26,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use courier_core::log::{
-    BLANK_LINE, BOM_HINT, END_SEED_LINE, EndSeed, LineError, LogLine, Reader, SessionHeader,
+    BLANK_LINE, BOM_HINT, END_SEED_LINE, EndSeed, LineError, LogLine, Reader, SessionHeader, Stamp,
     durable_line, lone_cr_hint, utf16_hint,
 };
 use courier_core::{Agent, Message, MessageId, Output, Replay, Target};
@@ -111,6 +111,9 @@ pub struct KeptLog {
     /// The log is a fork still inside its copied history (no boundary yet):
     /// a resume's marker there would read as the boundary, so none is written.
     pub seeding: bool,
+    /// How the last kept record was numbered: a log that numbers its
+    /// records (dsh's JSONL backend) gets its appended lines numbered on.
+    pub stamp: Option<Stamp>,
 }
 
 impl KeptLog {
@@ -123,15 +126,28 @@ impl KeptLog {
     /// then, when there are any, the `session/end-seed` marker dsh writes at
     /// a resume (none inside a fork's copied history, where it would read as
     /// the boundary). Empty for a balanced log.
+    ///
+    /// In a log that numbers its records, each line goes on numbering them
+    /// (`seq`, and the last kept `time`), as dsh's own closers are numbered.
     pub fn appended_lines(&self) -> String {
         let closers = self.closers();
-        let mut lines = String::new();
-        for closer in &closers {
-            lines.push_str(&durable_line(closer).expect("a closer is durable"));
-            lines.push('\n');
-        }
+        let mut appended: Vec<String> = closers
+            .iter()
+            .map(|closer| durable_line(closer).expect("a closer is durable"))
+            .collect();
         if !closers.is_empty() && !self.seeding {
-            lines.push_str(END_SEED_LINE);
+            appended.push(END_SEED_LINE.to_owned());
+        }
+        let mut stamp = self.stamp.clone();
+        let mut lines = String::new();
+        for line in appended {
+            match &mut stamp {
+                Some(stamp) => {
+                    lines.push_str(&stamp.envelope(&line));
+                    stamp.next_seq += 1;
+                }
+                None => lines.push_str(&line),
+            }
             lines.push('\n');
         }
         lines
@@ -171,6 +187,10 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
             return Err(corrupt(format!("not JSON{BOM_HINT}")));
         }
         let last = !complete || at_end(&mut reader, line)?;
+        if last {
+            // Before the line is read: a torn one is not kept.
+            state.stamp = lines.stamp();
+        }
         let parsed = std::str::from_utf8(trim_end(&buffer))
             .map_err(|error| match (line, utf16_hint(&buffer)) {
                 // A UTF-16 file is no torn tail to cut, even as one line.
@@ -189,7 +209,12 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
                 break;
             }
             (true, Err(Bad::NotJson(reason) | Bad::Shape(reason))) => return Err(corrupt(reason)),
-            (true, Ok(parsed)) => state.observe(parsed).map_err(corrupt)?,
+            (true, Ok(parsed)) => {
+                state.observe(parsed).map_err(corrupt)?;
+                if last {
+                    state.stamp = lines.stamp();
+                }
+            }
         }
         state.lines = line;
         state.kept_bytes += buffer.len() as u64;
@@ -280,6 +305,7 @@ struct Reading {
     torn: Option<Torn>,
     lines: u64,
     kept_bytes: u64,
+    stamp: Option<Stamp>,
 }
 
 impl Reading {
@@ -292,6 +318,7 @@ impl Reading {
             torn: None,
             lines: 0,
             kept_bytes: 0,
+            stamp: None,
         }
     }
 
@@ -385,6 +412,7 @@ impl Reading {
             kept_bytes: self.kept_bytes,
             lost,
             seeding: self.seeding,
+            stamp: self.stamp,
         })
     }
 }
