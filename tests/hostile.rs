@@ -118,6 +118,15 @@ fn never_destroy_a_missing_blank_line_is_a_layout_error_naming_the_line() {
             4,
             "a command inside an expected block",
         ),
+        // A malformed command (a bad-command block, or one still being
+        // written) starts with a command's word, which no output does:
+        // `--rewrite` deleted it as a stale output.
+        (
+            "malformed-command.txn",
+            "inbox\n----\nnext-turn:\nnext-step:\nfollowup A B\nsteer\n",
+            5,
+            "a command inside an expected block",
+        ),
         // A line that is no command (a typo) is taken for an output, but
         // its `----` still shows the blank line is missing.
         (
@@ -189,6 +198,28 @@ fn never_destroy_a_rewrite_keeps_the_owner_and_mode() {
     }
     let rewritten = std::fs::read_to_string(&path).unwrap();
     assert!(rewritten.contains("~inserted A"), "{rewritten}");
+}
+
+/// `run --rewrite` never writes a block `run` then refuses to read (over
+/// 64 MiB): nine long ids, each spliced in its own block, then `inbox`,
+/// whose one block prints all nine. The file is left as it was.
+#[test]
+fn never_destroy_rewrite_refuses_a_block_run_could_not_read_back() {
+    let folder = folder();
+    let mut content = String::new();
+    for index in 0..9 {
+        let id = format!("{index}{}", "x".repeat(8 << 20));
+        content.push_str(&format!("splice next-turn 0 0 {id}\n\n"));
+    }
+    content.push_str("inbox\n");
+    let path = write(&folder, "long.txn", &content);
+    let (code, _, stderr) = run(&["run", "--rewrite", &text(&path)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("long.txn:19: the block's outputs would make it larger than 64 MiB"),
+        "{stderr}"
+    );
+    assert!(std::fs::read_to_string(&path).unwrap() == content);
 }
 
 #[test]

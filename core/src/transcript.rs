@@ -87,8 +87,13 @@ pub(crate) fn starts_as_command(line: &str) -> bool {
 /// an id named by `enter` that is not in the claimed batch is a `plugin`
 /// context message.
 pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
-    let bad = || BadCommand(line.trim_ascii_end().to_owned());
-    if !starts_as_command(line) {
+    // Read trimmed, as the command runs, so printed trimmed.
+    let bad = || BadCommand(line.trim_ascii().to_owned());
+    // A line ends only at a line feed (a carriage return only before one,
+    // which the file reader takes off), so a carriage return or line feed
+    // inside it is no word separator, though `split_ascii_whitespace`
+    // splits there: the line is bad.
+    if !starts_as_command(line) || line.trim_ascii().contains(['\r', '\n']) {
         return Err(bad());
     }
     // Words are separated by ASCII whitespace only (spaces, tabs): a no-break
@@ -819,10 +824,25 @@ mod tests {
             // Only spaces and tabs separate words: another space is text.
             "followup\u{a0}A",
             "restart\u{3000}lose=0",
+            // Nor does a carriage return or line feed inside a line.
+            "followup\rA",
+            "followup A\rB",
+            "step\npass",
         ] {
             assert_eq!(
                 parse_command(line),
                 Err(BadCommand(line.to_owned())),
+                "{line}"
+            );
+        }
+        // Read trimmed, and printed as read.
+        for (line, printed) in [
+            ("   followup  \t", "followup"),
+            ("\tfollowup A B ", "followup A B"),
+        ] {
+            assert_eq!(
+                parse_command(line),
+                Err(BadCommand(printed.to_owned())),
                 "{line}"
             );
         }

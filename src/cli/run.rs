@@ -249,7 +249,15 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
         };
         if let Err(error) = failed {
             report.flush();
-            eprintln!("error: {name}: cannot write: {error} (the file is as it was)");
+            match error
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<TooLarge>())
+            {
+                Some(TooLarge(line)) => eprintln!(
+                    "error: {name}:{line}: the block's outputs would make it larger than 64 MiB, which `courier run` refuses to read: not rewritten (the file is as it was)"
+                ),
+                None => eprintln!("error: {name}: cannot write: {error} (the file is as it was)"),
+            }
             return Verdict::Broken;
         }
         written += item.raw().len();
@@ -382,6 +390,18 @@ enum Diverging {
     Found(usize, Judged),
 }
 
+/// A rewritten block, at its line, would be over [`BLOCK_BYTES_MAX`].
+#[derive(Debug)]
+struct TooLarge(usize);
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "line {}: a rewritten block over 64 MiB", self.0)
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
 /// A rewrite in progress: the temporary file beside the transcript and the
 /// text not yet written to it.
 struct Rewriting {
@@ -492,7 +512,15 @@ impl<'a> Report<'a> {
                 Some(rewriting) => rewriting,
                 None => self.rewriting.insert(Rewriting::start(source, written)?),
             };
+            let before = rewriting.text.len();
             rewriter.block(block, printed, &mut rewriting.text);
+            // `run` refuses to read a block over the cap, so a rewrite that
+            // would write one writes nothing (counted with the blank line
+            // the block before it may owe: never over, at worst 2 bytes
+            // under).
+            if rewriting.text.len() - before > BLOCK_BYTES_MAX {
+                return Err(std::io::Error::other(TooLarge(block.line)));
+            }
             return rewriting.write(false);
         }
         if !passes {

@@ -245,13 +245,6 @@ fn is_dashes(line: &str) -> bool {
     line.trim_ascii() == "----"
 }
 
-/// Whether `line` is a command (SPEC §9). No output line is: none starts
-/// with a command's word (`spliced`, not `splice`; `step/start`, not
-/// `step`), so the first word settles almost every line.
-fn is_command(line: &str) -> bool {
-    super::starts_as_command(line) && parse_command(line).is_ok()
-}
-
 /// Takes the next line (1-based number, as written) when it is `wanted`;
 /// a reader's error is taken and returned.
 fn next_if<I, S, E>(
@@ -317,10 +310,13 @@ where
                                  the block before it",
                     }));
                 }
-                // Nor is any output a command: one here is the user's next
+                // Nor does any output start with a command's word
+                // (`spliced`, not `splice`; `step/start`, not `step`;
+                // `~status`, not `status`): such a line is the user's next
                 // block (a new one without `----` yet, for `--rewrite` to
-                // fill, or the last), and `--rewrite` would delete it.
-                if is_command(output) {
+                // fill, or the last, well formed or not), and `--rewrite`
+                // would delete it.
+                if super::starts_as_command(output) {
                     return Err(Unreadable::Layout(LayoutError {
                         line: number,
                         reason: "a command inside an expected block: a blank line must end \
