@@ -2411,6 +2411,30 @@ fn truthful_the_server_answers_an_overlong_line_and_goes_on() {
     assert_eq!(stdout, expected);
 }
 
+/// The cap is on a line's content: a request of exactly 16 MiB (its
+/// newline not counted) is read and answered, and so is the line after
+/// it; one byte more is refused, and the next line is still answered.
+/// Before, the exact one was refused and the skip took the next line too.
+#[test]
+fn truthful_a_line_of_exactly_the_protocols_cap_is_read() {
+    let query = r#"{"query":"status"}"#;
+    let exact = format!("{query}{}", " ".repeat((16 << 20) - query.len()));
+    let over = format!("{exact} ");
+    let (code, stdout) = serve(&[&exact, query, &over, query]);
+    assert_eq!(code, Some(0), "{stdout}");
+    let expected = concat!(
+        r#"{"status":"idle"}"#,
+        "\n{\"settled\":true}\n",
+        r#"{"status":"idle"}"#,
+        "\n{\"settled\":true}\n",
+        r#"{"error":"line 3: longer than 16777216 bytes: not read"}"#,
+        "\n{\"settled\":true}\n",
+        r#"{"status":"idle"}"#,
+        "\n{\"settled\":true}\n"
+    );
+    assert_eq!(stdout, expected);
+}
+
 /// A protocol bench's log path is refused as every command's output is,
 /// before the cycles run, with the same words. Before, `"log":"new/"` ran
 /// the cycles and then answered `Not a directory (os error 20)`.

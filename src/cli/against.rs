@@ -181,7 +181,7 @@ impl Peer {
                     .read_until(b'\n', &mut line);
                 let heard = match read {
                     Ok(0) => Heard::Closed,
-                    Ok(_) if line.len() as u64 > super::serve::LINE_MAX => Heard::Broken(format!(
+                    Ok(_) if super::serve::overlong(&line) => Heard::Broken(format!(
                         "cannot read its answer: it printed a line longer than {} bytes",
                         super::serve::LINE_MAX
                     )),

@@ -36,6 +36,14 @@ const SETTLED: &str = r#"{"settled":true}"#;
 /// long is not one, and reading it whole would take the memory it asks).
 pub(crate) const LINE_MAX: u64 = 16 << 20;
 
+/// Whether a line read through `take(LINE_MAX + 1)` is over the cap: its
+/// content, without the newline that ends it, is longer than [`LINE_MAX`]
+/// (a line of exactly `LINE_MAX` bytes is read whole, newline and all).
+pub(crate) fn overlong(line: &[u8]) -> bool {
+    let content = line.strip_suffix(b"\n").unwrap_or(line);
+    content.len() as u64 > LINE_MAX
+}
+
 /// How much of an overlong line is skipped looking for its end before the
 /// input is taken for an endless stream.
 const SKIP_MAX: u64 = 1 << 30;
@@ -57,7 +65,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             .read_until(b'\n', &mut bytes)
         {
             Ok(0) => return ExitCode::SUCCESS,
-            Ok(read) if read as u64 > LINE_MAX => {
+            Ok(_) if overlong(&bytes) => {
                 // Answered as any line that is not a request, then its rest
                 // is skipped unread (memory stays bounded); a line with no
                 // end in sight (`/dev/zero`) is no client's, and ends it.
