@@ -135,7 +135,11 @@ fn alias(lane: Lane) -> &'static str {
 
 /// Mermaid reads `;` as a statement break and `#` as the start of an entity
 /// code, and passes `<`/`>` through as HTML; write them as entity codes.
+/// A control or bidi character (from an id, a source kind, a hook's reason)
+/// prints escaped in place (`\n`, `\u{1b}`), as every command prints one:
+/// it could end a statement, or act on the terminal the text is shown in.
 fn escape(text: &str) -> String {
+    let text = crate::files::escaped(text);
     let mut escaped = String::with_capacity(text.len());
     for character in text.chars() {
         match character {
@@ -143,7 +147,6 @@ fn escape(text: &str) -> String {
             ';' => escaped.push_str("#59;"),
             '<' => escaped.push_str("#60;"),
             '>' => escaped.push_str("#62;"),
-            '\n' => escaped.push(' '),
             other => escaped.push(other),
         }
     }
@@ -157,5 +160,13 @@ mod tests {
     #[test]
     fn statement_breaks_and_markup_are_entity_codes() {
         assert_eq!(escape("a;b #c <d>"), "a#59;b #35;c #60;d#62;");
+    }
+
+    #[test]
+    fn control_and_bidi_characters_print_escaped() {
+        assert_eq!(
+            escape("a\u{1b}[2J\nb\u{7}\u{202e}c"),
+            "a\\u{1b}[2J\\nb\\u{7}\\u{202e}c"
+        );
     }
 }
