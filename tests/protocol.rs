@@ -148,3 +148,35 @@ fn the_server_names_a_line_too_deep_as_json_too_deep_not_as_not_json() {
 fn the_served_core_refuses_an_id_that_is_not_a_string() {
     check_ids_are_strings(&server(), &["serve-protocol"]);
 }
+
+/// A goal source's bad field is named by its path and said to be what it
+/// is not (a number of the wrong range, a string), and a missing one by
+/// the object that lacks it. Before, both read "goal source needs
+/// `revision`", blamed on the field before it.
+#[test]
+fn a_goal_sources_bad_field_is_named_apart_from_a_missing_one() {
+    let line = |fields: &str| {
+        format!(
+            r#"{{"input":"send","message":{{"id":"C","role":"user","content":[],"source":{{"kind":"goal","goalId":"g",{fields}}}}},"target":"next-turn","wakeup":"no-wake"}}"#
+        )
+    };
+    let input = [
+        line(r#""revision":-1,"round":1"#),
+        line(r#""revision":1,"round":"2""#),
+        line(r#""round":1"#),
+    ]
+    .join("\n");
+    let text = answers(&server(), &["serve-protocol"], &format!("{input}\n"));
+    let errors: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("{\"error"))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            r#"{"error":"line 1: input send: message.source.revision: goal source `revision`: expected an integer from 0 to 18446744073709551615, found -1"}"#,
+            r#"{"error":"line 2: input send: message.source.round: goal source `round`: expected an integer from 0 to 18446744073709551615, found a string"}"#,
+            r#"{"error":"line 3: input send: message.source: missing field `revision` (a goal source needs it)"}"#,
+        ]
+    );
+}

@@ -236,11 +236,24 @@ impl<'de> Deserialize<'de> for Source {
             Some(Value::String(kind)) => kind,
             _ => return Err(D::Error::custom("source needs a string `kind`")),
         };
+        // A missing field in serde's words (a reader that locates fields
+        // climbs to the object lacking it); a present one of the wrong kind
+        // named, with what belongs there, so the two read apart.
+        let missing = |field: &str| {
+            D::Error::custom(format!(
+                "missing field `{field}` (a {kind} source needs it)"
+            ))
+        };
+        let wrong = |field: &str, expected: &str, found: &Value| {
+            D::Error::custom(format!(
+                "{kind} source `{field}`: expected {expected}, found {}",
+                described(found)
+            ))
+        };
         let mut take_string = |field: &str| match extra.remove(field) {
             Some(Value::String(text)) => Ok(text),
-            _ => Err(D::Error::custom(format!(
-                "{kind} source needs a string `{field}`"
-            ))),
+            Some(other) => Err(wrong(field, "a string", &other)),
+            None => Err(missing(field)),
         };
         let source = match kind.as_str() {
             "user" => Self::User { extra },
@@ -251,11 +264,12 @@ impl<'de> Deserialize<'de> for Source {
             }
             "goal" => {
                 let goal_id = take_string("goalId")?;
-                let mut take_number = |field: &str| {
-                    extra
-                        .remove(field)
-                        .and_then(|value| value.as_u64())
-                        .ok_or_else(|| D::Error::custom(format!("goal source needs `{field}`")))
+                let mut take_number = |field: &str| match extra.remove(field) {
+                    Some(value) => value.as_u64().ok_or_else(|| {
+                        let expected = "an integer from 0 to 18446744073709551615";
+                        wrong(field, expected, &value)
+                    }),
+                    None => Err(missing(field)),
                 };
                 let revision = take_number("revision")?;
                 let round = take_number("round")?;
@@ -269,6 +283,19 @@ impl<'de> Deserialize<'de> for Source {
             _ => Self::Other { kind, extra },
         };
         Ok(source)
+    }
+}
+
+/// What a value is, for an error: a number as written, else its kind (a
+/// string or object may be long, and is the writer's to see).
+fn described(value: &Value) -> String {
+    match value {
+        Value::Number(number) => number.to_string(),
+        Value::Null => "null".into(),
+        Value::Bool(_) => "a boolean".into(),
+        Value::String(_) => "a string".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
     }
 }
 
