@@ -688,3 +688,27 @@ fn moved_lines_give_violations_at_or_after_the_move_and_never_a_panic() {
         .unwrap();
     assert!(invalid.get() > 0, "no moved line broke a property");
 }
+
+/// A violation stops the checking, not the reading: a line further on
+/// that no reader can read still makes the log unreadable (2 wins over 1),
+/// after the violation is reported; a torn final line after a stop is
+/// still only dropped.
+#[test]
+fn a_stop_at_a_violation_still_reads_the_lines_after_it() {
+    let header = r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}"#;
+    let broken = r#"{"type":"step/start","data":{"turn":1,"step":1}}"#;
+    let later = r#"{"type":"turn/start","data":{"turn":1}}"#;
+    let log = format!("{header}\n{broken}\n{later}\n{{\"type\":\n{later}\n");
+    let (findings, outcome) = check(log.as_bytes());
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].line, 2);
+    let unreadable = outcome.expect_err("line 4 is not JSON");
+    assert_eq!(unreadable.line, 4, "{unreadable:?}");
+    let torn = format!("{header}\n{broken}\n{later}\n{{\"type\":");
+    let (findings, outcome) = check(torn.as_bytes());
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    let summary = outcome.expect("a torn final line is dropped");
+    assert!(summary.stopped, "{summary:?}");
+    assert_eq!(summary.lines, 2, "{summary:?}");
+    assert_eq!(summary.torn.map(|torn| torn.line), Some(4));
+}

@@ -140,8 +140,9 @@ pub fn validate<R: BufRead>(
         stopped: false,
         conversions: Conversions::default(),
     };
-    while let Some((bytes, terminated)) = next_line(&mut reader, &mut buffer, summary.lines + 1)? {
-        let line = summary.lines + 1;
+    let mut line = 0;
+    while let Some((bytes, terminated)) = next_line(&mut reader, &mut buffer, line + 1)? {
+        line += 1;
         let read = match std::str::from_utf8(bytes) {
             // Only the file's first bytes can be its byte order mark.
             Err(error) => Err(Unread {
@@ -193,6 +194,11 @@ pub fn validate<R: BufRead>(
                 });
             }
         };
+        if summary.stopped {
+            // Past a stop, lines are only read: a file that also holds a
+            // line no reader can read is unreadable (2 wins over 1).
+            continue;
+        }
         summary.lines = line;
         summary.conversions = lines.conversions();
         let broken = match (event, &mut replay) {
@@ -217,10 +223,7 @@ pub fn validate<R: BufRead>(
             line,
             violation: broken.violation,
         });
-        if broken.fatal {
-            summary.stopped = true;
-            return Ok(summary);
-        }
+        summary.stopped |= broken.fatal;
     }
     if replay.is_none() {
         return Err(Unreadable {
