@@ -141,21 +141,32 @@ fn stay_linear_a_pending_or_twice_admitted_id_is_found_in_a_long_list() {
 
 #[test]
 fn bounded_memory_json_streams_every_finding_of_a_file_on_its_line() {
-    // 3000 goal-rounds findings (each checked past), then a line that does
-    // not parse: the file's one JSON line holds all of them and the error.
+    // 3000 goal-rounds findings (each checked past: 3000 goal messages
+    // claimed from `next-step` at the first boundary, each admitted with
+    // round 7), then a line that does not parse: the file's one JSON line
+    // holds all of them and the error.
     let folder = tempfile::tempdir().unwrap();
     let file = folder.path().join("rounds.jsonl");
+    let goal = |k: usize| {
+        format!(
+            r#"{{"id":"g{k}","role":"user","content":"x","source":{{"kind":"goal","goalId":"g","revision":1,"round":7}}}}"#
+        )
+    };
+    let goals: Vec<String> = (0..3000).map(goal).collect();
     let mut log = vec![
         HEADER.to_owned(),
         splice(0, &["w".to_owned()]),
+        format!(
+            r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-step","start":0,"inserted":[{}]}}}}"#,
+            goals.join(",")
+        ),
         r#"{"type":"turn/start","data":{"turn":1}}"#.into(),
+        r#"{"type":"agent/inbox/spliced","data":{"target":"next-step","start":0,"removedCount":3000,"inserted":[]}}"#.into(),
         CLAIM.into(),
         r#"{"type":"step/start","data":{"turn":1,"step":1}}"#.into(),
     ];
-    for k in 0..3000 {
-        log.push(format!(
-            r#"{{"type":"user/message","data":{{"id":"g{k}","role":"user","content":"x","source":{{"kind":"goal","goalId":"g","revision":1,"round":7}}}}}}"#
-        ));
+    for goal in &goals {
+        log.push(format!(r#"{{"type":"user/message","data":{goal}}}"#));
     }
     // Not the last line (that would be a torn tail, dropped).
     log.push("{cut".into());
@@ -168,11 +179,11 @@ fn bounded_memory_json_streams_every_finding_of_a_file_on_its_line() {
     let report: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
     let violations = report["violations"].as_array().unwrap();
     assert_eq!(violations.len(), 3000);
-    assert_eq!(violations[0]["line"], 6);
-    assert_eq!(violations[2999]["line"], 3005);
+    assert_eq!(violations[0]["line"], 8);
+    assert_eq!(violations[2999]["line"], 3007);
     assert_eq!(violations[1]["property"], "goal-rounds");
     assert_eq!(report["status"], "unreadable");
-    assert_eq!(report["error"]["line"], 3006);
+    assert_eq!(report["error"]["line"], 3008);
 }
 
 #[test]
