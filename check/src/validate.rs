@@ -141,7 +141,9 @@ pub fn validate<R: BufRead>(
         conversions: Conversions::default(),
     };
     let mut line = 0;
-    while let Some((bytes, terminated)) = next_line(&mut reader, &mut buffer, line + 1)? {
+    while let Some((bytes, terminated)) =
+        next_line(&mut reader, &mut buffer, line + 1, LINE_BYTES_MAX)?
+    {
         line += 1;
         let read = match std::str::from_utf8(bytes) {
             // Only the file's first bytes can be its byte order mark.
@@ -268,18 +270,19 @@ fn transcript_like(text: &str) -> bool {
     text.starts_with('#') || parse_command(text).is_ok()
 }
 
-/// Reads the next line into `buffer`, without its line ending, and whether
-/// it had one; `None` at the end.
+/// Reads the next line (at most `max` bytes) into `buffer`, without its
+/// line ending, and whether it had one; `None` at the end.
 fn next_line<'b, R: BufRead>(
     reader: &mut R,
     buffer: &'b mut Vec<u8>,
     line: u64,
+    max: u64,
 ) -> Result<Option<(&'b [u8], bool)>, Unreadable> {
     let unreadable = |reason: String| Unreadable { line, reason };
     buffer.clear();
     let read = reader
         .by_ref()
-        .take(LINE_BYTES_MAX + 1)
+        .take(max + 1)
         .read_until(b'\n', buffer)
         .map_err(|error| unreadable(format!("cannot read: {error}")))?;
     if read == 0 {
@@ -288,13 +291,38 @@ fn next_line<'b, R: BufRead>(
     let terminated = buffer.last() == Some(&b'\n');
     if terminated {
         buffer.pop();
-    } else if buffer.len() as u64 > LINE_BYTES_MAX {
-        return Err(unreadable(format!("longer than {LINE_BYTES_MAX} bytes")));
+    } else if buffer.len() as u64 > max {
+        // Its end decides, skipped to unread: a line the file ends inside
+        // is a crash's torn tail however long (it is returned cut, and
+        // fails to read as the unterminated line it is); one that ends is
+        // refused.
+        let ends =
+            skip_line(reader).map_err(|error| unreadable(format!("cannot read: {error}")))?;
+        if ends {
+            return Err(unreadable(format!("longer than {max} bytes")));
+        }
     }
     if buffer.last() == Some(&b'\r') {
         buffer.pop();
     }
     Ok(Some((buffer, terminated)))
+}
+
+/// Skips the rest of a line, unread: whether a newline ended it (else the
+/// file did).
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<bool> {
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok(false);
+        }
+        if let Some(at) = available.iter().position(|byte| *byte == b'\n') {
+            reader.consume(at + 1);
+            return Ok(true);
+        }
+        let length = available.len();
+        reader.consume(length);
+    }
 }
 
 /// The ghost replay of one session.
@@ -348,4 +376,30 @@ impl Replay {
 struct Broken {
     violation: Violation,
     fatal: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_line;
+
+    /// A line over the cap is refused when it ends, and when the file ends
+    /// inside it, returned cut and unterminated: a torn tail, dropped
+    /// however long (SPEC §11).
+    #[test]
+    fn a_line_over_the_cap_is_refused_unless_the_file_ends_inside_it() {
+        let mut buffer = Vec::new();
+        let mut ended = "0123456789\nnext\n".as_bytes();
+        let refused = next_line(&mut ended, &mut buffer, 3, 8).unwrap_err();
+        assert_eq!(
+            (refused.line, refused.reason.as_str()),
+            (3, "longer than 8 bytes")
+        );
+        let mut torn = "0123456789".as_bytes();
+        let cut = next_line(&mut torn, &mut buffer, 3, 8).unwrap();
+        assert_eq!(cut, Some(("012345678".as_bytes(), false)));
+        assert!(torn.is_empty());
+        let mut exact = "01234567\n".as_bytes();
+        let whole = next_line(&mut exact, &mut buffer, 3, 8).unwrap();
+        assert_eq!(whole, Some(("01234567".as_bytes(), true)));
+    }
 }

@@ -177,7 +177,7 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
     let mut line = 0;
     loop {
         line += 1;
-        let Some(complete) = next_line(&mut reader, &mut buffer, line)? else {
+        let Some(complete) = next_line(&mut reader, &mut buffer, line, LINE_BYTES_MAX)? else {
             break;
         };
         let corrupt = |reason: String| Unresumable { line, reason };
@@ -257,27 +257,52 @@ fn trim_end(buffer: &[u8]) -> &[u8] {
     buffer.strip_suffix(b"\r").unwrap_or(buffer)
 }
 
-/// Reads the next line, ending included, into `buffer`: `None` at the end,
-/// else whether it ended with a newline.
+/// Reads the next line (at most `max` bytes), ending included, into
+/// `buffer`: `None` at the end, else whether it ended with a newline.
 fn next_line(
     reader: &mut impl BufRead,
     buffer: &mut Vec<u8>,
     line: u64,
+    max: u64,
 ) -> Result<Option<bool>, Unresumable> {
     buffer.clear();
     let read = reader
         .by_ref()
-        .take(LINE_BYTES_MAX + 1)
+        .take(max + 1)
         .read_until(b'\n', buffer)
         .map_err(|error| cannot_read(line, &error))?;
     let complete = buffer.last() == Some(&b'\n');
-    if !complete && buffer.len() as u64 > LINE_BYTES_MAX {
+    // Over the cap, its end decides, skipped to unread: a line the file
+    // ends inside is a crash's torn tail however long (returned cut, without
+    // its newline, so it is dropped); one that ends is refused.
+    if !complete
+        && buffer.len() as u64 > max
+        && skip_line(reader).map_err(|error| cannot_read(line, &error))?
+    {
         return Err(Unresumable {
             line,
-            reason: format!("longer than {LINE_BYTES_MAX} bytes"),
+            reason: format!("longer than {max} bytes"),
         });
     }
     Ok((read > 0).then_some(complete))
+}
+
+/// Skips the rest of a line, unread: whether a newline ended it (else the
+/// file did). The validator's reader has its own (`courier-check` and this
+/// crate share only the core, which does no I/O).
+fn skip_line(reader: &mut impl BufRead) -> io::Result<bool> {
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok(false);
+        }
+        if let Some(at) = available.iter().position(|byte| *byte == b'\n') {
+            reader.consume(at + 1);
+            return Ok(true);
+        }
+        let length = available.len();
+        reader.consume(length);
+    }
 }
 
 /// Whether nothing follows the line just read.
@@ -436,6 +461,29 @@ mod tests {
 
     fn pending(kept: &KeptLog) -> usize {
         kept.replay.inbox().list(Target::NextTurn).len()
+    }
+
+    /// A line over the cap is refused when it ends, and when the file ends
+    /// inside it, returned cut and unterminated: a torn tail, dropped
+    /// however long (SPEC §11).
+    #[test]
+    fn a_line_over_the_cap_is_refused_unless_the_file_ends_inside_it() {
+        let mut buffer = Vec::new();
+        let mut ended = "0123456789\nnext\n".as_bytes();
+        let refused = next_line(&mut ended, &mut buffer, 3, 8).unwrap_err();
+        assert_eq!(refused.to_string(), "line 3: longer than 8 bytes");
+        let mut torn = "0123456789".as_bytes();
+        assert_eq!(
+            next_line(&mut torn, &mut buffer, 3, 8).unwrap(),
+            Some(false)
+        );
+        assert!(torn.is_empty());
+        let mut exact = "01234567\n".as_bytes();
+        assert_eq!(
+            next_line(&mut exact, &mut buffer, 3, 8).unwrap(),
+            Some(true)
+        );
+        assert_eq!(buffer, b"01234567\n");
     }
 
     #[test]
