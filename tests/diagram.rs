@@ -409,6 +409,13 @@ fn a_planted_bug_this_build_lacks_draws_the_correct_design_with_a_note() {
         diagram.notes
     );
     assert!(diagram.notes[0].ends_with("; drawing the correct design instead"));
+    // `courier replay` refuses such a report on this build (exit 2), so the
+    // note does not say it passes there.
+    assert_eq!(
+        diagram.notes[1],
+        "note: the report says no-lost-wakeup, which the correct design's run of its trace \
+         does not break (`courier replay` of it needs a build with its bug)"
+    );
 
     let text = "# mutant: no-latch\nfollowup A\n----\n";
     let drawn = courier::diagram::from_transcript(Path::new("t.txn"), text, None).unwrap();

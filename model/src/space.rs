@@ -14,8 +14,11 @@
 //! A crash may cut the log anywhere, but losing whole earlier transitions
 //! keeps the same log as crashing in an earlier state, so from each state
 //! the model tries only a restart at the end of the log and, for each
-//! enabled input, that input cut after each proper prefix of its durable
-//! writes. Both are decided by the state alone, as stateright needs.
+//! enabled input, that input cut after each prefix of its durable writes,
+//! the whole one included: a restart at the end of the log resumes from
+//! the agent's lists ([`Harness::crash`]) and replays nothing, so the whole
+//! cut (the same kept log) is what replays an input's last write. Both are
+//! decided by the state alone, as stateright needs.
 
 use std::hash::{Hash, Hasher};
 
@@ -293,7 +296,7 @@ impl Space {
 
     /// The moves enabled in `state`, in a fixed order: the enabled inputs,
     /// then, while the restart budget lasts, a restart and each input cut
-    /// after each proper prefix of its durable writes.
+    /// after each prefix of its durable writes, the whole one included.
     pub fn actions(&self, state: &State, moves: &mut Vec<Move>) {
         if state.violation().is_some() {
             return;
@@ -308,7 +311,11 @@ impl Space {
         for action in actions {
             let (_, durable) = self.scratch(state, action);
             let cuts = u8::try_from(durable.len()).expect("a transition writes few events");
-            moves.extend((0..cuts).map(|kept| Move::Cut { action, kept }));
+            // An input that writes nothing has only the empty cut, which
+            // is the restart.
+            if cuts > 0 {
+                moves.extend((0..=cuts).map(|kept| Move::Cut { action, kept }));
+            }
         }
     }
 

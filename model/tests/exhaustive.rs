@@ -145,6 +145,28 @@ mod planted {
         }
     }
 
+    /// A replay bug in an input's last write shows at once: one message's
+    /// `followup`, every write kept, then a restart. Before, a restart at
+    /// the end of the log resumed from the agent's lists without replaying
+    /// anything, and the model cut only proper prefixes, so the claim that
+    /// ends `followup A`'s writes was never replayed (found first at three
+    /// messages, by a longer trace).
+    #[test]
+    fn a_replay_bug_in_an_inputs_last_write_shows_after_that_input() {
+        let bounds = Bounds {
+            messages: 1,
+            ..Bounds::default()
+        };
+        let mutant = Mutant::ResumeSkipsClaims;
+        let space = Space::new(bounds, Agent::with_mutant(Some(mutant)), true);
+        let shortest = shortest_counterexample(&space).expect("caught at one message");
+        assert_eq!(shortest.violation.property.name(), "replay-matches");
+        let text = shortest.transcript(&Agent::with_mutant(Some(mutant)));
+        assert_eq!(shortest.trace.len(), 2, "{text}");
+        assert!(text.contains("\nfollowup A\n----\n"), "{text}");
+        assert!(text.contains("\nrestart lose=0\n----\n"), "{text}");
+    }
+
     #[test]
     fn the_shortest_counterexample_is_stable_and_short() {
         let space = Space::new(small(), Agent::with_mutant(Some(Mutant::InjectWakes)), true);

@@ -112,6 +112,9 @@ pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result
     tracer.apply_all(report.trace.iter().cloned());
     let title = format!("{} seed {}", title(file, variant), report.seed);
     let mut diagram = tracer.finish(title);
+    // A planted bug this build lacks is drawn on the correct design, whose
+    // run `courier replay` refuses to stand in for it.
+    let stand_in = note.is_some();
     diagram.notes.extend(note);
     let last = diagram.rows.len().checked_sub(1);
     if let (None, Some(last)) = (&diagram.broken, last) {
@@ -120,6 +123,11 @@ pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result
         // longer reproduces is not drawn as broken.
         match courier_sim::evaluate(&agent, &report.trace).violation {
             Some(violation) => diagram.broken = Some((last, violation)),
+            None if stand_in => diagram.notes.push(format!(
+                "note: the report says {}, which the correct design's run of its trace \
+                 does not break (`courier replay` of it needs a build with its bug)",
+                report.property
+            )),
             None => diagram.notes.push(format!(
                 "note: the report says {}, but this build's run of its trace breaks \
                  nothing (as `courier replay` says)",
