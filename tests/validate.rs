@@ -197,8 +197,8 @@ fn the_cli_names_file_line_property_and_detail() {
     ]);
     assert_eq!(
         stdout(&output),
-        "tests/logs/claim-shape-head-before-steering.jsonl:6: claim-shape: \
-         turn 1 claims next-step after the next-turn head\n\
+        "tests/logs/claim-shape-head-before-steering.jsonl:5: claim-shape: \
+         turn 1 claims the next-turn head before next-step\n\
          tests/logs/goal-rounds-skips-and-repeats.jsonl:13: goal-rounds: \
          user/message r3 of goal g1 has round 3 after round 1 (expected 2)\n\
          tests/logs/goal-rounds-skips-and-repeats.jsonl:34: goal-rounds: \

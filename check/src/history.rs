@@ -60,7 +60,8 @@ struct OpenTurn {
     /// two in a core's log: on the stack, as `admitted`'s usual few, so a
     /// turn allocates nothing for them).
     boundary_claims: SmallVec<[Target; 2]>,
-    /// A message entered the open step, placeholders too ([`Mode::Log`] only).
+    /// The open step's pre-step entered a message, placeholders too
+    /// ([`Mode::Log`] only).
     entered: bool,
     /// Step 1 ended with nothing entered, which only a crash's closers may
     /// follow ([`Mode::Log`] only; see [`check_empty_first_step`]).
@@ -773,6 +774,11 @@ impl History {
                 self.check_whole_next_step(number, splice.removed_count)?;
             }
             Target::NextTurn => {
+                // In a log, `next-step` is claimed first (a crash may cut
+                // the boundary after it, never before it).
+                ensure(!turn.boundary.owes_next_step, Property::ClaimShape, || {
+                    format!("turn {number} claims the next-turn head before next-step")
+                })?;
                 ensure(
                     splice.removed_count == 1,
                     Property::OnePromptPerTurn,
@@ -988,7 +994,9 @@ impl History {
         ensure(!pending, Property::Admission, || {
             format!("user/message {id} in step {} while {id} is pending", step())
         })?;
-        turn.entered |= !strict;
+        // Only the pre-step's entries: a tool's context later in the step
+        // does not make an empty first batch a step.
+        turn.entered |= !strict && admitting;
         if identity {
             let twice = turn.admitted_index.contains(id, &turn.admitted);
             ensure(!twice, Property::Admission, || {
@@ -1071,7 +1079,9 @@ impl History {
         if self.mode == Mode::Log {
             self.parked = match reason {
                 TurnEnd::Blocked | TurnEnd::Error => Some(Parked::Stop),
-                TurnEnd::Completed if step == 0 => Some(Parked::Stop),
+                // No step, so no step owed `max-tokens`: a stepless end
+                // is the empty first batch's stop whatever it is called.
+                TurnEnd::Completed | TurnEnd::MaxTokens if step == 0 => Some(Parked::Stop),
                 TurnEnd::Interrupted => Some(Parked::Restart),
                 TurnEnd::Aborted { .. } if self.has_pending() => {
                     (!latchable).then_some(Parked::Abort)
