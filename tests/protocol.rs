@@ -180,3 +180,29 @@ fn a_goal_sources_bad_field_is_named_apart_from_a_missing_one() {
         ]
     );
 }
+
+/// A step's outcome is its one key with `null`: an empty object there was
+/// read as `null` (serde reads a unit variant of an internally tagged enum
+/// from `{}`), so `{"completed":{}}` completed the step.
+#[test]
+fn a_step_outcome_other_than_null_is_refused() {
+    let input = [
+        r#"{"input":"step","completed":{}}"#,
+        r#"{"input":"step","fail":{"x":1}}"#,
+        r#"{"input":"step","completed":null}"#,
+    ]
+    .join("\n");
+    let text = answers(&server(), &["serve-protocol"], &format!("{input}\n"));
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| *line != r#"{"settled":true}"#)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"{"error":"line 1: input step: completed: invalid type: an object, expected null"}"#,
+            r#"{"error":"line 2: input step: fail: invalid type: an object, expected null"}"#,
+            r#"{"refused":"not-awaiting: step"}"#,
+        ]
+    );
+}

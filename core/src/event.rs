@@ -75,6 +75,7 @@ pub enum PreStepDecision {
     EnumString,
     IntoStaticStr,
     VariantArray,
+    strum::VariantNames,
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
@@ -162,7 +163,42 @@ pub enum Input {
     /// The pre-step listener's decision (valid only while awaiting pre-step).
     PreStep(PreStepDecision),
     /// The model step's outcome (valid only while awaiting step).
-    Step(StepOutcome),
+    Step(#[serde(deserialize_with = "outcome_of_step")] StepOutcome),
+}
+
+/// A step's outcome as its one key, whose value is `null` (`{"completed":
+/// null}`). Read by hand: serde reads a unit variant inside an internally
+/// tagged enum from an empty object too, so `{"completed":{}}` passed.
+fn outcome_of_step<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<StepOutcome, D::Error> {
+    use serde::de::{Error, Unexpected};
+    use serde_json::Value;
+    let outcome = std::collections::BTreeMap::<String, Value>::deserialize(deserializer)?;
+    let mut entries = outcome.into_iter();
+    let (Some((key, value)), None) = (entries.next(), entries.next()) else {
+        return Err(D::Error::invalid_value(
+            Unexpected::Map,
+            &"map with a single key",
+        ));
+    };
+    let Ok(outcome) = key.parse::<StepOutcome>() else {
+        let names = <StepOutcome as strum::VariantNames>::VARIANTS;
+        return Err(D::Error::unknown_variant(&key, names));
+    };
+    let unexpected = match &value {
+        Value::Null => return Ok(outcome),
+        Value::Bool(flag) => Unexpected::Bool(*flag),
+        Value::Number(number) => match (number.as_u64(), number.as_i64()) {
+            (Some(unsigned), _) => Unexpected::Unsigned(unsigned),
+            (None, Some(signed)) => Unexpected::Signed(signed),
+            (None, None) => Unexpected::Float(number.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(text) => Unexpected::Str(text),
+        Value::Array(_) => Unexpected::Seq,
+        Value::Object(_) => Unexpected::Map,
+    };
+    Err(D::Error::invalid_type(unexpected, &"unit"))
 }
 
 /// The first key of `sent`, at any depth, that `read` (`sent` read as an
