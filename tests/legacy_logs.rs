@@ -127,6 +127,20 @@ fn a_header_dsh_no_longer_restores_is_refused_in_dsh_s_words() {
 }
 
 #[test]
+fn header_values_dsh_refuses_are_refused_in_dsh_s_words() {
+    refused(
+        "refused-header-negative-zero",
+        1,
+        "corrupt session log: first line is not a session header (dsh's JSONL loader refuses a `createdAt` of -0)",
+    );
+    refused(
+        "refused-header-cwd-not-a-string",
+        1,
+        "session header cwd must be a string",
+    );
+}
+
+#[test]
 fn a_seq_gap_is_refused_as_dsh_s_loader_refuses_it() {
     refused(
         "refused-seq-gap",

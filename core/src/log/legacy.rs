@@ -102,11 +102,25 @@ pub(super) fn check_header(header: &Map<String, Value>) -> Result<(), String> {
         }
         Some(_) | None => {}
     }
-    if version.is_none() || !header.get("id").is_some_and(Value::is_string) {
-        return Err("corrupt session log: first line is not a session header \
-             (dsh's JSONL loader requires a numeric `version` and a string `id`)"
-            .into());
-    }
+    // `isHeaderLine` refuses a `-0` count (`Object.is(x, -0)`), though
+    // `-0 >= 0` holds.
+    let negative_zero = ["createdAt", "delegationDepth"]
+        .into_iter()
+        .find(|key| number(key).is_some_and(|n| n == 0.0 && n.is_sign_negative()));
+    let why = match negative_zero {
+        _ if version.is_none() || !header.get("id").is_some_and(Value::is_string) => {
+            "requires a numeric `version` and a string `id`".to_owned()
+        }
+        Some(key) => format!("refuses a `{key}` of -0"),
+        None => return check_fields(header),
+    };
+    Err(format!(
+        "corrupt session log: first line is not a session header (dsh's JSONL loader {why})"
+    ))
+}
+
+/// The header's other fields, checked as dsh's session store checks them.
+fn check_fields(header: &Map<String, Value>) -> Result<(), String> {
     if header.contains_key("sandboxMode") || header.contains_key("approvalPolicy") {
         return Err("session header uses retired policy baseline fields".into());
     }
@@ -128,7 +142,7 @@ pub(super) fn check_header(header: &Map<String, Value>) -> Result<(), String> {
     {
         return Err("session header origin must be \"subagent\"".into());
     }
-    for key in ["parentSession", "agentPreset"] {
+    for key in ["cwd", "parentSession", "agentPreset"] {
         if !header.get(key).is_none_or(Value::is_string) {
             return Err(format!("session header {key} must be a string"));
         }
