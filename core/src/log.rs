@@ -597,9 +597,15 @@ fn packed_members(kind: &str, data: Option<&RawValue>) -> Result<u64, LineError>
     let count = members
         .and_then(|m| m.texts.or(m.args))
         .map_or(0, |m| m.len());
+    // dsh's `validateRunData` names the row's own payload key.
+    let payload = if kind == "tool-call-chunks" {
+        "args"
+    } else {
+        "texts"
+    };
     match count {
         0 => Err(LineError::Refused(format!(
-            "malformed {kind} storage row: texts must be a non-empty string array"
+            "malformed {kind} storage row: {payload} must be a non-empty string array"
         ))),
         count => Ok(count as u64),
     }
@@ -1149,6 +1155,26 @@ mod tests {
         let (reader, read) = read_all(&[HEADER, half]);
         assert!(matches!(read[1], Err(LineError::Shape(_))));
         assert_eq!(reader.conversions().total(), 0);
+    }
+
+    /// An empty packed row is refused in dsh's words, naming its own
+    /// payload key (`validateRunData`).
+    #[test]
+    fn an_empty_packed_row_is_refused_naming_its_payload() {
+        let empty = |kind: &str, key: &str| {
+            format!(
+                r#"{{"type":"{kind}","data":{{"turn":1,"step":1,"index":0,"dt":[],"{key}":[]}}}}"#
+            )
+        };
+        for (kind, key) in [("text-chunks", "texts"), ("tool-call-chunks", "args")] {
+            let (_, read) = read_all(&[HEADER, &empty(kind, key)]);
+            let Some(Err(LineError::Refused(reason))) = read.last() else {
+                panic!("{kind}: {read:?}");
+            };
+            let expected =
+                format!("malformed {kind} storage row: {key} must be a non-empty string array");
+            assert_eq!(reason, &expected);
+        }
     }
 
     #[test]
