@@ -458,8 +458,28 @@ impl Reader {
     /// The record's event number, and the next record's counted past it
     /// (a packed row holds several events).
     fn number(&mut self, kind: &str, envelope: &Envelope<'_>) -> Result<u64, LineError> {
-        let seq = match envelope.seq {
-            Some(seq) => serde_json::from_str::<u64>(seq.get())?,
+        let seq = match envelope
+            .seq
+            .map(|seq| (seq, serde_json::from_str::<u64>(seq.get())))
+        {
+            Some((_, Ok(seq))) => seq,
+            // A safe whole number written `3.0` is read again as `3`
+            // (`mended`).
+            Some((seq, Err(error)))
+                if serde_json::from_str::<f64>(seq.get())
+                    .is_ok_and(|n| n.fract() == 0.0 && (0.0..=legacy::SAFE).contains(&n)) =>
+            {
+                return Err(error.into());
+            }
+            // Not a number dsh's `seq` check could match (`3.5`, `-1`,
+            // `null`, `"3"`): refused in its words.
+            Some((seq, Err(_))) => {
+                let expected = self.next_seq;
+                let got = seq.get();
+                return Err(LineError::Refused(format!(
+                    "corrupt session log: seq gap in committed region (expected {expected}, got {got})"
+                )));
+            }
             None => self.next_seq,
         };
         // dsh's JSONL loader numbers events from 0 and refuses a record
@@ -1155,6 +1175,28 @@ mod tests {
         let (reader, read) = read_all(&[HEADER, half]);
         assert!(matches!(read[1], Err(LineError::Shape(_))));
         assert_eq!(reader.conversions().total(), 0);
+    }
+
+    /// A `seq` that is no event number (`3.5`, `-1`, `null`, `"1"`) is a
+    /// gap in dsh's words too (`event.seq !== this.events.length`); a safe
+    /// whole number written `1.0` is that number.
+    #[test]
+    fn a_seq_that_is_no_event_number_is_a_gap_in_dsh_s_words() {
+        let title = r#"{"type":"session/title","seq":0,"data":{}}"#;
+        for seq in ["3.5", "-1", "null", r#""1""#] {
+            let line = format!(r#"{{"type":"turn/start","seq":{seq},"data":{{"turn":1}}}}"#);
+            let (_, read) = read_all(&[HEADER, title, &line]);
+            let Some(Err(LineError::Refused(reason))) = read.last() else {
+                panic!("{seq}: {read:?}");
+            };
+            let expected =
+                format!("corrupt session log: seq gap in committed region (expected 1, got {seq})");
+            assert_eq!(reason, &expected);
+        }
+        let whole = r#"{"type":"turn/start","seq":1.0,"data":{"turn":1}}"#;
+        let (reader, read) = read_all(&[HEADER, title, whole]);
+        assert!(read.iter().all(Result::is_ok), "{read:?}");
+        assert_eq!(reader.next_seq, 2);
     }
 
     /// An empty packed row is refused in dsh's words, naming its own
