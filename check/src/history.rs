@@ -821,12 +821,12 @@ impl History {
 
     fn note_claim(&mut self, target: Target, removed: &[MessageId]) {
         let log = self.mode == Mode::Log;
-        let identified = removed.iter().filter(|id| log && self.has_identity(id));
-        let identified: SmallVec<[MessageId; 2]> = identified.cloned().collect();
         if let Some(turn) = &mut self.turn {
-            for id in identified {
-                turn.batch_index.insert(&id);
-                turn.batch.push(id);
+            // Only a log's batch is kept (the checker sees a core's per
+            // transition), and only ids with an identity (`has_identity`).
+            for id in removed.iter().filter(|id| log && !is_placeholder(id)) {
+                turn.batch_index.insert(id);
+                turn.batch.push(id.clone());
             }
             turn.batch_index.fit(turn.batch.len(), &turn.batch);
             turn.boundary_claims.push(target);
