@@ -86,9 +86,9 @@ fn read(file: &Path) -> Log {
         .map(|line| match reader.line(line).unwrap() {
             LogLine::Delivery(output) => Line::Delivery(output),
             LogLine::EndSeed(EndSeed::ForkBoundary) => Line::ForkBoundary,
-            LogLine::Header(_) | LogLine::EndSeed(EndSeed::Marker) | LogLine::Other(_) => {
-                Line::Other
-            }
+            LogLine::Header(_)
+            | LogLine::EndSeed(EndSeed::Marker | EndSeed::InSeed)
+            | LogLine::Other(_) => Line::Other,
         })
         .collect();
     let name = file.file_name().unwrap().to_string_lossy().into_owned();

@@ -349,7 +349,7 @@ impl History {
     }
 
     /// Whether anything is pending.
-    pub(crate) fn has_pending(&self) -> bool {
+    pub fn has_pending(&self) -> bool {
         !self.next_turn.is_empty() || !self.next_step.is_empty()
     }
 

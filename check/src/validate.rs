@@ -14,7 +14,9 @@
 //! - Only a fork's first `session/end-seed` (its header has `seedLength`)
 //!   empties the inbox (SPEC §11): every later one, and any in a log that is
 //!   not a fork, is the marker a resume appends, and the replay goes on
-//!   across it. A restart's closers (`turn/end interrupted`) are ordinary
+//!   across it. One inside the seed may also be the parent's own boundary
+//!   (a fork of a fork): each reading is checked until the log tells them
+//!   apart ([`Readings`]), and only what no reading explains is reported. A restart's closers (`turn/end interrupted`) are ordinary
 //!   events, so a resumed log checks as one session.
 //! - Every line must be a JSON object naming each key once, including the
 //!   events outside the contract, which are skipped after that check (a
@@ -57,6 +59,7 @@ use courier_core::log::{
     BLANK_LINE, BOM_HINT, Conversions, EndSeed, LineError, LogLine, Reader, lone_cr_hint,
     utf16_hint,
 };
+use courier_core::seed::Readings;
 use courier_core::transcript::parse_command;
 
 /// The longest line read; a longer one makes the file unreadable rather
@@ -325,8 +328,15 @@ fn skip_line(reader: &mut impl BufRead) -> std::io::Result<bool> {
     }
 }
 
-/// The ghost replay of one session.
+/// The ghost replay of one session: each reading of its fork's seed that
+/// still explains it ([`Readings`]; one outside a seed).
 struct Replay {
+    readings: Readings<Reading>,
+}
+
+/// One reading's ghost state.
+#[derive(Clone)]
+struct Reading {
     history: History,
     goals: GoalRounds,
 }
@@ -334,34 +344,50 @@ struct Replay {
 impl Replay {
     fn new() -> Self {
         Self {
-            history: History::new(Mode::Log),
-            goals: GoalRounds::new(),
+            readings: Readings::new(Reading {
+                history: History::new(Mode::Log),
+                goals: GoalRounds::new(),
+            }),
         }
     }
 
     /// Checks one contract event (not a header).
     fn observe(&mut self, event: &LogLine) -> Result<(), Broken> {
-        let fatal = |violation| Broken {
-            violation,
-            fatal: true,
-        };
-        let output = match event {
-            LogLine::Delivery(output) => output,
+        let goes_on = |broken: &Broken| !broken.fatal;
+        let resumed = |reading: &mut Reading| reading.history.resumed().map_err(Broken::fatal);
+        match event {
+            LogLine::Delivery(output) => self
+                .readings
+                .each(|reading| reading.observe(output), goes_on),
             LogLine::EndSeed(EndSeed::ForkBoundary) => {
-                self.history.end_seed();
-                return Ok(());
+                self.readings.boundary().history.end_seed();
+                Ok(())
             }
-            LogLine::EndSeed(EndSeed::Marker) => return self.history.resumed().map_err(fatal),
-            LogLine::Other(_) => {
-                self.history.other_event();
-                return Ok(());
-            }
-            LogLine::Header(_) => return Ok(()),
-        };
+            LogLine::EndSeed(EndSeed::Marker) => self.readings.each(resumed, goes_on),
+            LogLine::EndSeed(EndSeed::InSeed) => self.readings.in_seed(
+                resumed,
+                |reading| reading.history.has_pending() && reading.history.open_turn().is_none(),
+                |reading| reading.history.end_seed(),
+            ),
+            LogLine::Other(_) => self.readings.each(
+                |reading| {
+                    reading.history.other_event();
+                    Ok(())
+                },
+                goes_on,
+            ),
+            LogLine::Header(_) => Ok(()),
+        }
+    }
+}
+
+impl Reading {
+    /// Checks one delivery event.
+    fn observe(&mut self, output: &Output) -> Result<(), Broken> {
         // A goal round advances only by an admission, not by context.
         let admission =
             matches!(output, Output::UserMessage(message) if self.history.admits(message.id()));
-        self.history.observe(output).map_err(fatal)?;
+        self.history.observe(output).map_err(Broken::fatal)?;
         if !admission {
             return Ok(());
         }
@@ -376,6 +402,15 @@ impl Replay {
 struct Broken {
     violation: Violation,
     fatal: bool,
+}
+
+impl Broken {
+    fn fatal(violation: Violation) -> Self {
+        Self {
+            violation,
+            fatal: true,
+        }
+    }
 }
 
 #[cfg(test)]

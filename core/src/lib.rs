@@ -17,6 +17,7 @@ mod message;
 mod mutant;
 pub mod pending;
 mod resume;
+pub mod seed;
 pub mod transcript;
 mod transition;
 

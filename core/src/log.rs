@@ -166,9 +166,15 @@ pub enum LogLine {
 pub enum EndSeed {
     /// A fork's copied history ends here: the fork's inbox starts empty.
     ForkBoundary,
-    /// A marker a resume appended: the reader replays across it. A marker
-    /// copied into a fork's seed (its parent had resumed) is one too.
+    /// A marker a resume appended: the reader replays across it.
     Marker,
+    /// A marker inside a fork's seed, before its boundary: copied from its
+    /// parent, where it was the parent's own fork boundary (a fork of a
+    /// fork) or a marker the parent's resume appended. The child's log does
+    /// not say which (the child's header names only its own `seedLength`,
+    /// and the two are written alike), and dsh reads neither: it replays a
+    /// fork's inbox from `seedLength` on.
+    InSeed,
 }
 
 /// Event types that are delivery events and must parse as an [`Output`].
@@ -530,14 +536,15 @@ impl Reader {
     /// Both hold with the first marker numbered from `seedLength - 1` on;
     /// one earlier sits inside the seed (a parent's resume marker, even
     /// two events before its end: a resume, then one inbox edit, then the
-    /// fork). Once.
+    /// fork). Once; an earlier one is [`EndSeed::InSeed`].
     fn end_seed(&mut self, seq: u64) -> EndSeed {
         match self.seed {
             Some(length) if seq.saturating_add(1) >= length => {
                 self.seed = None;
                 EndSeed::ForkBoundary
             }
-            Some(_) | None => EndSeed::Marker,
+            Some(_) => EndSeed::InSeed,
+            None => EndSeed::Marker,
         }
     }
 }

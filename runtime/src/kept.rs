@@ -29,6 +29,7 @@ use courier_core::log::{
     BLANK_LINE, BOM_HINT, END_SEED_LINE, EndSeed, LineError, LogLine, Reader, SessionHeader, Stamp,
     durable_line, lone_cr_hint, utf16_hint,
 };
+use courier_core::seed::Readings;
 use courier_core::{Agent, Message, MessageId, Output, Replay, Target};
 
 /// The longest line read; a longer one is refused rather than buffered.
@@ -323,9 +324,9 @@ fn cannot_read(line: u64, error: &io::Error) -> Unresumable {
 /// The reader's state between lines.
 struct Reading {
     header: Option<SessionHeader>,
-    replay: Replay,
-    /// What the open turn claimed and has not entered yet.
-    claimed: BTreeSet<MessageId>,
+    /// Each reading of a fork's seed that still explains the log
+    /// ([`Readings`]; one outside a seed).
+    replays: Readings<Replayed>,
     seeding: bool,
     torn: Option<Torn>,
     lines: u64,
@@ -333,12 +334,22 @@ struct Reading {
     stamp: Option<Stamp>,
 }
 
+/// One reading's replay.
+#[derive(Clone)]
+struct Replayed {
+    replay: Replay,
+    /// What the open turn claimed and has not entered yet.
+    claimed: BTreeSet<MessageId>,
+}
+
 impl Reading {
     fn new() -> Self {
         Self {
             header: None,
-            replay: Replay::new(&Agent::new()),
-            claimed: BTreeSet::new(),
+            replays: Readings::new(Replayed {
+                replay: Replay::new(&Agent::new()),
+                claimed: BTreeSet::new(),
+            }),
             seeding: false,
             torn: None,
             lines: 0,
@@ -350,6 +361,7 @@ impl Reading {
     /// One kept line's event, in log order.
     fn observe(&mut self, event: LogLine) -> Result<(), String> {
         let first = self.header.is_none();
+        let stops = |_: &String| false;
         match event {
             LogLine::Header(header) if first => {
                 self.seeding = header.extra.contains_key("seedLength");
@@ -360,19 +372,74 @@ impl Reading {
             _ if first => Err("not a session log: no `session` header first".into()),
             LogLine::EndSeed(EndSeed::ForkBoundary) => {
                 self.seeding = false;
-                self.replay.end_seed();
-                self.claimed.clear();
+                let replayed = self.replays.boundary();
+                replayed.replay.end_seed();
+                replayed.claimed.clear();
                 Ok(())
             }
-            // A resume writes its closers before its marker (dsh's
-            // `prepareCore`), so a marker over an open turn is out of place.
-            LogLine::EndSeed(EndSeed::Marker) if !self.replay.closers().is_empty() => Err(
-                "a `session/end-seed` while a turn is open: a resume writes its closers first"
-                    .into(),
+            LogLine::EndSeed(EndSeed::Marker) => self.replays.each(Replayed::resumed, stops),
+            LogLine::EndSeed(EndSeed::InSeed) => self.replays.in_seed(
+                Replayed::resumed,
+                |replayed| {
+                    let pending = !replayed.replay.inbox().is_empty();
+                    pending && replayed.replay.closers().is_empty()
+                },
+                |replayed| {
+                    replayed.replay.end_seed();
+                    replayed.claimed.clear();
+                },
             ),
-            LogLine::EndSeed(EndSeed::Marker) | LogLine::Other(_) => Ok(()),
-            LogLine::Delivery(output) => self.deliver(&output),
+            LogLine::Other(_) => Ok(()),
+            LogLine::Delivery(output) => self
+                .replays
+                .each(|replayed| replayed.deliver(&output), stops),
         }
+    }
+
+    fn finish(self) -> Result<KeptLog, Unresumable> {
+        let Some(header) = self.header else {
+            // An empty file, or a crash inside the header's own write.
+            let kept = match &self.torn {
+                Some(torn) => format!("its only line is torn ({torn})"),
+                None => "the file is empty".into(),
+            };
+            return Err(Unresumable {
+                line: 1,
+                reason: format!("no `session` header kept: {kept}: nothing to resume"),
+            });
+        };
+        let Replayed { replay, claimed } = self.replays.into_first();
+        let pending: BTreeSet<&MessageId> = Target::ALL
+            .into_iter()
+            .flat_map(|target| replay.inbox().list(target).iter().map(|m| m.id()))
+            .collect();
+        let open = !replay.closers().is_empty();
+        let lost = claimed
+            .iter()
+            .filter(|id| open && !pending.contains(id))
+            .cloned()
+            .collect();
+        Ok(KeptLog {
+            header,
+            replay,
+            torn: self.torn,
+            lines: self.lines,
+            kept_bytes: self.kept_bytes,
+            lost,
+            seeding: self.seeding,
+            stamp: self.stamp,
+        })
+    }
+}
+
+impl Replayed {
+    /// A resume's marker: a resume writes its closers before its marker
+    /// (dsh's `prepareCore`), so a marker over an open turn is out of place.
+    fn resumed(&mut self) -> Result<(), String> {
+        if self.replay.closers().is_empty() {
+            return Ok(());
+        }
+        Err("a `session/end-seed` while a turn is open: a resume writes its closers first".into())
     }
 
     /// A delivery event: the replay decides whether it may follow the rest.
@@ -404,41 +471,6 @@ impl Reading {
             | Output::Idle => {}
         }
         Ok(())
-    }
-
-    fn finish(self) -> Result<KeptLog, Unresumable> {
-        let Some(header) = self.header else {
-            // An empty file, or a crash inside the header's own write.
-            let kept = match &self.torn {
-                Some(torn) => format!("its only line is torn ({torn})"),
-                None => "the file is empty".into(),
-            };
-            return Err(Unresumable {
-                line: 1,
-                reason: format!("no `session` header kept: {kept}: nothing to resume"),
-            });
-        };
-        let pending: BTreeSet<&MessageId> = [Target::NextTurn, Target::NextStep]
-            .into_iter()
-            .flat_map(|target| self.replay.inbox().list(target).iter().map(|m| m.id()))
-            .collect();
-        let open = !self.replay.closers().is_empty();
-        let lost = self
-            .claimed
-            .iter()
-            .filter(|id| open && !pending.contains(id))
-            .cloned()
-            .collect();
-        Ok(KeptLog {
-            header,
-            replay: self.replay,
-            torn: self.torn,
-            lines: self.lines,
-            kept_bytes: self.kept_bytes,
-            lost,
-            seeding: self.seeding,
-            stamp: self.stamp,
-        })
     }
 }
 
