@@ -87,7 +87,8 @@ impl Handle {
     /// cut off; an open turn's closers and a `session/end-seed` marker, as dsh
     /// writes at a resume, appended and fsync'd), then the agent starts idle
     /// with the replayed inbox and the next turn number, and goes on
-    /// appending to the same file. A balanced log gets nothing appended, not
+    /// appending to the same file (in a log that numbers its records, as
+    /// dsh's JSONL backend does, numbering them on). A balanced log gets nothing appended, not
     /// even the marker, so resuming twice appends nothing the second time. A
     /// corrupt log is refused naming its line, and the file is not touched.
     /// A log another live agent appends to (in this process or another) is

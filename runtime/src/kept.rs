@@ -131,6 +131,12 @@ impl KeptLog {
     /// In a log that numbers its records, each line goes on numbering them
     /// (`seq`, and the last kept `time`), as dsh's own closers are numbered.
     pub fn appended_lines(&self) -> String {
+        self.appended().0
+    }
+
+    /// [`KeptLog::appended_lines`], and how a writer appending after them
+    /// goes on numbering the log's records (`None` when it numbers none).
+    pub(crate) fn appended(&self) -> (String, Option<Stamp>) {
         let closers = self.closers();
         let mut appended: Vec<String> = closers
             .iter()
@@ -151,7 +157,7 @@ impl KeptLog {
             }
             lines.push('\n');
         }
-        lines
+        (lines, stamp)
     }
 
     /// The turn number the resumed agent opens next (there is one: `Replay`

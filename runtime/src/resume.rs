@@ -61,7 +61,7 @@ pub(crate) fn repair_in_place(path: &Path) -> Result<(KeptLog, JsonlFile), Resum
         .map_err(|error| io::Error::new(error.kind(), format!("cannot open {path:?}: {error}")))?;
     take_writer(&file, path)?;
     let kept = kept::read(BufReader::new(&file)).map_err(ResumeError::Unresumable)?;
-    let lines = kept.appended_lines();
+    let (lines, stamp) = kept.appended();
     let repaired = || -> io::Result<()> {
         if kept.torn.is_some() || !lines.is_empty() {
             if kept.torn.is_some() {
@@ -78,6 +78,6 @@ pub(crate) fn repair_in_place(path: &Path) -> Result<(KeptLog, JsonlFile), Resum
     repaired().map_err(|error| {
         io::Error::new(error.kind(), format!("cannot repair {path:?}: {error}"))
     })?;
-    let sink = JsonlFile::locked(file, path)?;
+    let sink = JsonlFile::locked(file, path)?.numbered(stamp);
     Ok((kept, sink))
 }

@@ -6,10 +6,10 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use courier_core::Output;
-use courier_core::log::{durable_line, encode_durable};
+use courier_core::log::{Stamp, durable_line, encode_durable};
 
 use crate::sync::{Arc, Mutex, lock, pause};
 
@@ -175,6 +175,9 @@ pub struct JsonlFile {
     path: PathBuf,
     /// The first write or sync that failed: its kind and message.
     failed: Option<(ErrorKind, String)>,
+    /// How the next event is numbered, in a log that numbers its records
+    /// (a dsh log resumed): dsh's loader refuses a log whose `seq` skips.
+    stamp: Option<Stamp>,
 }
 
 /// Buffered bytes beyond which the lines go to the operating system before
@@ -228,7 +231,17 @@ impl JsonlFile {
             buffer: Vec::new(),
             path: path.to_owned(),
             failed: None,
+            stamp: None,
         })
+    }
+
+    /// This writer, numbering each event it appends from `stamp` on
+    /// (`seq`, and, when the log has times, the time it is written, in
+    /// dsh's milliseconds, never before the last one), as dsh's JSONL
+    /// backend does.
+    pub(crate) fn numbered(mut self, stamp: Option<Stamp>) -> Self {
+        self.stamp = stamp;
+        self
     }
 
     /// The first failure, again (`io::Error` is not `Clone`).
@@ -353,6 +366,19 @@ pub(crate) fn take_writer(file: &File, path: &Path) -> io::Result<()> {
 }
 
 impl Sink for JsonlFile {
+    /// In a log that numbers its records, each event numbered on.
+    fn write_event(&mut self, mut event: Event<'_>) -> io::Result<()> {
+        let Some(stamp) = &mut self.stamp else {
+            return self.write_line(event.line());
+        };
+        if let Some(time) = &mut stamp.time {
+            *time = later_millis(time);
+        }
+        let line = stamp.envelope(event.line());
+        stamp.next_seq += 1;
+        self.write_line(&line)
+    }
+
     /// Two buffer copies: no formatting machinery on the hot path.
     fn write_line(&mut self, line: &str) -> io::Result<()> {
         self.refused()?;
@@ -371,6 +397,19 @@ impl Sink for JsonlFile {
             file.write_buffer()?;
             file.file.sync_data()
         })
+    }
+}
+
+/// The time now in dsh's milliseconds since the epoch, or `last` (a
+/// record's time as written) when the clock is behind it: a log's times
+/// never go back.
+fn later_millis(last: &str) -> String {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis());
+    match last.parse::<u128>() {
+        Ok(last) if last > now => last.to_string(),
+        Ok(_) | Err(_) => now.to_string(),
     }
 }
 

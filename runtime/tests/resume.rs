@@ -809,6 +809,7 @@ fn every_dsh_log_resumed_and_appended_to_still_validates() {
     logs.sort();
     assert!(logs.len() >= 106, "found only {} dsh logs", logs.len());
     let (_folder, path) = log_path();
+    let mut numbered = 0;
     for log in &logs {
         let original = fs::read(log).expect("readable");
         fs::write(&path, &original).expect("writable");
@@ -820,7 +821,38 @@ fn every_dsh_log_resumed_and_appended_to_still_validates() {
         assert!(after.starts_with(&original), "{log:?}: a kept line changed");
         let (valid, findings) = verdict(&path);
         assert!(valid, "{log:?}: {findings:?}");
+        numbered += usize::from(assert_numbered_on(&after, log));
     }
+    assert!(numbered >= 6, "only {numbered} numbered dsh logs");
+}
+
+/// Whether the log `text` numbers its records (`seq`, as dsh's JSONL
+/// backend writes them); if it does, every record the runtime appended is
+/// numbered on (dsh's loader refuses a log whose `seq` skips, or stops),
+/// and, when the log has times, takes a time no earlier than the last.
+fn assert_numbered_on(text: &[u8], log: &Path) -> bool {
+    let records: Vec<serde_json::Value> = text
+        .split(|byte| *byte == b'\n')
+        .filter(|line| !line.is_empty())
+        .skip(1)
+        .map(|line| serde_json::from_slice(line).expect("JSON"))
+        .collect();
+    if records
+        .first()
+        .is_none_or(|record| record.get("seq").is_none())
+    {
+        return false;
+    }
+    let mut time = 0;
+    for (seq, record) in records.iter().enumerate() {
+        assert_eq!(record["seq"], seq, "{log:?}: {record}");
+        if let Some(at) = record.get("time") {
+            let at = at.as_u64().expect("milliseconds");
+            assert!(at >= time, "{log:?}: {record} goes back in time");
+            time = at;
+        }
+    }
+    true
 }
 
 /// An agent on a new log at `path` whose step hook never completes, run
