@@ -414,7 +414,13 @@ impl Reading {
                 reason: format!("no `session` header kept: {kept}: nothing to resume"),
             });
         };
-        let Replayed { replay, claimed } = self.replays.into_first();
+        let Replayed {
+            mut replay,
+            claimed,
+        } = self.replays.into_first();
+        if self.seeding {
+            replay.seed_unread();
+        }
         let pending: BTreeSet<&MessageId> = Target::ALL
             .into_iter()
             .flat_map(|target| replay.inbox().list(target).iter().map(|m| m.id()))
@@ -597,6 +603,25 @@ mod tests {
         assert!(!seed_of_a_resumed_parent.seeding);
         let plain = read_lines(&[HEADER, SEND_A, end_seed], "").unwrap();
         assert_eq!(pending(&plain), 1);
+    }
+
+    /// A log that ends before its fork's boundary (a crash while the seed
+    /// was written, or a header whose `seedLength` overstates the seed)
+    /// resumes with nothing pending, as dsh replays a fork's inbox from event
+    /// `seedLength` on; a marker early in the seed does not change that.
+    #[test]
+    fn a_log_that_ends_inside_its_forks_seed_resumes_with_nothing_pending() {
+        let end_seed = END_SEED_LINE;
+        for lines in [
+            &[FORK_3, SEND_A][..],
+            &[FORK_3, end_seed, SEND_A],
+            &[FORK_3, SEND_A, end_seed],
+        ] {
+            let kept = read_lines(lines, "").unwrap();
+            assert!(kept.seeding, "{lines:?}");
+            assert_eq!(pending(&kept), 0, "{lines:?}");
+            assert_eq!(kept.appended_lines(), "", "{lines:?}");
+        }
     }
 
     #[test]
