@@ -809,7 +809,7 @@ pub fn exit_on_environment_failure() {
                     || message.to_owned(),
                     |code| io::Error::from_raw_os_error(code).to_string(),
                 );
-                Some(format!("error: cannot start a worker thread: {why}"))
+                Some(no_worker_thread(why))
             }
             None => return default(info),
         };
@@ -924,6 +924,36 @@ impl TemporaryFolder {
     pub fn path(&self) -> &Path {
         self.folder.path()
     }
+}
+
+/// The error line for a worker thread the OS refused.
+pub fn no_worker_thread(why: impl std::fmt::Display) -> String {
+    format!("error: cannot start a worker thread: {why}")
+}
+
+/// Whether `count` threads with std's default stack can live here at once:
+/// each is started, waits until all are, and ends. The model checker's
+/// workers start one by one and fill memory as soon as they start, so a
+/// worker the OS refuses late (too little address space left) races the
+/// running ones' allocations, and a failed allocation aborts the process;
+/// asked first, while nothing else runs, the refusal is a plain error.
+pub fn threads_available(count: usize) -> io::Result<()> {
+    let gate = std::sync::RwLock::new(());
+    let held = gate
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    std::thread::scope(|scope| {
+        let mut started = Ok(());
+        for _ in 0..count {
+            let waits = || drop(gate.read());
+            if let Err(error) = std::thread::Builder::new().spawn_scoped(scope, waits) {
+                started = Err(error);
+                break;
+            }
+        }
+        drop(held);
+        started
+    })
 }
 
 /// Removes every temporary file and folder still registered: for an exit

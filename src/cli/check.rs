@@ -151,6 +151,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         if args.no_symmetry { "off" } else { "on" },
     );
     super::warn_large_space("--messages", bounds.messages, bounds.restarts);
+    if let Err(error) = courier::files::threads_available(threads) {
+        eprintln!("{}", courier::files::no_worker_thread(error));
+        return ExitCode::from(2);
+    }
     let space = Space::new(bounds, agent, !args.no_symmetry);
     let started = Instant::now();
     let bar = progress_bar();
