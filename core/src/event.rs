@@ -334,25 +334,6 @@ impl Input {
         }
     }
 
-    /// The messages this input would insert, in order (a completion's
-    /// entered batch is no insertion). Listed in full, so a new input must
-    /// say.
-    pub fn inserted(&self) -> &[Message] {
-        match self {
-            Self::Send { message, .. }
-            | Self::Append { message, .. }
-            | Self::Prepend { message, .. }
-            | Self::Replace { message, .. } => std::slice::from_ref(message),
-            Self::Splice { inserted, .. } => inserted,
-            Self::Remove { .. }
-            | Self::Cancel { .. }
-            | Self::Dispose
-            | Self::WhenIdle
-            | Self::PreStep(_)
-            | Self::Step(_) => &[],
-        }
-    }
-
     /// Whether this input is a driver completion rather than a client input.
     /// Listed in full, so a new input must say.
     pub fn is_completion(&self) -> bool {
@@ -414,7 +395,8 @@ impl Input {
     }
 
     /// The messages the input hands the inbox, in order (a refused input
-    /// inserts none of them; `enter`'s batch is not an insertion).
+    /// inserts none of them; `enter`'s batch is not an insertion). Listed
+    /// in full, so a new input must say.
     pub fn supplied(&self) -> &[Message] {
         match self {
             Self::Send { message, .. }

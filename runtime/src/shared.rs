@@ -226,7 +226,7 @@ impl Shared {
             return Err(Error::InsideSink);
         }
         // Every sink's log must read back at a resume, the memory log's too.
-        if let Some(error) = crate::kept::unloggable(input.inserted()) {
+        if let Some(error) = crate::kept::unloggable(input.supplied()) {
             return Err(error);
         }
         let winds_down = matches!(input, Input::Cancel { .. } | Input::Dispose);
