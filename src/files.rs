@@ -497,7 +497,8 @@ impl Staged {
 
     /// As [`Staged::commit`], but fails (`AlreadyExists`) when a file has
     /// appeared at the target since it was checked: a command that writes
-    /// only new files never replaces one made meanwhile.
+    /// only new files never replaces one made meanwhile. A device or pipe
+    /// is written in place, as by `commit`: nothing is replaced there.
     pub fn commit_new(self) -> io::Result<()> {
         self.finish(Replacing::Refused)
     }
@@ -510,12 +511,6 @@ impl Staged {
                 permissions,
                 owner,
             } => (temporary, target, permissions, owner),
-            Stage::InPlace { target, .. } if replacing == Replacing::Refused => {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!("{} exists", named(&target)),
-                ));
-            }
             Stage::InPlace {
                 temporary, target, ..
             } => {

@@ -141,6 +141,27 @@ fn repair_writes_a_new_file_and_never_its_input() {
     assert_eq!(fs::read_to_string(&input).expect("kept"), &text[..cut + 5]);
 }
 
+/// `--out /dev/stdout` writes the repaired log to stdout, alone (the
+/// report goes to stderr), as every command writes a device in place; a
+/// regular file that exists is still refused. Before, `/dev/stdout` was
+/// refused as a file that exists.
+#[test]
+fn repair_writes_stdout_in_place_with_the_report_on_stderr() {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let input = folder.path().join("cut.jsonl");
+    let text = fs::read_to_string(fixture("max-tokens-continue__session.jsonl")).expect("fixture");
+    let cut = text.find(r#""type":"step/end""#).expect("a step ends") - 1;
+    fs::write(&input, &text[..cut + 5]).expect("writable");
+    let run = courier_repair(&[&input, Path::new("--out"), Path::new("/dev/stdout")]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.starts_with(&text[..cut]), "{}", run.stdout);
+    assert!(!run.stdout.contains("torn tail"), "{}", run.stdout);
+    assert!(run.stderr.contains("torn tail: dropped"), "{}", run.stderr);
+    assert_valid(run.stdout.as_bytes(), "the log written to stdout");
+    let run = courier_repair(&[&input, Path::new("--out"), Path::new("/dev/null")]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
+
 /// A pending id escaping a lone surrogate (`\ud83d`, read as U+FD83D)
 /// stays escaped in the repaired file: the kept lines are copied as they
 /// are and the lines appended never write the stand-in raw, so the file

@@ -512,7 +512,12 @@ fn a_bad_shape_names_its_field_and_what_belongs_there() {
         ),
         (
             r#"{"type":"step/end","data":{"turn":1,"step":-1}}"#.into(),
-            "step/end `data.step` is -1: expected a whole number from 0",
+            "step/end `data.step` is -1: expected a whole number from 0 to 18446744073709551615",
+        ),
+        (
+            r#"{"type":"turn/start","data":{"turn":18446744073709551616}}"#.into(),
+            "turn/start `data.turn` is 1.8446744073709552e+19: expected a whole number \
+             from 0 to 18446744073709551615",
         ),
         (
             r#"{"type":"user/message","data":[1,2,3,4]}"#.into(),

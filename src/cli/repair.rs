@@ -14,7 +14,7 @@
 //! never overwritten, not even one made while the repair ran), or when the
 //! output cannot be written.
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,13 +60,17 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    print!("{}", report(&kept));
+    if let Some(out) = &args.out {
+        // Written to stdout, the log goes alone: the report to stderr.
+        files::output_to(out);
+    }
+    courier::status!("{}", report(&kept).trim_end());
     let Some(out) = &args.out else {
         return ExitCode::SUCCESS;
     };
     match write_repaired(source.path(), &kept, out) {
         Ok(()) => {
-            println!("wrote {}", files::named(out));
+            courier::status!("wrote {}", files::named(out));
             ExitCode::SUCCESS
         }
         Err(error) => {
@@ -120,7 +124,7 @@ fn listed(ids: &[String]) -> String {
 
 /// Why `out` may not be written: it is the input or a folder (see
 /// `files::check_paths`), or any file that exists (user data is never
-/// overwritten).
+/// overwritten; a device or a pipe, `/dev/stdout`, is written in place).
 fn refused_out(log: &Path, out: &Path) -> Option<String> {
     let output = Output {
         flag: "--out",
@@ -129,7 +133,8 @@ fn refused_out(log: &Path, out: &Path) -> Option<String> {
     if let Err(error) = files::check_paths(&[log], &[output]) {
         return Some(error);
     }
-    out.exists().then(|| {
+    let device = fs::metadata(out).is_ok_and(|meta| !meta.is_file() && !meta.is_dir());
+    (out.exists() && !device && !files::is_stdout(out)).then(|| {
         format!(
             "--out {} exists: refused (write a new file)",
             files::named(out)
@@ -139,16 +144,27 @@ fn refused_out(log: &Path, out: &Path) -> Option<String> {
 
 /// Writes the kept bytes of `log` and what a resume appends to `out`,
 /// through a temporary file beside it, so `out` is whole or absent.
+/// Stdout (`--out /dev/stdout`, even redirected to a file the shell made)
+/// is written as a stream.
 fn write_repaired(log: &Path, kept: &KeptLog, out: &Path) -> io::Result<()> {
+    if files::is_stdout(out) {
+        let mut stdout = io::stdout().lock();
+        write_kept(log, kept, &mut stdout)?;
+        return stdout.flush();
+    }
     let mut staged = Staged::new(out)?;
-    let file = staged.file();
-    let copied = io::copy(&mut File::open(log)?.take(kept.kept_bytes), file)?;
+    write_kept(log, kept, staged.file())?;
+    staged.commit_new()
+}
+
+/// The kept bytes of `log`, then what a resume appends.
+fn write_kept(log: &Path, kept: &KeptLog, to: &mut impl Write) -> io::Result<()> {
+    let copied = io::copy(&mut File::open(log)?.take(kept.kept_bytes), to)?;
     if copied != kept.kept_bytes {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
             "the input shrank while it was read",
         ));
     }
-    file.write_all(kept.appended_lines().as_bytes())?;
-    staged.commit_new()
+    to.write_all(kept.appended_lines().as_bytes())
 }

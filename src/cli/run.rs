@@ -33,8 +33,10 @@ use similar::ChangeTag;
 /// Arguments of `courier run`.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// Write the actual outputs back into each file, keeping commands and comments.
-    #[arg(long)]
+    /// Write the actual outputs back into each file, keeping commands and
+    /// comments (not with `--against`: a transcript pins the contract's
+    /// outputs, not another implementation's).
+    #[arg(long, conflicts_with = "against")]
     rewrite: bool,
     /// Run against a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME", conflicts_with = "against")]

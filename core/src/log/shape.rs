@@ -85,8 +85,13 @@ fn fields(data: &Value, names: &[&str]) -> Option<Problem> {
     };
     names.iter().find_map(|name| {
         let value = fields.get(*name);
-        (!value.is_some_and(is_whole))
-            .then(|| Problem::new(format!(".{name}"), value, "a whole number from 0"))
+        (!value.is_some_and(is_whole)).then(|| {
+            Problem::new(
+                format!(".{name}"),
+                value,
+                "a whole number from 0 to 18446744073709551615",
+            )
+        })
     })
 }
 
@@ -117,7 +122,7 @@ fn splice(data: &Value) -> Option<Problem> {
             return Some(Problem::new(
                 format!(".{name}"),
                 value,
-                "a whole number from 0",
+                "a whole number from 0 to 18446744073709551615",
             ));
         }
     }
@@ -202,7 +207,7 @@ mod tests {
         let cases = [
             (
                 splice(&format!(r#""removedCount":"2","inserted":[{message}]"#)),
-                "`data.removedCount` is the string \"2\": expected a whole number from 0",
+                "`data.removedCount` is the string \"2\": expected a whole number from 0 to 18446744073709551615",
             ),
             (
                 splice(&format!(

@@ -180,7 +180,14 @@ where
             Some(rest) if number == 1 => rest,
             Some(_) | None => raw,
         };
+        if let Err(error) = whole(number, raw) {
+            return Some(Err(Unreadable::Layout(error)));
+        }
+        // A later line may start a second file joined to the first (`cat
+        // a.txn b.txn`): its byte order mark is kept as written and read
+        // as the first line's is.
         let line = content(raw);
+        let line = line.strip_prefix('\u{feff}').unwrap_or(line);
         // Commands are read trimmed, so an indented `#` is a comment too.
         if is_blank(line) || line.trim_ascii_start().starts_with('#') {
             return Some(Ok(Item::Text(raw.to_owned())));
@@ -225,6 +232,29 @@ where
         self.stopped = matches!(item, Some(Err(_)));
         item
     }
+}
+
+/// Refuses a line that holds a lone carriage return: it ends no line (only
+/// LF and CRLF do), so the lines after it would be read, run and rewritten
+/// as part of this one.
+fn whole(number: usize, raw: &str) -> Result<(), LayoutError> {
+    if crate::log::lone_cr_hint(raw).is_empty() {
+        return Ok(());
+    }
+    Err(LayoutError {
+        line: number,
+        reason: "holds a lone carriage return, which ends no line: only LF and CRLF do \
+                 (what follows it would be read as part of this line)",
+    })
+}
+
+/// An expected line without what an output never starts with (whitespace,
+/// a byte order mark, invisible spaces): what is left tells whether the
+/// line is the user's (a comment, a `----`, a command) and not an output.
+fn bare(output: &str) -> &str {
+    output.trim_start_matches(|c: char| {
+        c.is_whitespace() || matches!(c, '\u{feff}' | '\u{200b}' | '\u{2060}')
+    })
 }
 
 /// A line without its line ending (`\n` or `\r\n`).
@@ -286,16 +316,28 @@ where
     let mut written = raw.to_owned();
     let expected = match next_if(lines, is_dashes).map_err(Unreadable::Read)? {
         None => None,
-        Some((_, dashes)) => {
+        Some((dashes_line, dashes)) => {
+            whole(dashes_line, dashes.as_ref())?;
             written.push_str(dashes.as_ref());
             let mut expected = Vec::new();
             while let Some((number, raw)) =
                 next_if(lines, |line| !is_blank(line)).map_err(Unreadable::Read)?
             {
                 let raw = raw.as_ref();
+                whole(number, raw)?;
                 let output = content(raw);
                 // No output starts with `#` or is `----`: either line is
                 // the user's, and `--rewrite` would replace it with outputs.
+                // Nor with a byte order mark: another file starts there.
+                if output.starts_with('\u{feff}') {
+                    return Err(Unreadable::Layout(LayoutError {
+                        line: number,
+                        reason: "a byte order mark inside an expected block (another file \
+                                 joined here?): a blank line must end the block before it",
+                    }));
+                }
+                let output_line = output;
+                let output = bare(output);
                 if is_dashes(output) {
                     return Err(Unreadable::Layout(LayoutError {
                         line: number,
@@ -303,7 +345,7 @@ where
                                  the block before the next command",
                     }));
                 }
-                if output.trim_ascii_start().starts_with('#') {
+                if output.starts_with('#') {
                     return Err(Unreadable::Layout(LayoutError {
                         line: number,
                         reason: "a comment inside an expected block: a blank line must end \
@@ -327,15 +369,19 @@ where
                 if written.len() > BLOCK_BYTES_MAX {
                     return Err(Unreadable::Layout(too_large()));
                 }
-                expected.push(output.to_owned());
+                expected.push(output_line.to_owned());
             }
             Some(expected)
         }
     };
     let blank = match expected {
-        Some(_) => next_if(lines, is_blank)
-            .map_err(Unreadable::Read)?
-            .map(|(_, raw)| raw.as_ref().to_owned()),
+        Some(_) => match next_if(lines, is_blank).map_err(Unreadable::Read)? {
+            Some((number, raw)) => {
+                whole(number, raw.as_ref())?;
+                Some(raw.as_ref().to_owned())
+            }
+            None => None,
+        },
         None => None,
     };
     written.push_str(blank.as_deref().unwrap_or_default());
@@ -360,8 +406,6 @@ where
 pub struct Outline {
     first_block: Option<usize>,
     commands: bool,
-    /// A line read before the first command holds a lone carriage return.
-    lone_cr: bool,
     /// `None` until a `restart`.
     lose_total: Option<usize>,
 }
@@ -369,9 +413,6 @@ pub struct Outline {
 impl Outline {
     /// Notes the next item.
     pub fn add(&mut self, item: &Item) {
-        if !self.commands && !self.lone_cr {
-            self.lone_cr = !crate::log::lone_cr_hint(item.raw()).is_empty();
-        }
         let block = match item {
             Item::Text(_) => return,
             Item::Block(block) => block,
@@ -411,13 +452,7 @@ impl Outline {
         }
         Err(LayoutError {
             line: self.first_block.unwrap_or(1),
-            reason: match self.lone_cr {
-                false => "not a transcript: no line is a command (SPEC §9)",
-                true => {
-                    "not a transcript: no line is a command (SPEC §9); its lines end in a lone \
-                     carriage return, which ends no line: only LF and CRLF do"
-                }
-            },
+            reason: "not a transcript: no line is a command (SPEC §9)",
         })
     }
 
@@ -663,6 +698,63 @@ mod tests {
         ] {
             let error = Script::parse(inside).expect_err("a layout error");
             assert_eq!(error.line, 4, "{inside:?}");
+        }
+    }
+
+    /// A carriage return not before a line feed ends no line, so whatever
+    /// follows it on a comment, a `----`, an expected or a blank line would
+    /// be read (and rewritten) as part of that line: each is refused, naming
+    /// its line. Before, only a file with no command at all was told so.
+    #[test]
+    fn a_lone_carriage_return_on_any_line_is_a_layout_error_naming_it() {
+        for (text, line) in [
+            (
+                "status\n----\nidle\r# note\rfollowup A\r----\r\n\nstatus\n",
+                3,
+            ),
+            ("# a\rfollowup Z\n\nstatus\n", 1),
+            ("status\n----\ridle\n", 2),
+            ("status\n---- \rx\nidle\n", 2),
+            ("status\n----\nidle\n \r \nstatus\n", 4),
+            ("status\rinbox\n", 1),
+        ] {
+            let error = Script::parse(text).expect_err(text);
+            assert_eq!(error.line, line, "{text:?}: {error}");
+            assert!(error.reason.contains("lone carriage return"), "{error}");
+        }
+        // CRLF ends lines.
+        assert!(Script::parse("status\r\n----\r\nidle\r\n\r\n").is_ok());
+    }
+
+    /// A second file joined to the first (`cat a.txn b.txn`) starts with its
+    /// own byte order mark: between blocks it reads as the first line's does
+    /// (and is kept as written); inside an expected block it is refused, as
+    /// is a comment or command there behind invisible or non-ASCII spaces
+    /// (no output starts with one). Before, such a line was an expected line
+    /// that `--rewrite` replaced.
+    #[test]
+    fn a_joined_files_byte_order_mark_or_an_invisibly_indented_line_is_not_an_output() {
+        let joined = "status\n----\nidle\n\n\u{feff}# part two\n\n\u{feff}status\n----\nidle\n";
+        let script = Script::parse(joined).expect("a transcript");
+        let [Item::Block(_), Item::Text(comment), Item::Block(block)] = script.items.as_slice()
+        else {
+            panic!("{:?}", script.items);
+        };
+        assert_eq!(comment, "\u{feff}# part two\n\n");
+        assert_eq!(block.command, "status");
+        assert_eq!(
+            script.render(&[vec!["idle".into()], vec!["idle".into()]]),
+            joined
+        );
+        for inside in [
+            "status\n----\nidle\n\u{feff}# second file\n",
+            "status\n----\nidle\n\u{feff}\n",
+            "status\n----\nidle\n\u{a0}# note\n",
+            "status\n----\nidle\n\u{200b}followup A\n",
+            "status\n----\nidle\n\u{3000}----\n",
+        ] {
+            let error = Script::parse(inside).expect_err(inside);
+            assert_eq!(error.line, 4, "{inside:?}: {error}");
         }
     }
 
