@@ -3592,10 +3592,17 @@ fn truthful_quoted_text_is_escaped_and_capped_in_diffs_and_mutant_names() {
         "{stdout}"
     );
     // A lone carriage return ends no line: the file is refused naming it.
-    let returned = write(&folder, "cr.txn", "followup A\n----\n\npre-step A\rFORGED\n");
+    let returned = write(
+        &folder,
+        "cr.txn",
+        "followup A\n----\n\npre-step A\rFORGED\n",
+    );
     let (code, stdout, stderr) = run(&["run", &text(&returned)]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
-    assert!(stderr.contains("cr.txn:4: holds a lone carriage return"), "{stderr}");
+    assert!(
+        stderr.contains("cr.txn:4: holds a lone carriage return"),
+        "{stderr}"
+    );
 
     let named = write(
         &folder,

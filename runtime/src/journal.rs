@@ -308,11 +308,13 @@ impl Journal {
         position: Position,
     ) -> io::Result<()> {
         loop {
-            if let Some(error) = &state.failure {
-                return Err(io::Error::new(error.kind(), error.to_string()));
-            }
+            // Synced first: lines an earlier group commit kept are kept,
+            // whatever a later batch met before this caller woke.
             if state.synced >= position {
                 return Ok(());
+            }
+            if let Some(error) = &state.failure {
+                return Err(io::Error::new(error.kind(), error.to_string()));
             }
             state = match state.writer.take() {
                 Some(writer) => {

@@ -22,11 +22,11 @@ use std::collections::BTreeSet;
 use std::future::ready;
 // Counted outside the model: loom does not see or explore these.
 use std::sync::Arc as OutsideArc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use courier_core::{CancelCause, Output, PreStepDecision, StepOutcome, Target};
 use courier_runtime::{
-    DriverTask, Handle, MemoryLog, PreStepHook, StepHook, pre_step_hook_fn, step_hook_fn,
+    DriverTask, Handle, MemoryLog, PreStepHook, Sink, StepHook, pre_step_hook_fn, step_hook_fn,
 };
 use ledger::Ledger;
 use loom::future::block_on;
@@ -148,6 +148,78 @@ fn synced_sends() {
 #[test]
 fn a_synced_send_returns_after_its_line_is_written() {
     explore("synced", synced_sends);
+}
+
+/// A sink that fails every call once `failing` is set, and keeps the lines
+/// of each flush that succeeded (what a crash would find on the disk).
+struct FailingLater {
+    written: Vec<String>,
+    kept: OutsideArc<std::sync::Mutex<Vec<String>>>,
+    failing: OutsideArc<AtomicBool>,
+}
+
+impl FailingLater {
+    fn failed(&self) -> std::io::Result<()> {
+        match self.failing.load(Ordering::SeqCst) {
+            true => Err(std::io::Error::other("the disk is gone")),
+            false => Ok(()),
+        }
+    }
+}
+
+impl Sink for FailingLater {
+    fn write_line(&mut self, line: &str) -> std::io::Result<()> {
+        self.failed()?;
+        self.written.push(line.to_owned());
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.failed()?;
+        let mut kept = self.kept.lock().expect("only the sink locks it");
+        kept.append(&mut self.written);
+        Ok(())
+    }
+}
+
+/// Under `Durability::Sync` a call is told `Err(Log)` only if its line was
+/// not kept: a client whose line another client's group commit kept is told
+/// `Ok`, even when a later batch fails before it wakes. Three clients: one
+/// holds the writer's token while the other two queue; the second writes
+/// both their lines, then makes the sink fail and sends again.
+fn kept_lines_are_told_kept() {
+    let kept = OutsideArc::new(std::sync::Mutex::new(Vec::new()));
+    let failing = OutsideArc::new(AtomicBool::new(false));
+    let sink = FailingLater {
+        written: Vec::new(),
+        kept: OutsideArc::clone(&kept),
+        failing: OutsideArc::clone(&failing),
+    };
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let (agent, _driver) = Handle::new("loom", pre_step_hook, step_hook, sink);
+    let client = agent.clone();
+    let waiter = thread::spawn(move || client.inject("A").is_ok());
+    let client = agent.clone();
+    let later = thread::spawn(move || {
+        let _either = client.inject("B");
+        failing.store(true, Ordering::SeqCst);
+        let _failed = client.inject("C");
+    });
+    let _either = agent.inject("M");
+    later.join().expect("the client does not panic");
+    let told_kept = waiter.join().expect("the client does not panic");
+    let kept = kept.lock().expect("the sink is done").clone();
+    let is_kept = kept.iter().any(|line| line.contains(r#""id":"A""#));
+    assert_eq!(
+        told_kept, is_kept,
+        "A told kept: {told_kept}; kept: {kept:?}"
+    );
+}
+
+#[test]
+fn a_call_whose_line_was_kept_is_never_told_it_failed() {
+    explore("kept-then-failed", kept_lines_are_told_kept);
 }
 
 /// A keep-inbox cancel races a client's followup while turn 1 runs, and the
