@@ -108,6 +108,13 @@ struct State {
     /// The policy in force: the one asked for, or `Sync` when the
     /// write-behind thread could not be started.
     durability: Durability,
+    /// Lines were queued from inside the sink (the last handle dropped
+    /// there): the writer that has the token writes them before it puts the
+    /// token back, since nobody waits for them.
+    owed: bool,
+    /// The sink is to be let go once the writer that has the token puts it
+    /// back ([`Journal::release`] asked from inside the sink).
+    release: bool,
 }
 
 /// The write-behind thread, joined when the journal closes.
@@ -141,6 +148,8 @@ impl Journal {
             armed: false,
             closed: false,
             durability,
+            owed: false,
+            release: false,
         };
         let journal = Arc::new(Self {
             failed: AtomicBool::new(state.failure.is_some()),
@@ -177,18 +186,7 @@ impl Journal {
             return Settle::Nothing;
         }
         let mut state = lock(&self.state);
-        state.queued += outputs.len() as u64;
-        if state.failure.is_some() {
-            // Nothing more is written after a failure; the caller who asks
-            // gets the error.
-            outputs.clear();
-        } else if state.queue.is_empty() {
-            // The common case: the buffers trade places, nothing is copied.
-            mem::swap(&mut state.queue, outputs);
-        } else {
-            state.queue.append(outputs);
-        }
-        let position = state.queued;
+        let position = push(&mut state, outputs);
         match state.durability {
             Durability::Sync => match state.writer.take() {
                 Some(writer) if state.failure.is_none() => Settle::Write(take(&mut state, writer)),
@@ -211,6 +209,19 @@ impl Journal {
                 }
             }
         }
+    }
+
+    /// Queues outputs from inside the sink, where the writer's token is
+    /// out on this very thread (a sink that dropped the agent's last
+    /// handle): waiting for it would never end, so the writer writes them
+    /// before it puts the token back.
+    pub(crate) fn owe(&self, outputs: &mut Vec<Output>) {
+        if outputs.is_empty() {
+            return;
+        }
+        let mut state = lock(&self.state);
+        push(&mut state, outputs);
+        state.owed = true;
     }
 
     /// Does what [`Journal::enqueue`] said, with the agent's lock released;
@@ -334,27 +345,44 @@ impl Journal {
 
     /// With the token out and the journal's lock released: encodes, writes
     /// and syncs the batch, then puts the token back and wakes the waiters.
-    fn write(&self, taken: Taken) -> MutexGuard<'_, State> {
-        let Taken {
-            mut writer,
-            mut batch,
-            end,
-        } = taken;
-        let written = self.in_sink(|| guarded(|| writer.write(&mut batch)));
-        batch.clear();
-        let mut state = lock(&self.state);
-        state.writer = Some(writer);
-        state.spare = batch;
-        let stopped = match written {
-            Ok(()) => {
+    fn write(&self, mut taken: Taken) -> MutexGuard<'_, State> {
+        let (mut state, written) = loop {
+            let Taken {
+                mut writer,
+                mut batch,
+                end,
+            } = taken;
+            let written = self.in_sink(|| guarded(|| writer.write(&mut batch)));
+            batch.clear();
+            let mut state = lock(&self.state);
+            state.spare = batch;
+            if written.is_ok() {
                 state.synced = end;
-                None
+                if mem::take(&mut state.owed) && !state.queue.is_empty() {
+                    taken = take(&mut state, writer);
+                    drop(state);
+                    continue;
+                }
             }
+            if mem::take(&mut state.release) {
+                let sink = mem::replace(&mut writer.sink, Box::new(Released));
+                state.writer = Some(writer);
+                drop(state);
+                drop_guarded(sink);
+                state = lock(&self.state);
+            } else {
+                state.writer = Some(writer);
+            }
+            break (state, written);
+        };
+        let stopped = match written {
+            Ok(()) => None,
             Err(error) => {
                 state.failure.get_or_insert(error);
                 self.failed.store(true, Ordering::Release);
                 // Queued while this batch failed: never written either.
                 state.queue.clear();
+                state.owed = false;
                 state.driver.take()
             }
         };
@@ -423,6 +451,12 @@ impl Journal {
     /// (nothing should be) meets [`Released`] and fails visibly.
     pub(crate) fn release(&self) {
         let mut state = lock(&self.state);
+        if self.inside_sink() {
+            // The token is out on this thread, up the stack: its writer
+            // lets the sink go when it puts the token back.
+            state.release = true;
+            return;
+        }
         loop {
             if let Some(writer) = &mut state.writer {
                 let sink = mem::replace(&mut writer.sink, Box::new(Released));
@@ -524,6 +558,21 @@ pub(crate) struct Taken {
 
 /// Takes the whole queue for the holder of the token `writer` (the spare
 /// buffer becomes the queue).
+/// Queues `outputs` (none after a failure: nothing more is written then,
+/// and the caller who asks gets the error); the position of the last.
+fn push(state: &mut State, outputs: &mut Vec<Output>) -> Position {
+    state.queued += outputs.len() as u64;
+    if state.failure.is_some() {
+        outputs.clear();
+    } else if state.queue.is_empty() {
+        // The common case: the buffers trade places, nothing is copied.
+        mem::swap(&mut state.queue, outputs);
+    } else {
+        state.queue.append(outputs);
+    }
+    state.queued
+}
+
 fn take(state: &mut State, writer: Writer) -> Taken {
     let spare = mem::take(&mut state.spare);
     Taken {

@@ -212,6 +212,20 @@ impl Shared {
         (result, synced)
     }
 
+    /// [`Shared::with`] from inside the sink: the section's lines are owed
+    /// to the writer up this thread's stack ([`Journal::owe`]).
+    fn section_in_sink<R>(&self, body: impl FnOnce(&mut Locked) -> R) -> R {
+        let mut locked = lock(&self.locked);
+        let result = body(&mut locked);
+        self.journal.owe(&mut locked.fanout.durable);
+        let wake = mem::take(&mut locked.wake);
+        drop(locked);
+        for waker in wake {
+            waker.wake();
+        }
+        result
+    }
+
     /// A client input: one transition of the core, unless nothing would
     /// serve what it starts, the log could not read its messages back, or
     /// the log can no longer record it (a cancel or a dispose still winds
@@ -485,8 +499,14 @@ impl Shared {
     /// reach the agent again (a [`crate::WeakHandle`] a hook kept no longer
     /// upgrades), so its log is written and let go, whichever goes last: the
     /// file can be resumed while such a weak handle lives.
+    ///
+    /// Dropped inside the agent's own sink (a sink that held the last
+    /// handle), where the writer's token is out on this thread: the
+    /// disposal's lines are left to that writer, and so is letting the sink
+    /// go; waiting for either would never end.
     pub(crate) fn handle_dropped(&self) {
-        let unreachable = self.with(|locked| {
+        let inside_sink = self.journal.inside_sink();
+        let dropped = |locked: &mut Locked| {
             locked.handles = locked.handles.saturating_sub(1);
             let last = locked.handles == 0 && !locked.core.is_disposed();
             if last && let Driver::Serving = locked.driver {
@@ -496,8 +516,14 @@ impl Shared {
                 drop(locked.keep_panic(panic, waiting));
             }
             locked.handles == 0 && matches!(locked.driver, Driver::Gone)
-        });
-        if unreachable {
+        };
+        if inside_sink {
+            if self.section_in_sink(dropped) {
+                self.release_log();
+            }
+            return;
+        }
+        if self.with(dropped) {
             let _ = self.journal.sync_all();
             self.release_log();
         }

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::task::Poll;
 use std::time::Duration;
 
-use courier_core::{Input, Output, PreStepDecision, Refusal, Status, StepOutcome, Target};
+use courier_core::{Input, Output, PreStepDecision, Refusal, Status, StepOutcome, Target, Wakeup};
 use courier_runtime::{
     Boundary, DriverTask, Durability, Error, Handle, JsonlFile, MemoryLog, PreStepHook, Sink,
     StepCall, StepHook, Transition, WeakHandle, step_hook_fn,
@@ -422,6 +422,150 @@ fn last_handle_dropped_inside_the_sink_under_write_behind_disposes_the_agent() {
     the_last_handle_dropped_inside_the_sink_ends_the_agent(Durability::WriteBehind {
         max_delay: Duration::ZERO,
     });
+}
+
+/// A sink that keeps its lines and holds its agent's last handle, dropped
+/// from inside `write_line` at the first line holding `at`.
+#[derive(Clone)]
+struct DroppingAt {
+    at: &'static str,
+    agent: Arc<Mutex<Option<Handle>>>,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl DroppingAt {
+    fn new(at: &'static str) -> Self {
+        Self {
+            at,
+            agent: Arc::default(),
+            lines: Arc::default(),
+        }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().expect("not poisoned").clone()
+    }
+}
+
+impl Sink for DroppingAt {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        self.lines
+            .lock()
+            .expect("not poisoned")
+            .push(line.to_owned());
+        if line.contains(self.at) {
+            let last = self.agent.lock().expect("not poisoned").take();
+            drop(last);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The last handle dropped inside the sink mid-turn, with a message
+/// pending: its disposal writes lines (the pending message discarded, the
+/// turn aborted), which the writer that holds the token on this very
+/// thread must write itself. Before, the disposal waited for that token:
+/// the driver task's thread hung.
+fn the_last_handle_dropped_inside_the_sink_writes_its_disposal(durability: Durability) {
+    let sink = DroppingAt::new("\"step/end\"");
+    let tool_calls = step_hook_fn(|_| ready(StepOutcome::ToolCalls));
+    let (agent, driver) =
+        Handle::with_durability("hostile", durability, passing(), tool_calls, sink.clone());
+    let (done, outcome) = mpsc::channel();
+    let holder = sink.clone();
+    std::thread::spawn(move || {
+        block_on(async {
+            agent
+                .send("q", Target::NextTurn, Wakeup::NoWake)
+                .expect("accepted");
+            agent.followup("a").expect("accepted");
+            *holder.agent.lock().expect("not poisoned") = Some(agent);
+            let ended = bounded(tokio::spawn(driver.run())).await;
+            let sent = done.send(ended.map(|joined| joined.is_ok()));
+            sent.expect("the test waits for it");
+        });
+    });
+    let ended = outcome
+        .recv_timeout(HANG * 2)
+        .expect("the driver task's thread answers");
+    assert_eq!(ended, Ok(true), "the driver task ended, not panicked");
+    let lines = sink.lines();
+    let disposed = lines.iter().filter(|line| line.contains("\"disposed\""));
+    assert!(disposed.count() > 0, "the disposal was written: {lines:#?}");
+    let starts = lines.iter().filter(|line| line.contains("\"turn/start\""));
+    let ends = lines.iter().filter(|line| line.contains("\"turn/end\""));
+    assert_eq!(
+        starts.count(),
+        ends.count(),
+        "every turn closed: {lines:#?}"
+    );
+}
+
+#[test]
+fn last_handle_dropped_inside_the_sink_mid_turn_under_sync_writes_the_disposal() {
+    the_last_handle_dropped_inside_the_sink_writes_its_disposal(Durability::Sync);
+}
+
+#[test]
+fn last_handle_dropped_inside_the_sink_mid_turn_under_write_behind_writes_the_disposal() {
+    the_last_handle_dropped_inside_the_sink_writes_its_disposal(Durability::WriteBehind {
+        max_delay: Duration::ZERO,
+    });
+}
+
+/// The driver task dropped with its tokio runtime, then the log written
+/// (the driver's exit syncs it) reaches a line at which the sink drops the
+/// last handle: the agent is unreachable, so its sink is let go, by the
+/// writer that holds the token on this thread once it puts it back.
+/// Before, the release waited for that token: `drop(runtime)` never
+/// returned.
+fn the_last_handle_dropped_inside_the_sink_after_the_driver_lets_the_log_go(
+    durability: Durability,
+) {
+    let sink = DroppingAt::new("spliced");
+    let (done, outcome) = mpsc::channel();
+    let holder = sink.clone();
+    std::thread::spawn(move || {
+        let step = step_hook_fn(|_| pending::<StepOutcome>());
+        let (agent, driver) =
+            Handle::with_durability("hostile", durability, passing(), step, holder.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a tokio runtime");
+        runtime.spawn(driver.run());
+        runtime.block_on(tokio::task::yield_now());
+        let sent = agent.followup("a");
+        *holder.agent.lock().expect("not poisoned") = Some(agent);
+        drop(runtime);
+        done.send(sent.is_ok()).expect("the test waits for it");
+    });
+    let sent = outcome
+        .recv_timeout(HANG)
+        .expect("dropping the runtime returned");
+    assert!(sent, "the followup was accepted");
+    let lines = sink.lines();
+    assert!(
+        lines.iter().any(|line| line.contains("spliced")),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn last_handle_dropped_inside_the_sink_after_the_driver_under_sync_lets_the_log_go() {
+    the_last_handle_dropped_inside_the_sink_after_the_driver_lets_the_log_go(Durability::Sync);
+}
+
+#[test]
+fn last_handle_dropped_inside_the_sink_after_the_driver_under_write_behind_lets_the_log_go() {
+    the_last_handle_dropped_inside_the_sink_after_the_driver_lets_the_log_go(
+        Durability::WriteBehind {
+            max_delay: Duration::from_secs(3600),
+        },
+    );
 }
 
 // ---- 5. Drops and payloads that panic ----
