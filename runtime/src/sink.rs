@@ -4,7 +4,7 @@
 //! the agent's lock, and syncs as the [`crate::Durability`] policy says.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::io::{self, ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -194,31 +194,6 @@ impl JsonlFile {
         let file = OpenOptions::new().append(true).create(true).open(path)?;
         take_writer(&file, path)?;
         file.set_len(0)?;
-        Self::locked(file, path)
-    }
-
-    /// Opens the file at `path` to append to what is there (a resumed log),
-    /// once no other writer holds it. A file that ends inside a line (a
-    /// torn tail) is refused with [`ErrorKind::InvalidData`]: a line
-    /// appended there would be glued onto it, corrupting the log's middle.
-    /// [`crate::Handle::resume`] cuts such a tail first.
-    pub fn append(path: impl AsRef<Path>) -> io::Result<Self> {
-        let path = path.as_ref();
-        let mut file = OpenOptions::new().read(true).append(true).open(path)?;
-        take_writer(&file, path)?;
-        if file.seek(SeekFrom::End(0))? > 0 {
-            let mut last = [0];
-            file.seek(SeekFrom::End(-1))?;
-            file.read_exact(&mut last)?;
-            if last != *b"\n" {
-                return Err(io::Error::new(
-                    ErrorKind::InvalidData,
-                    format!(
-                        "{path:?} ends inside a line (a torn tail): resume it, which cuts the tail, before appending"
-                    ),
-                ));
-            }
-        }
         Self::locked(file, path)
     }
 

@@ -305,10 +305,6 @@ fn a_second_resume_of_a_live_agents_log_is_refused_naming_the_file() {
         Err(error) => assert_in_use(&error, &path),
         Ok(_) => panic!("a live agent's log was created over"),
     }
-    match JsonlFile::append(&path) {
-        Err(error) => assert_in_use(&error, &path),
-        Ok(_) => panic!("two writers append to one log"),
-    }
     assert_eq!(fs::read(&path).expect("readable"), before);
     drop(driver);
     drop(first);
@@ -648,29 +644,6 @@ fn a_log_of_only_its_header_resumes_empty_and_a_torn_header_is_refused() {
         other => panic!("a torn header resumed: {:?}", other.map(|_| ())),
     }
     assert_eq!(fs::read_to_string(&path).expect("readable"), header);
-}
-
-#[test]
-fn appending_to_a_log_that_ends_inside_a_line_is_refused_not_glued() {
-    let (_folder, path) = log_path();
-    let torn = format!(
-        "{}\n{{\"type\":\"turn/st",
-        SessionHeader::new("torn").line()
-    );
-    fs::write(&path, &torn).expect("writable");
-    match JsonlFile::append(&path) {
-        Err(error) => {
-            assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
-            assert!(
-                error.to_string().contains(&path.display().to_string()),
-                "{error}"
-            );
-        }
-        Ok(_) => panic!("lines would be glued onto a torn one"),
-    }
-    assert_eq!(fs::read_to_string(&path).expect("readable"), torn);
-    drop(resume(&path).expect("a resume cuts the torn tail"));
-    drop(JsonlFile::append(&path).expect("whole lines now"));
 }
 
 #[test]
