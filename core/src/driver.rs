@@ -246,20 +246,13 @@ impl Agent {
             PreStepDecision::Pass => batch,
             PreStepDecision::Enter(messages) => {
                 let entering = claimed_values(messages, &batch);
-                if names_twice(&entering) {
+                if named_twice(&entering).is_some() {
                     return self.fail(driver);
                 }
                 entering
             }
         };
-        // Nothing pending (a claim that took everything, the usual step)
-        // rules every entering id out without a lookup per message.
-        let inbox = &mut self.state.inbox;
-        let any_pending = !inbox.is_empty()
-            && entering
-                .iter()
-                .any(|message| inbox.find(message.id()).is_some());
-        if any_pending {
+        if self.pending_among(&entering).is_some() {
             return self.fail(driver);
         }
         match (entering.is_empty(), driver.step, driver.owed) {
@@ -372,10 +365,57 @@ impl Agent {
     }
 }
 
-/// Whether a decision's entering batch names an id twice (linear: one set).
-fn names_twice(entering: &[Message]) -> bool {
+/// Why a step cannot open with the messages a pre-step decision enters
+/// (SPEC §5: entering a repeated or a pending id is a `fail`).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Unenterable {
+    /// The batch names this id twice.
+    Twice(MessageId),
+    /// This id is pending.
+    Pending(MessageId),
+}
+
+impl std::fmt::Display for Unenterable {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Twice(id) => write!(formatter, "the decision enters {id:?} twice"),
+            Self::Pending(id) => write!(formatter, "the decision enters {id:?}, which is pending"),
+        }
+    }
+}
+
+impl Agent {
+    /// Why `entering`, a pre-step decision's batch, cannot open a step
+    /// (the boundary then fails); `None` when it can. A claim takes its
+    /// batch out of the pending lists, so neither holds for a `pass`. (It
+    /// takes `&mut`: a long pending list indexes its ids when first asked.)
+    pub fn unenterable(&mut self, entering: &[Message]) -> Option<Unenterable> {
+        if let Some(twice) = named_twice(entering) {
+            return Some(Unenterable::Twice(twice.clone()));
+        }
+        let pending = self.pending_among(entering)?;
+        Some(Unenterable::Pending(pending.id().clone()))
+    }
+
+    /// The first of `entering` that is pending.
+    fn pending_among<'m>(&mut self, entering: &'m [Message]) -> Option<&'m Message> {
+        // Nothing pending (a claim that took everything, the usual step)
+        // rules every entering id out without a lookup per message.
+        let inbox = &mut self.state.inbox;
+        if inbox.is_empty() {
+            return None;
+        }
+        entering
+            .iter()
+            .find(|message| inbox.find(message.id()).is_some())
+    }
+}
+
+/// The first id a decision's entering batch names twice (linear: one set).
+fn named_twice(entering: &[Message]) -> Option<&MessageId> {
     let mut named = FxHashSet::with_capacity_and_hasher(entering.len(), FxBuildHasher);
-    !entering.iter().all(|message| named.insert(message.id()))
+    let twice = entering.iter().find(|message| !named.insert(message.id()));
+    twice.map(Message::id)
 }
 
 /// The entering batch as values: an id from the claimed batch is that

@@ -22,6 +22,7 @@ pub mod transcript;
 mod transition;
 
 pub use agent::{Agent, Status};
+pub use driver::Unenterable;
 pub use error::Refusal;
 pub use event::{
     Abort, Activity, AwaitPoint, Input, InputKind, Output, PreStepDecision, PreStepKind,

@@ -311,8 +311,11 @@ impl Handle {
         self.shared.observer_panic()
     }
 
-    /// The latest hook panics (up to 64), oldest first. Each failed its
-    /// point, so its turn ended `error`; the agent went on serving.
+    /// The latest hook panics (up to 64), oldest first, and the pre-step
+    /// decisions that failed their boundary though the hook returned (one
+    /// entering a message whose line would not read back, or an id twice,
+    /// or a pending id: the message says which). Each failed its point, so
+    /// its turn ended `error`; the agent went on serving.
     pub fn hook_panics(&self) -> Vec<HookPanic> {
         self.shared.hook_panics()
     }

@@ -36,12 +36,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::task::{Context, Poll, Waker};
 
 use courier_core::log::SessionHeader;
-use courier_core::{Agent as Core, AwaitPoint, Inbox, Input, Message, Output, Refusal, Status};
+use courier_core::{
+    Agent as Core, AwaitPoint, Inbox, Input, Message, Output, PreStepDecision, Refusal, Status,
+};
 
 use crate::driver::inside_hook_of;
 use crate::error::Error;
 use crate::fanout::{Fanout, Subscriber};
-use crate::hooks::HookPanic;
+use crate::hooks::{Hook, HookPanic};
 use crate::journal::{Durability, Journal, WriterThread};
 use crate::observer::{Observer, Transition};
 use crate::sink::Sink;
@@ -266,6 +268,21 @@ impl Shared {
     pub(crate) fn complete(&self, completion: Input) {
         debug_assert!(completion.is_completion(), "clients feed no completions");
         self.with(|locked| {
+            // A decision the core fails (SPEC §5) is told why, as a panic
+            // is: checked under the lock the completion runs in.
+            if let (
+                Input::PreStep(PreStepDecision::Enter(entering)),
+                Status::Running { turn, step, .. },
+            ) = (&completion, locked.core.status())
+                && let Some(why) = locked.core.unenterable(entering)
+            {
+                locked.record_hook_panic(HookPanic {
+                    turn,
+                    step,
+                    hook: Hook::PreStep,
+                    message: why.to_string(),
+                });
+            }
             let waiting = locked.idle.unresolved();
             let Ran { answer, panic } = locked.run(completion);
             // Only the driver task feeds completions and no client input moves
@@ -416,12 +433,7 @@ impl Shared {
 
     /// The driver task dropped a hook's panic into the record.
     pub(crate) fn hook_panicked(&self, panic: HookPanic) {
-        self.with(|locked| {
-            if locked.hook_panics.len() == HOOK_PANICS_KEPT {
-                locked.hook_panics.remove(0);
-            }
-            locked.hook_panics.push(panic);
-        });
+        self.with(|locked| locked.record_hook_panic(panic));
     }
 
     pub(crate) fn hook_panics(&self) -> Vec<HookPanic> {
@@ -531,6 +543,15 @@ impl Shared {
 }
 
 impl Locked {
+    /// Keeps a hook's failure for [`crate::Handle::hook_panics`] (the
+    /// latest [`HOOK_PANICS_KEPT`]).
+    fn record_hook_panic(&mut self, panic: HookPanic) {
+        if self.hook_panics.len() == HOOK_PANICS_KEPT {
+            self.hook_panics.remove(0);
+        }
+        self.hook_panics.push(panic);
+    }
+
     /// A `when_idle` waiter's ticket, fed to the core as its input; the
     /// waiter reports an observer's panic at its registration.
     fn register_waiter(&mut self) -> u64 {

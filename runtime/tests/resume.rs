@@ -17,11 +17,12 @@ use std::time::Duration;
 use common::{assert_valid, block_on, bounded, log_path, verdict};
 use courier_core::log::{self, LogLine, SessionHeader};
 use courier_core::{
-    Message, MessageId, Output, PreStepDecision, Source, Status, StepOutcome, Target,
+    Message, MessageId, Output, PreStepDecision, Source, Status, StepOutcome, Target, Wakeup,
 };
 use courier_runtime::kept::{self, Torn};
 use courier_runtime::{
-    Durability, Error, Handle, JsonlFile, ResumeError, Sink, pre_step_hook_fn, step_hook_fn,
+    Durability, Error, Handle, Hook, JsonlFile, MemoryLog, ResumeError, Sink, pre_step_hook_fn,
+    step_hook_fn,
 };
 
 /// What a resume appends to the session cut inside turn 2.
@@ -994,6 +995,46 @@ fn a_message_whose_line_would_not_read_back_is_refused_and_the_rest_resumes() {
     assert_valid(&path);
     let resumed = resume(&path).expect("the log resumes");
     assert_eq!(ids(&resumed, Target::NextTurn), [MessageId::new("deepest")]);
+}
+
+/// A pre-step decision the core fails (SPEC §5: it enters an id twice, or
+/// one that is pending) is told why among `hook_panics`, as an unloggable
+/// message is: the hook returned, so nothing else says why the turn ended
+/// `error`. Before, the list stayed empty.
+#[test]
+fn a_pre_step_decision_entering_an_id_twice_or_a_pending_one_says_why() {
+    for (entering, why) in [
+        (["a", "a"], r#"the decision enters "a" twice"#),
+        (["a", "q"], r#"the decision enters "q", which is pending"#),
+    ] {
+        let pre_step_hook = pre_step_hook_fn(move |_| {
+            let batch = entering.iter().map(|id| Message::from(*id)).collect();
+            ready(PreStepDecision::Enter(batch))
+        });
+        let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+        let (agent, driver) = Handle::new("twice", pre_step_hook, step_hook, MemoryLog::new());
+        block_on(async {
+            let task = tokio::spawn(driver.run());
+            agent.followup("a").expect("accepted");
+            agent
+                .send("q", Target::NextTurn, Wakeup::NoWake)
+                .expect("accepted");
+            bounded(agent.when_idle())
+                .await
+                .expect("no hang")
+                .expect("served");
+            bounded(agent.dispose())
+                .await
+                .expect("no hang")
+                .expect("written");
+            bounded(task).await.expect("no hang").expect("no panic");
+        });
+        let failed = agent.hook_panics();
+        assert!(
+            failed.len() == 1 && failed[0].message == why && failed[0].hook == Hook::PreStep,
+            "{failed:?}"
+        );
+    }
 }
 
 #[test]
