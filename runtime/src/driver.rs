@@ -75,9 +75,26 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
     /// the core, which knows the turn is aborted, ends it `aborted`. A hook
     /// that panics is that point's `fail` too, kept as a [`HookPanic`]. A
     /// log failure stops it, even mid-hook (the hook's future is dropped).
+    ///
+    /// Its future is `Send` whenever the hooks are (they need not be
+    /// `Sync`): no reference to the task itself is held across a wait.
     pub async fn run(mut self) {
         let mut served = 0u32;
-        while let Some(job) = self.next_job().await {
+        #[cfg(feature = "mutants")]
+        let racy = self.racy_wake;
+        loop {
+            let shared = &*self.shared;
+            let job = poll_fn(|context| {
+                #[cfg(feature = "mutants")]
+                if racy {
+                    return shared.poll_job_racy(context);
+                }
+                shared.poll_job(context)
+            })
+            .await;
+            let Some(job) = job else {
+                break;
+            };
             let agent = WeakHandle::new(Arc::clone(&self.shared));
             let completion = match job {
                 Job::PreStep { turn, step, batch } => {
@@ -175,17 +192,6 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
             message: error.to_string(),
         });
         None
-    }
-
-    async fn next_job(&self) -> Option<Job> {
-        poll_fn(|context| {
-            #[cfg(feature = "mutants")]
-            if self.racy_wake {
-                return self.shared.poll_job_racy(context);
-            }
-            self.shared.poll_job(context)
-        })
-        .await
     }
 }
 

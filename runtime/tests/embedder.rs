@@ -361,3 +361,48 @@ fn self_wait_a_wait_handed_to_another_task_resolves_when_the_turn_is_cancelled()
         ends("the driver task", task).await.expect("no panic");
     });
 }
+
+/// A hook that is `Send` but not `Sync` (a `Cell`, a std `Receiver`): its
+/// driver task still spawns on a multi-thread runtime, since `run`'s future
+/// holds no reference to the task across a wait. Before, `tokio::spawn`
+/// did not compile for such hooks (the future borrowed the task).
+#[test]
+fn hooks_that_are_not_sync_still_spawn_on_a_multi_thread_runtime() {
+    struct Counting {
+        calls: std::cell::Cell<u32>,
+    }
+    impl courier_runtime::PreStepHook for Counting {
+        fn decide(
+            &mut self,
+            _boundary: Boundary,
+        ) -> impl std::future::Future<Output = PreStepDecision> + Send {
+            self.calls.set(self.calls.get() + 1);
+            ready(PreStepDecision::Pass)
+        }
+    }
+    let (calls, counted) = std::sync::mpsc::channel::<u64>();
+    let step_hook = step_hook_fn(move |call: StepCall| {
+        let sent = calls.send(call.turn);
+        ready(if sent.is_ok() {
+            StepOutcome::Completed
+        } else {
+            StepOutcome::Fail
+        })
+    });
+    let pre_step_hook = Counting {
+        calls: std::cell::Cell::new(0),
+    };
+    let log = MemoryLog::new();
+    let (agent, driver) = Handle::new("not-sync", pre_step_hook, step_hook, log.clone());
+    multi_thread().block_on(async {
+        let task = tokio::spawn(driver.run());
+        agent.followup("a").expect("accepted");
+        ends("the turn", agent.when_idle()).await.expect("served");
+        ends("the disposal", agent.dispose())
+            .await
+            .expect("written");
+        ends("the driver task", task).await.expect("no panic");
+    });
+    assert_eq!(counted.try_iter().collect::<Vec<_>>(), [1]);
+    assert_valid(&log);
+}
