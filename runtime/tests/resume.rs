@@ -21,8 +21,8 @@ use courier_core::{
 };
 use courier_runtime::kept::{self, Torn};
 use courier_runtime::{
-    Durability, Error, Handle, Hook, JsonlFile, MemoryLog, ResumeError, Sink, pre_step_hook_fn,
-    step_hook_fn,
+    DriverTask, Durability, Error, Handle, Hook, JsonlFile, MemoryLog, PreStepHook, ResumeError,
+    Sink, StepHook, pre_step_hook_fn, step_hook_fn,
 };
 
 /// What a resume appends to the session cut inside turn 2.
@@ -997,6 +997,23 @@ fn a_message_whose_line_would_not_read_back_is_refused_and_the_rest_resumes() {
     assert_eq!(ids(&resumed, Target::NextTurn), [MessageId::new("deepest")]);
 }
 
+/// Runs the driver task, `sends`, then waits for the turn and disposes.
+fn one_turn_then_dispose(
+    agent: &Handle,
+    driver: DriverTask<impl PreStepHook, impl StepHook>,
+    sends: impl FnOnce(),
+) {
+    block_on(async {
+        let task = tokio::spawn(driver.run());
+        sends();
+        let idle = bounded(agent.when_idle()).await.expect("no hang");
+        idle.expect("served");
+        let disposed = bounded(agent.dispose()).await.expect("no hang");
+        disposed.expect("written");
+        bounded(task).await.expect("no hang").expect("no panic");
+    });
+}
+
 /// A pre-step decision the core fails (SPEC §5: it enters an id twice, or
 /// one that is pending) is told why among `hook_panics`, as an unloggable
 /// message is: the hook returned, so nothing else says why the turn ended
@@ -1013,21 +1030,11 @@ fn a_pre_step_decision_entering_an_id_twice_or_a_pending_one_says_why() {
         });
         let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
         let (agent, driver) = Handle::new("twice", pre_step_hook, step_hook, MemoryLog::new());
-        block_on(async {
-            let task = tokio::spawn(driver.run());
+        one_turn_then_dispose(&agent, driver, || {
             agent.followup("a").expect("accepted");
             agent
                 .send("q", Target::NextTurn, Wakeup::NoWake)
                 .expect("accepted");
-            bounded(agent.when_idle())
-                .await
-                .expect("no hang")
-                .expect("served");
-            bounded(agent.dispose())
-                .await
-                .expect("no hang")
-                .expect("written");
-            bounded(task).await.expect("no hang").expect("no panic");
         });
         let failed = agent.hook_panics();
         assert!(
@@ -1047,18 +1054,8 @@ fn a_pre_step_hook_entering_a_message_that_would_not_read_back_fails_its_boundar
     });
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
     let (agent, driver) = Handle::new("unloggable", pre_step_hook, step_hook, sink);
-    block_on(async {
-        let task = tokio::spawn(driver.run());
+    one_turn_then_dispose(&agent, driver, || {
         agent.followup("a").expect("accepted");
-        bounded(agent.when_idle())
-            .await
-            .expect("no hang")
-            .expect("served");
-        bounded(agent.dispose())
-            .await
-            .expect("no hang")
-            .expect("written");
-        bounded(task).await.expect("no hang").expect("no panic");
     });
     let failed = agent.hook_panics();
     assert!(
