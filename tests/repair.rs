@@ -370,6 +370,52 @@ fn validate_and_repair_agree_on_every_hand_written_log() {
 /// go on numbering it, as dsh's own closers do, so dsh's loader (which
 /// refuses a `turn/end` after a gap in `seq`) reads the repaired log; they
 /// carry the last kept record's `time`. A log without `seq` gets none.
+/// When a record's last event happened: its `time`, or for a packed chunk
+/// row its `time0` plus every gap of its `dt` (dsh's `decodeStorageRecord`).
+fn last_time(record: &serde_json::Value) -> serde_json::Value {
+    match record.get("time0") {
+        None => record["time"].clone(),
+        Some(first) => {
+            let gaps = record["data"]["dt"]
+                .as_array()
+                .expect("a packed row has dt");
+            let gaps: i64 = gaps.iter().map(|gap| gap.as_i64().expect("whole")).sum();
+            serde_json::Value::from(first.as_i64().expect("whole") + gaps)
+        }
+    }
+}
+
+/// A crash while the model streams leaves a packed chunk row last: the
+/// closers a repair appends take its last member's time (`time0` plus its
+/// gaps) and go on numbering from its last member. Before, they had no
+/// `time` at all, which dsh's restore refuses (`assertSessionEventEnvelope`).
+#[test]
+fn a_repair_after_a_packed_chunk_row_numbers_and_times_its_closers() {
+    let message = r#"{"id":"A","role":"user","content":[{"type":"text","text":"A"}],"source":{"kind":"user"}}"#;
+    let log = [
+        r#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}"#.to_owned(),
+        format!(
+            r#"{{"type":"agent/inbox/spliced","seq":0,"time":100,"data":{{"target":"next-turn","start":0,"inserted":[{message}]}}}}"#
+        ),
+        r#"{"type":"turn/start","seq":1,"time":101,"data":{"turn":1}}"#.to_owned(),
+        r#"{"type":"agent/inbox/spliced","seq":2,"time":102,"data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}"#.to_owned(),
+        r#"{"type":"step/start","seq":3,"time":103,"data":{"turn":1,"step":1}}"#.to_owned(),
+        format!(r#"{{"type":"user/message","seq":4,"time":104,"data":{message}}}"#),
+        r#"{"type":"text-chunks","seq0":5,"time0":200,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}"#.to_owned(),
+    ]
+    .join("\n")
+        + "\n";
+    let repaired = repaired(log.as_bytes()).expect("repairs");
+    let closers = String::from_utf8(repaired[log.len()..].to_vec()).expect("UTF-8");
+    assert_eq!(
+        closers,
+        "{\"type\":\"step/end\",\"seq\":8,\"time\":202,\"data\":{\"turn\":1,\"step\":1}}\n\
+         {\"type\":\"turn/end\",\"seq\":9,\"time\":202,\"data\":{\"turn\":1,\"reason\":{\"kind\":\"interrupted\"}}}\n\
+         {\"type\":\"session/end-seed\",\"seq\":10,\"time\":202,\"data\":{}}\n"
+    );
+    assert_valid(&repaired, "the repaired log");
+}
+
 #[test]
 fn a_repair_numbers_its_lines_on_in_a_log_that_numbers_its_records() {
     let mut appended = 0;
@@ -389,9 +435,9 @@ fn a_repair_numbers_its_lines_on_in_a_log_that_numbers_its_records() {
             for (seq, record) in records.iter().enumerate() {
                 assert_eq!(record["seq"], seq, "{log:?} cut at {end}: {record}");
             }
-            let last_time = &records[kept - 1]["time"];
+            let last_time = last_time(&records[kept - 1]);
             for record in &records[kept..] {
-                assert_eq!(&record["time"], last_time, "{log:?} cut at {end}");
+                assert_eq!(record["time"], last_time, "{log:?} cut at {end}");
             }
             appended += records.len() - kept;
             assert_valid(&repaired, &format!("{log:?} cut at {end}"));

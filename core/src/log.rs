@@ -386,12 +386,20 @@ impl Reader {
         if kind == "session" {
             return self.header(text);
         }
-        let seq = self.number(kind, &envelope)?;
+        let (seq, elapsed) = self.number(kind, &envelope)?;
         self.numbered = envelope.seq.is_some();
         self.timed = envelope.time.is_some();
         if let Some(time) = envelope.time {
             self.time.clear();
-            self.time.push_str(time.get());
+            // A packed row's `time0` is its first member's; its last
+            // member's is `time0` plus every gap (`decodeStorageRecord`).
+            match serde_json::from_str::<i64>(time.get()) {
+                Ok(first) if elapsed != 0 => {
+                    let last = first.saturating_add(elapsed);
+                    self.time.push_str(&last.to_string());
+                }
+                _ => self.time.push_str(time.get()),
+            }
         }
         let at = At {
             session: &self.session,
@@ -462,8 +470,9 @@ impl Reader {
     }
 
     /// The record's event number, and the next record's counted past it
-    /// (a packed row holds several events).
-    fn number(&mut self, kind: &str, envelope: &Envelope<'_>) -> Result<u64, LineError> {
+    /// (a packed row holds several events); with the time from its first
+    /// event to its last (a packed row's gaps, `dt`).
+    fn number(&mut self, kind: &str, envelope: &Envelope<'_>) -> Result<(u64, i64), LineError> {
         let seq = match envelope
             .seq
             .map(|seq| (seq, serde_json::from_str::<u64>(seq.get())))
@@ -500,13 +509,13 @@ impl Reader {
                 "corrupt session log: seq gap in committed region (expected {expected}, got {seq})"
             )));
         }
-        let members = if PACKED_TYPES.contains(&kind) {
+        let (members, elapsed) = if PACKED_TYPES.contains(&kind) {
             packed_members(kind, envelope.data)?
         } else {
-            1
+            (1, 0)
         };
         self.next_seq = seq.saturating_add(members);
-        Ok(seq)
+        Ok((seq, elapsed))
     }
 
     /// A `session` header: its version checked as dsh's loader checks it, and
@@ -614,13 +623,20 @@ pub fn parse_line(line: &str) -> Result<LogLine, LineError> {
 
 /// How many chunk events a packed row stands for; a row without members is
 /// malformed, as dsh's `validateRunData` says.
-fn packed_members(kind: &str, data: Option<&RawValue>) -> Result<u64, LineError> {
+fn packed_members(kind: &str, data: Option<&RawValue>) -> Result<(u64, i64), LineError> {
     #[derive(Deserialize)]
     struct Members {
         texts: Option<Vec<IgnoredAny>>,
         args: Option<Vec<IgnoredAny>>,
+        dt: Option<Vec<i64>>,
     }
     let members = data.and_then(|data| serde_json::from_str::<Members>(data.get()).ok());
+    let elapsed = members
+        .as_ref()
+        .and_then(|m| m.dt.as_ref())
+        .map_or(0, |gaps| {
+            gaps.iter().fold(0i64, |sum, gap| sum.saturating_add(*gap))
+        });
     let count = members
         .and_then(|m| m.texts.or(m.args))
         .map_or(0, |m| m.len());
@@ -634,7 +650,7 @@ fn packed_members(kind: &str, data: Option<&RawValue>) -> Result<u64, LineError>
         0 => Err(LineError::Refused(format!(
             "malformed {kind} storage row: {payload} must be a non-empty string array"
         ))),
-        count => Ok(count as u64),
+        count => Ok((count as u64, elapsed)),
     }
 }
 
@@ -711,7 +727,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                     true
                 }
                 "seq" | "seq0" => seq.replace(map.next_value()?).is_none(),
-                "time" => time.replace(map.next_value()?).is_none(),
+                "time" | "time0" => time.replace(map.next_value()?).is_none(),
                 "surfaceOp" => surface_op.replace(map.next_value()?).is_none(),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
