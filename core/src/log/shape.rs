@@ -4,7 +4,10 @@
 //! nor what belongs there. Run only on a line already refused, so a log
 //! that reads pays nothing for it.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
+
+use crate::message::{Cause, TurnEnd};
 
 /// What a message must be (SPEC §1, as `fixtures/dsh-logs/README.md` writes it).
 const MESSAGE: &str = "a message (an object with `id`, `role`, `content` and `source`)";
@@ -20,7 +23,10 @@ pub(super) fn explain(kind: &str, data: Option<&Value>) -> Option<String> {
         "agent/inbox/spliced" => splice(data),
         "turn/start" => fields(data, &["turn"]),
         "step/start" | "step/end" => fields(data, &["turn", "step"]),
-        "turn/end" => fields(data, &["turn"]),
+        "turn/end" => match fields(data, &["turn"]) {
+            None => return turn_end_reason(data),
+            problem => problem,
+        },
         "user/message" => message(data),
         _ => None,
     }?;
@@ -93,6 +99,36 @@ fn fields(data: &Value, names: &[&str]) -> Option<Problem> {
             )
         })
     })
+}
+
+/// A `turn/end`'s `reason` that does not read, named at the innermost part
+/// serde refuses (an abort's cause, else the reason), in serde's words: its
+/// types list the kinds, so they are not listed again here.
+fn turn_end_reason(data: &Value) -> Option<String> {
+    const KINDED: &str = "an object with a `kind`";
+    let reason = data.get("reason");
+    let Some(reason) = reason.filter(|reason| reason.is_object()) else {
+        let found = found(reason);
+        return Some(format!(
+            "`data.reason` {found}: expected {KINDED} (how the turn ended)"
+        ));
+    };
+    let aborted = reason.get("kind").and_then(Value::as_str) == Some("aborted");
+    if let Some(cause) = reason.get("reason").filter(|_| aborted) {
+        let said = |why: &dyn std::fmt::Display| {
+            format!("`data.reason.reason` {}: {why}", found(Some(cause)))
+        };
+        if !cause.is_object() {
+            return Some(said(&format_args!(
+                "expected {KINDED} (why it was aborted)"
+            )));
+        }
+        if let Err(error) = Cause::deserialize(cause) {
+            return Some(said(&error));
+        }
+    }
+    let error = TurnEnd::deserialize(reason).err()?;
+    Some(format!("`data.reason` {}: {error}", found(Some(reason))))
 }
 
 fn splice(data: &Value) -> Option<Problem> {
@@ -224,6 +260,52 @@ mod tests {
             let found = explained("agent/inbox/spliced", &data);
             assert_eq!(found.as_deref(), Some(expected), "{data}");
         }
+    }
+
+    /// A `turn/end` reason is named at its innermost wrong part, an
+    /// abort's cause included. Before, serde's words named no field
+    /// (`missing field `reason` (column 89)`).
+    #[test]
+    fn a_wrong_turn_end_reason_is_named_at_its_innermost_part() {
+        let cases = [
+            (
+                r#"{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"hook"}}}"#,
+                "`data.reason.reason` is an object: missing field `reason`",
+            ),
+            (
+                r#"{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"weird"}}}"#,
+                "`data.reason.reason` is an object: unknown variant `weird`, expected one of \
+                 `user`, `parent`, `hook`, `disposed`, `legacy`",
+            ),
+            (
+                r#"{"turn":1,"reason":"completed"}"#,
+                "`data.reason` is the string \"completed\": expected an object with a `kind` \
+                 (how the turn ended)",
+            ),
+            (
+                r#"{"turn":1}"#,
+                "`data.reason` is missing: expected an object with a `kind` (how the turn ended)",
+            ),
+            (
+                r#"{"turn":1,"reason":{"kind":"aborted","reason":"user"}}"#,
+                "`data.reason.reason` is the string \"user\": expected an object with a `kind` \
+                 (why it was aborted)",
+            ),
+            (
+                r#"{"turn":1,"reason":{"kind":"finished"}}"#,
+                "`data.reason` is an object: unknown variant `finished`, expected one of \
+                 `completed`, `max-tokens`, `blocked`, `aborted`, `error`, `interrupted`",
+            ),
+        ];
+        for (data, expected) in cases {
+            assert_eq!(
+                explained("turn/end", data).as_deref(),
+                Some(expected),
+                "{data}"
+            );
+        }
+        let fine = r#"{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"user"}}}"#;
+        assert_eq!(explained("turn/end", fine), None);
     }
 
     /// Where nothing this knows is wrong (`1.0` is a whole number, as
