@@ -71,7 +71,7 @@ fn a_restart_is_a_row_with_its_crash_lost_events_and_closers() {
 #[test]
 fn a_stimulus_trace_draws_its_restarts() {
     let mut tracer = Tracer::new(Agent::new());
-    tracer.apply_all([
+    tracer.apply_all(&[
         Stimulus::Input(Input::followup(Message::text("A", Source::user()))),
         Stimulus::Restart { lose: 0 },
     ]);

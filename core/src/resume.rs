@@ -32,6 +32,16 @@ pub enum Stimulus {
     Input(Input),
 }
 
+impl Stimulus {
+    /// Where `trace`'s last restart is: past it, a run keeps no durable log
+    /// for one to cut.
+    pub fn last_restart(trace: &[Stimulus]) -> Option<usize> {
+        trace
+            .iter()
+            .rposition(|stimulus| matches!(stimulus, Stimulus::Restart { .. }))
+    }
+}
+
 /// A kept log that cannot be resumed, naming the event (0-based, in the
 /// kept log) and what is wrong with it. A corrupt log is never repaired.
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -210,16 +210,25 @@ pub(crate) fn judge(prototype: &Agent, trace: &[Stimulus]) -> (Option<Violation>
 }
 
 /// Applies `trace` in order until a property breaks, then settles as the
-/// liveness phase does; the session and the first broken property.
+/// liveness phase does; the session and the first broken property. Past
+/// the trace's last restart nothing reads the durable log a restart would
+/// cut, so none is kept from there on (most of a long replay's memory).
 fn feed_and_settle<'a>(
     mut session: Session<'a>,
     trace: &[Stimulus],
 ) -> (Session<'a>, Option<Violation>) {
     let mut violation = None;
-    for stimulus in trace {
+    let last_restart = Stimulus::last_restart(trace);
+    if last_restart.is_none() {
+        session.keep_no_log();
+    }
+    for (at, stimulus) in trace.iter().enumerate() {
         if let Err(broken) = session.apply(stimulus.clone()) {
             violation = Some(broken);
             break;
+        }
+        if Some(at) == last_restart {
+            session.keep_no_log();
         }
     }
     if violation.is_none() {

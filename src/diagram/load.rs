@@ -109,7 +109,7 @@ pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result
         (None, Some(name)) => named_agent(name, "the report's `mutant` field")?,
     };
     let mut tracer = Tracer::new(agent.clone());
-    tracer.apply_all(report.trace.iter().cloned());
+    tracer.apply_all(&report.trace);
     let title = format!("{} seed {}", title(file, variant), report.seed);
     let mut diagram = tracer.finish(title);
     // A planted bug this build lacks is drawn on the correct design, whose

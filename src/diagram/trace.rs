@@ -65,11 +65,19 @@ impl Tracer {
     }
 
     /// Applies every stimulus in order (an input, or a crash and resume),
-    /// one row each; for traces that restart.
-    pub fn apply_all(&mut self, stimuli: impl IntoIterator<Item = Stimulus>) {
-        for stimulus in stimuli {
+    /// one row each; for traces that restart. Past the last restart no
+    /// durable log is kept (nothing would cut it).
+    pub fn apply_all(&mut self, stimuli: &[Stimulus]) {
+        let last_restart = Stimulus::last_restart(stimuli);
+        if last_restart.is_none() {
+            self.harness.keep_no_log();
+        }
+        for (at, stimulus) in stimuli.iter().enumerate() {
             // The violation is kept by the hook, at its row.
-            drop(self.harness.apply(stimulus, &mut self.rows));
+            drop(self.harness.apply(stimulus.clone(), &mut self.rows));
+            if Some(at) == last_restart {
+                self.harness.keep_no_log();
+            }
         }
     }
 
