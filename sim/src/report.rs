@@ -67,7 +67,7 @@ pub enum ReportError {
         "trace[{index}] is not a transcript command: it prints as {line:?}, \
          which reads back as another stimulus or none (a command names a message by its id, matching \
          `[A-Za-z0-9][A-Za-z0-9_.-]*` (SPEC §10), and by its source's kind \
-         alone; its content is one text block of its id)"
+         alone; its content is one text block of its id, and it has no other field)"
     )]
     Stimulus {
         /// Its 0-based position in the trace.
