@@ -258,7 +258,8 @@ pub struct Reader {
     conversions: Conversions,
     /// The last record wrote its `seq` (dsh's JSONL backend does).
     numbered: bool,
-    /// The last record's `time` as written, when it had one (`timed`).
+    /// The last record's `time` as written, when it had one (`timed`); a
+    /// packed row's last member's (`time0` plus its gaps).
     time: String,
     timed: bool,
 }
@@ -388,13 +389,14 @@ impl Reader {
         }
         let (seq, elapsed) = self.number(kind, &envelope)?;
         self.numbered = envelope.seq.is_some();
-        self.timed = envelope.time.is_some();
-        if let Some(time) = envelope.time {
+        let time = envelope.time.or(envelope.time0);
+        self.timed = time.is_some();
+        if let Some(time) = time {
             self.time.clear();
             // A packed row's `time0` is its first member's; its last
             // member's is `time0` plus every gap (`decodeStorageRecord`).
             match serde_json::from_str::<i64>(time.get()) {
-                Ok(first) if elapsed != 0 => {
+                Ok(first) if envelope.time.is_none() && elapsed != 0 => {
                     let last = first.saturating_add(elapsed);
                     self.time.push_str(&last.to_string());
                 }
@@ -628,15 +630,15 @@ fn packed_members(kind: &str, data: Option<&RawValue>) -> Result<(u64, i64), Lin
     struct Members {
         texts: Option<Vec<IgnoredAny>>,
         args: Option<Vec<IgnoredAny>>,
-        dt: Option<Vec<i64>>,
+        /// Read as any JSON: gaps that are no integers leave the count be.
+        dt: Option<Value>,
     }
     let members = data.and_then(|data| serde_json::from_str::<Members>(data.get()).ok());
-    let elapsed = members
-        .as_ref()
-        .and_then(|m| m.dt.as_ref())
-        .map_or(0, |gaps| {
-            gaps.iter().fold(0i64, |sum, gap| sum.saturating_add(*gap))
-        });
+    // The row's span, when every gap is a whole number (dsh writes safe
+    // integers); else none is assumed.
+    let gaps = members.as_ref().and_then(|m| m.dt.as_ref()?.as_array());
+    let gaps = gaps.and_then(|gaps| gaps.iter().map(Value::as_i64).collect::<Option<Vec<_>>>());
+    let elapsed = gaps.map_or(0, |gaps| gaps.into_iter().fold(0i64, i64::saturating_add));
     let count = members
         .and_then(|m| m.texts.or(m.args))
         .map_or(0, |m| m.len());
@@ -664,6 +666,8 @@ struct Envelope<'a> {
     seq: Option<&'a RawValue>,
     /// When the record was written, as written.
     time: Option<&'a RawValue>,
+    /// A packed row's first member's time (its `time0`), as written.
+    time0: Option<&'a RawValue>,
     /// How a message event enters the model-visible surface.
     surface_op: Option<&'a RawValue>,
     /// The delivery event, when its data was deserialized in the same pass.
@@ -711,6 +715,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
         let mut read = None;
         let mut seq = None;
         let mut time = None;
+        let mut time0 = None;
         let mut surface_op = None;
         let mut others = KeySet::default();
         while let Some(Text(key)) = map.next_key()? {
@@ -727,7 +732,8 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                     true
                 }
                 "seq" | "seq0" => seq.replace(map.next_value()?).is_none(),
-                "time" | "time0" => time.replace(map.next_value()?).is_none(),
+                "time" => time.replace(map.next_value()?).is_none(),
+                "time0" => time0.replace(map.next_value()?).is_none(),
                 "surfaceOp" => surface_op.replace(map.next_value()?).is_none(),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -744,6 +750,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
             data,
             seq,
             time,
+            time0,
             surface_op,
             read,
         })
@@ -1224,6 +1231,37 @@ mod tests {
 
     /// An empty packed row is refused in dsh's words, naming its own
     /// payload key (`validateRunData`).
+    /// A packed row's last member happened at `time0` plus its gaps: what
+    /// a writer appending after it stamps. A row whose gaps are no integers
+    /// (dsh would not write one) still reads, stamped `time0`; a `time`
+    /// beside `time0` is the record's. Before the first, the stamp had no
+    /// time at all; a first version of it refused the other two.
+    #[test]
+    fn a_packed_rows_stamp_is_its_last_members_time() {
+        let row = |envelope: &str, dt: &str| {
+            format!(
+                r#"{{"type":"text-chunks","seq0":0,{envelope},"data":{{"turn":1,"step":1,"index":0,"dt":{dt},"texts":["a","b","c"]}}}}"#
+            )
+        };
+        for (envelope, dt, time) in [
+            (r#""time0":200"#, "[1,2]", "203"),
+            (r#""time0":200"#, "[1,-5]", "196"),
+            (r#""time0":200"#, "[0.5,1]", "200"),
+            (r#""time0":200"#, r#""1,2""#, "200"),
+            (r#""time":7,"time0":200"#, "[1,2]", "7"),
+        ] {
+            let row = row(envelope, dt);
+            let (reader, read) = read_all(&[HEADER, &row]);
+            assert!(read.iter().all(Result::is_ok), "{row}: {read:?}");
+            let stamp = reader.stamp().expect("numbered");
+            assert_eq!(
+                (stamp.next_seq, stamp.time.as_deref()),
+                (3, Some(time)),
+                "{row}"
+            );
+        }
+    }
+
     #[test]
     fn an_empty_packed_row_is_refused_naming_its_payload() {
         let empty = |kind: &str, key: &str| {

@@ -345,6 +345,9 @@ impl Journal {
 
     /// With the token out and the journal's lock released: encodes, writes
     /// and syncs the batch, then puts the token back and wakes the waiters.
+    /// Lines owed from inside the sink ([`Journal::owe`]) are written in
+    /// further batches first, and a release asked from inside it lets the
+    /// sink go as the token goes back.
     fn write(&self, mut taken: Taken) -> MutexGuard<'_, State> {
         let (mut state, written) = loop {
             let Taken {
@@ -556,8 +559,6 @@ pub(crate) struct Taken {
     end: Position,
 }
 
-/// Takes the whole queue for the holder of the token `writer` (the spare
-/// buffer becomes the queue).
 /// Queues `outputs` (none after a failure: nothing more is written then,
 /// and the caller who asks gets the error); the position of the last.
 fn push(state: &mut State, outputs: &mut Vec<Output>) -> Position {
@@ -573,6 +574,8 @@ fn push(state: &mut State, outputs: &mut Vec<Output>) -> Position {
     state.queued
 }
 
+/// Takes the whole queue for the holder of the token `writer` (the spare
+/// buffer becomes the queue).
 fn take(state: &mut State, writer: Writer) -> Taken {
     let spare = mem::take(&mut state.spare);
     Taken {

@@ -269,11 +269,13 @@ impl Shared {
         debug_assert!(completion.is_completion(), "clients feed no completions");
         self.with(|locked| {
             // A decision the core fails (SPEC §5) is told why, as a panic
-            // is: checked under the lock the completion runs in.
+            // is: checked under the lock the completion runs in (an aborted
+            // turn ends `aborted` whatever the decision).
             if let (
                 Input::PreStep(PreStepDecision::Enter(entering)),
                 Status::Running { turn, step, .. },
             ) = (&completion, locked.core.status())
+                && locked.core.abort_cause().is_none()
                 && let Some(why) = locked.core.unenterable(entering)
             {
                 locked.record_hook_panic(HookPanic {

@@ -431,6 +431,9 @@ struct DroppingAt {
     at: &'static str,
     agent: Arc<Mutex<Option<Handle>>>,
     lines: Arc<Mutex<Vec<String>>>,
+    /// Set when the copy handed to the agent (`given`) is dropped.
+    released: Arc<AtomicBool>,
+    given: bool,
 }
 
 impl DroppingAt {
@@ -439,11 +442,28 @@ impl DroppingAt {
             at,
             agent: Arc::default(),
             lines: Arc::default(),
+            released: Arc::default(),
+            given: false,
         }
+    }
+
+    /// The copy to hand to the agent.
+    fn given(&self) -> Self {
+        let mut given = self.clone();
+        given.given = true;
+        given
     }
 
     fn lines(&self) -> Vec<String> {
         self.lines.lock().expect("not poisoned").clone()
+    }
+}
+
+impl Drop for DroppingAt {
+    fn drop(&mut self) {
+        if self.given {
+            self.released.store(true, Ordering::SeqCst);
+        }
     }
 }
 
@@ -474,7 +494,7 @@ fn the_last_handle_dropped_inside_the_sink_writes_its_disposal(durability: Durab
     let sink = DroppingAt::new("\"step/end\"");
     let tool_calls = step_hook_fn(|_| ready(StepOutcome::ToolCalls));
     let (agent, driver) =
-        Handle::with_durability("hostile", durability, passing(), tool_calls, sink.clone());
+        Handle::with_durability("hostile", durability, passing(), tool_calls, sink.given());
     let (done, outcome) = mpsc::channel();
     let holder = sink.clone();
     std::thread::spawn(move || {
@@ -517,55 +537,52 @@ fn last_handle_dropped_inside_the_sink_mid_turn_under_write_behind_writes_the_di
     });
 }
 
-/// The driver task dropped with its tokio runtime, then the log written
-/// (the driver's exit syncs it) reaches a line at which the sink drops the
-/// last handle: the agent is unreachable, so its sink is let go, by the
-/// writer that holds the token on this thread once it puts it back.
-/// Before, the release waited for that token: `drop(runtime)` never
-/// returned.
-fn the_last_handle_dropped_inside_the_sink_after_the_driver_lets_the_log_go(
-    durability: Durability,
-) {
+/// Under `WriteBehind`, the driver task dropped with its tokio runtime,
+/// then the log written (the driver's exit syncs it) reaches a line at
+/// which the sink drops the last handle: the agent is unreachable, so its
+/// sink is let go, by the writer that holds the token on this thread once
+/// it puts it back. Before, the release waited for that token:
+/// `drop(runtime)` never returned. (Under `Sync` the send writes its line
+/// itself, before the sink holds the handle, so nothing is left to write.)
+#[test]
+fn last_handle_dropped_inside_the_sink_after_the_driver_lets_the_log_go() {
     let sink = DroppingAt::new("spliced");
     let (done, outcome) = mpsc::channel();
     let holder = sink.clone();
+    let durability = Durability::WriteBehind {
+        max_delay: Duration::from_secs(3600),
+    };
     std::thread::spawn(move || {
         let step = step_hook_fn(|_| pending::<StepOutcome>());
         let (agent, driver) =
-            Handle::with_durability("hostile", durability, passing(), step, holder.clone());
+            Handle::with_durability("hostile", durability, passing(), step, holder.given());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("a tokio runtime");
         runtime.spawn(driver.run());
         runtime.block_on(tokio::task::yield_now());
         let sent = agent.followup("a");
+        // A hook's weak handle keeps the agent's memory, not its log.
+        let weak = agent.downgrade();
         *holder.agent.lock().expect("not poisoned") = Some(agent);
         drop(runtime);
-        done.send(sent.is_ok()).expect("the test waits for it");
+        done.send((sent.is_ok(), weak))
+            .expect("the test waits for it");
     });
-    let sent = outcome
+    let (sent, weak) = outcome
         .recv_timeout(HANG)
         .expect("dropping the runtime returned");
     assert!(sent, "the followup was accepted");
+    assert!(weak.upgrade().is_none(), "the agent is gone for good");
     let lines = sink.lines();
     assert!(
         lines.iter().any(|line| line.contains("spliced")),
         "{lines:#?}"
     );
-}
-
-#[test]
-fn last_handle_dropped_inside_the_sink_after_the_driver_under_sync_lets_the_log_go() {
-    the_last_handle_dropped_inside_the_sink_after_the_driver_lets_the_log_go(Durability::Sync);
-}
-
-#[test]
-fn last_handle_dropped_inside_the_sink_after_the_driver_under_write_behind_lets_the_log_go() {
-    the_last_handle_dropped_inside_the_sink_after_the_driver_lets_the_log_go(
-        Durability::WriteBehind {
-            max_delay: Duration::from_secs(3600),
-        },
-    );
+    let held = sink.agent.lock().expect("not poisoned").is_some();
+    assert!(!held, "the sink dropped the last handle");
+    let released = sink.released.load(Ordering::SeqCst);
+    assert!(released, "the agent let its sink go");
 }
 
 // ---- 5. Drops and payloads that panic ----

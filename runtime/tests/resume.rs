@@ -17,12 +17,13 @@ use std::time::Duration;
 use common::{assert_valid, block_on, bounded, log_path, verdict};
 use courier_core::log::{self, LogLine, SessionHeader};
 use courier_core::{
-    Message, MessageId, Output, PreStepDecision, Source, Status, StepOutcome, Target, Wakeup,
+    CancelCause, Message, MessageId, Output, PreStepDecision, Source, Status, StepOutcome, Target,
+    Wakeup,
 };
 use courier_runtime::kept::{self, Torn};
 use courier_runtime::{
-    DriverTask, Durability, Error, Handle, Hook, JsonlFile, MemoryLog, PreStepHook, ResumeError,
-    Sink, StepHook, pre_step_hook_fn, step_hook_fn,
+    Boundary, DriverTask, Durability, Error, Handle, Hook, JsonlFile, MemoryLog, PreStepHook,
+    ResumeError, Sink, StepHook, pre_step_hook_fn, step_hook_fn,
 };
 
 /// What a resume appends to the session cut inside turn 2.
@@ -1042,6 +1043,37 @@ fn a_pre_step_decision_entering_an_id_twice_or_a_pending_one_says_why() {
             "{failed:?}"
         );
     }
+}
+
+/// A turn aborted while its pre-step hook ran ends `aborted` whatever the
+/// decision, so a decision the core would otherwise fail is no failure to
+/// report. (A first version reported it.)
+#[test]
+fn a_decision_on_an_aborted_turn_is_no_failure() {
+    let pre_step_hook = pre_step_hook_fn(|boundary: Boundary| async move {
+        // Aborted while the hook's future runs, which then answers at once.
+        let agent = boundary.agent.upgrade().expect("alive");
+        let cancelled = agent.cancel(CancelCause::User, true);
+        drop(agent);
+        let twice = vec![Message::from("a"), Message::from("a")];
+        cancelled.map_or(PreStepDecision::Fail, |()| PreStepDecision::Enter(twice))
+    });
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let log = MemoryLog::new();
+    let (agent, driver) = Handle::new("aborted", pre_step_hook, step_hook, log.clone());
+    one_turn_then_dispose(&agent, driver, || {
+        agent.followup("a").expect("accepted");
+    });
+    let lines = log.lines();
+    let ends: Vec<&String> = lines
+        .iter()
+        .filter(|line| line.contains("turn/end"))
+        .collect();
+    assert!(
+        ends.len() == 1 && ends[0].contains(r#""kind":"aborted""#),
+        "{ends:?}"
+    );
+    assert_eq!(agent.hook_panics(), []);
 }
 
 #[test]

@@ -7,10 +7,11 @@
 //! the crashed turn had claimed and so lost. With `--out`, writes the
 //! repaired log (the kept lines verbatim, then what a resume appends) to a
 //! new file, through a temporary file in the same folder and an atomic
-//! rename. The input is only ever read.
+//! rename; a device or pipe (`/dev/stdout`) is written in place, and the
+//! report then goes to stderr. The input is only ever read.
 //!
 //! Exit 0 on success; 2 when the log cannot be read or is corrupt (naming
-//! the line), when `--out` names the input or any file that exists (it is
+//! the line), when `--out` names the input or any regular file that exists (it is
 //! never overwritten, not even one made while the repair ran), or when the
 //! output cannot be written.
 
@@ -30,7 +31,8 @@ pub(crate) struct Args {
     /// The session log (JSONL) to read; never modified.
     #[arg(value_name = "LOG")]
     log: PathBuf,
-    /// Where to write the repaired log (a new file; not the input).
+    /// Where to write the repaired log (a new file, not the input; or a
+    /// device such as /dev/stdout).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
 }

@@ -238,7 +238,8 @@ where
 /// LF and CRLF do), so the lines after it would be read, run and rewritten
 /// as part of this one.
 fn whole(number: usize, raw: &str) -> Result<(), LayoutError> {
-    if crate::log::lone_cr_hint(raw).is_empty() {
+    // Without its ending: a CR the file ends on ends the line too.
+    if crate::log::lone_cr_hint(content(raw)).is_empty() {
         return Ok(());
     }
     Err(LayoutError {
@@ -722,8 +723,10 @@ mod tests {
             assert_eq!(error.line, line, "{text:?}: {error}");
             assert!(error.reason.contains("lone carriage return"), "{error}");
         }
-        // CRLF ends lines.
+        // CRLF ends lines, and so does a CR the file ends on (a CRLF file
+        // cut between the two).
         assert!(Script::parse("status\r\n----\r\nidle\r\n\r\n").is_ok());
+        assert!(Script::parse("status\r\n----\r\nidle\r").is_ok());
     }
 
     /// A second file joined to the first (`cat a.txn b.txn`) starts with its
