@@ -983,6 +983,78 @@ fn broken_pipe(message: &str) -> bool {
         .is_some_and(|code| io::Error::from_raw_os_error(code).kind() == io::ErrorKind::BrokenPipe)
 }
 
+/// serde's reason a value did not read (a protocol line, a race report), in
+/// JSON's and docs/PROTOCOL.md's words: what serde expected is named by
+/// Rust types (`internally tagged enum CancelCause`, `usize`) and JSON by
+/// serde's data model (`map`, `sequence`, `unit`), none of which a user
+/// has heard of.
+pub fn in_json_words(reason: &str) -> String {
+    /// serde's phrase, then the protocol's, longest phrases first where one
+    /// holds another.
+    const WORDS: [(&str, &str); 13] = [
+        (
+            "expected internally tagged enum CancelCause",
+            "expected a cause: an object whose `kind` is `user`, `parent` or `hook`",
+        ),
+        (
+            "expected map with a single key",
+            "expected exactly one step outcome key: `completed`, `max-tokens`, \
+             `tool-calls` or `fail` (each with null)",
+        ),
+        (
+            "expected usize",
+            "expected an integer from 0 to 18446744073709551615",
+        ),
+        (
+            "expected u64",
+            "expected an integer from 0 to 18446744073709551615",
+        ),
+        ("expected u32", "expected an integer from 0 to 4294967295"),
+        (
+            "expected variant identifier",
+            "expected a kind's name (a string)",
+        ),
+        (
+            "expected string or map",
+            "expected a kind's name (a string)",
+        ),
+        ("expected unit", "expected null"),
+        ("expected a sequence", "expected an array"),
+        ("expected a map", "expected an object"),
+        ("invalid type: map", "invalid type: an object"),
+        ("invalid type: sequence", "invalid type: an array"),
+        ("invalid value: map", "invalid value: an object"),
+    ];
+    let text = WORDS
+        .iter()
+        .fold(reason.to_owned(), |text, (serde, protocol)| {
+            text.replace(serde, protocol)
+        });
+    // The phrases that name a Rust type after them (`expected null variant
+    // PreStepDecision::Pass`: the value the word `pass` stands for is
+    // null), said without it.
+    const NAMING: [(&str, &str); 5] = [
+        ("expected null variant ", "expected null"),
+        ("expected unit variant ", "expected null"),
+        ("expected struct variant ", "expected an object"),
+        ("expected struct ", "expected an object"),
+        (
+            "expected internally tagged enum ",
+            "expected an object whose `kind` names its case",
+        ),
+    ];
+    NAMING.iter().fold(text, |text, (serde, protocol)| {
+        let Some(at) = text.find(serde) else {
+            return text;
+        };
+        let rest = &text[at + serde.len()..];
+        let path = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == ':' || c == '_'))
+            .unwrap_or(rest.len());
+        format!("{}{protocol}{}", &text[..at], &rest[path..])
+    })
+}
+
 /// Whether a command has met (and reported) a stdout it cannot write.
 static STDOUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -1223,7 +1295,7 @@ pub fn read_report(path: &Rereadable) -> Result<courier_sim::Report, String> {
                 "{error} (it reads as a JSONL session log, an event a line: `courier \
                  validate` and `courier repair` read those)"
             ),
-            Some(false) | None => format!("{error}{utf16}"),
+            Some(false) | None => format!("{}{utf16}", in_json_words(&error.to_string())),
         }
     })
 }

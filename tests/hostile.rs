@@ -3793,3 +3793,43 @@ fn errors_name_the_file_and_line_in_one_format() {
         );
     }
 }
+
+/// A hand-edited race report that does not read is refused in JSON's
+/// words, never a Rust type's: a negative `swarm.inputs_max`, a `restart`
+/// that is null, a `lose` with a fraction. Before: `expected u32`,
+/// `expected struct Restart`, `expected usize`.
+#[test]
+fn truthful_a_malformed_report_is_refused_in_jsons_words() {
+    let folder = folder();
+    let good: serde_json::Value =
+        serde_json::from_str(&report(vec![followup("A"), Stimulus::Restart { lose: 1 }]))
+            .expect("a report is JSON");
+    let edits: [(&str, serde_json::Value, &str); 3] = [
+        (
+            "/swarm/inputs_max",
+            serde_json::json!(-1),
+            "expected an integer from 0 to 4294967295",
+        ),
+        (
+            "/trace/1/restart",
+            serde_json::Value::Null,
+            "expected an object",
+        ),
+        (
+            "/trace/1/restart/lose",
+            serde_json::json!(1.5),
+            "expected an integer from 0 to 18446744073709551615",
+        ),
+    ];
+    for (pointer, value, said) in edits {
+        let mut edited = good.clone();
+        *edited.pointer_mut(pointer).expect("the report has it") = value;
+        let path = write(&folder, "edited.json", edited.to_string());
+        let (code, _, stderr) = run(&["replay", &text(&path)]);
+        assert_eq!(code, Some(2), "{pointer}: {stderr}");
+        assert!(stderr.contains(said), "{pointer}: {stderr}");
+        for rust in ["u32", "usize", "u64", "struct"] {
+            assert!(!stderr.contains(rust), "{pointer}: {stderr}");
+        }
+    }
+}

@@ -520,7 +520,7 @@ fn answered(value: &Value, text: &str) -> Result<Answered, String> {
     serde_json::from_value::<Output>(value.clone())
         .map(Answered::Output)
         .map_err(|error| {
-            let why = super::serve::in_protocol_words(&error);
+            let why = files::in_json_words(&error.to_string());
             format!("its line `{}` is not an output: {why}", shown(&text))
         })
 }

@@ -175,7 +175,10 @@ fn answer(
                     path if path.is_empty() => String::new(),
                     path => format!("{path}: "),
                 };
-                error(format!("{kind}: {field}{}", in_protocol_words(&reason)))
+                error(format!(
+                    "{kind}: {field}{}",
+                    files::in_json_words(&reason.to_string())
+                ))
             }
         };
     }
@@ -256,75 +259,6 @@ fn line_kind(value: &Value) -> Result<&'static str, String> {
         Some(key) => Err(format!("{kind}: unknown key `{key}`")),
         None => Ok(kind),
     }
-}
-
-/// serde's reason an input did not read, in docs/PROTOCOL.md's words: what
-/// serde expected is named by Rust types (`internally tagged enum
-/// CancelCause`, `usize`) and JSON by serde's data model (`map`,
-/// `sequence`, `unit`), none of which a client of the protocol has heard of.
-pub(crate) fn in_protocol_words(reason: &serde_json::Error) -> String {
-    /// serde's phrase, then the protocol's, longest phrases first where one
-    /// holds another.
-    const WORDS: [(&str, &str); 12] = [
-        (
-            "expected internally tagged enum CancelCause",
-            "expected a cause: an object whose `kind` is `user`, `parent` or `hook`",
-        ),
-        (
-            "expected map with a single key",
-            "expected exactly one step outcome key: `completed`, `max-tokens`, \
-             `tool-calls` or `fail` (each with null)",
-        ),
-        (
-            "expected usize",
-            "expected an integer from 0 to 18446744073709551615",
-        ),
-        (
-            "expected u64",
-            "expected an integer from 0 to 18446744073709551615",
-        ),
-        (
-            "expected variant identifier",
-            "expected a kind's name (a string)",
-        ),
-        (
-            "expected string or map",
-            "expected a kind's name (a string)",
-        ),
-        ("expected unit", "expected null"),
-        ("expected a sequence", "expected an array"),
-        ("expected a map", "expected an object"),
-        ("invalid type: map", "invalid type: an object"),
-        ("invalid type: sequence", "invalid type: an array"),
-        ("invalid value: map", "invalid value: an object"),
-    ];
-    let text = WORDS
-        .iter()
-        .fold(reason.to_string(), |text, (serde, protocol)| {
-            text.replace(serde, protocol)
-        });
-    // The phrases that name a Rust type after them (`expected null variant
-    // PreStepDecision::Pass`: the value the word `pass` stands for is
-    // null), said without it.
-    const NAMING: [(&str, &str); 4] = [
-        ("expected null variant ", "expected null"),
-        ("expected unit variant ", "expected null"),
-        ("expected struct variant ", "expected an object"),
-        (
-            "expected internally tagged enum ",
-            "expected an object whose `kind` names its case",
-        ),
-    ];
-    NAMING.iter().fold(text, |text, (serde, protocol)| {
-        let Some(at) = text.find(serde) else {
-            return text;
-        };
-        let rest = &text[at + serde.len()..];
-        let path = rest
-            .find(|c: char| !(c.is_alphanumeric() || c == ':' || c == '_'))
-            .unwrap_or(rest.len());
-        format!("{}{protocol}{}", &text[..at], &rest[path..])
-    })
 }
 
 /// The path (`message.id`, `inserted[1].id`) of the field an input's
