@@ -368,33 +368,12 @@ fn sink_calling_its_own_agent_under_write_behind_is_refused_too() {
     });
 }
 
-/// A sink holding its agent's last handle, dropped from inside `write_line`
-/// once the turn's end reaches it.
-#[derive(Clone, Default)]
-struct HoldingLast {
-    agent: Arc<Mutex<Option<Handle>>>,
-}
-
-impl Sink for HoldingLast {
-    fn write_line(&mut self, line: &str) -> io::Result<()> {
-        if line.contains("\"turn/end\"") {
-            let last = self.agent.lock().expect("not poisoned").take();
-            drop(last);
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The last handle's drop disposes the agent from inside its own sink:
 /// neither a deadlock on the writer nor a panic, and the driver task ends.
 fn the_last_handle_dropped_inside_the_sink_ends_the_agent(durability: Durability) {
-    let sink = HoldingLast::default();
+    let sink = DroppingAt::new("\"turn/end\"");
     let (agent, driver) =
-        Handle::with_durability("hostile", durability, passing(), completing(), sink.clone());
+        Handle::with_durability("hostile", durability, passing(), completing(), sink.given());
     let weak = agent.downgrade();
     let (done, outcome) = mpsc::channel();
     std::thread::spawn(move || {
