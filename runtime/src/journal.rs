@@ -319,13 +319,16 @@ impl Journal {
         position: Position,
     ) -> io::Result<()> {
         loop {
-            // Synced first: lines an earlier group commit kept are kept,
-            // whatever a later batch met before this caller woke.
-            if state.synced >= position {
-                return Ok(());
-            }
-            if let Some(error) = &state.failure {
-                return Err(io::Error::new(error.kind(), error.to_string()));
+            // Lines an earlier group commit kept are kept, whatever a later
+            // batch met before this caller woke; a caller with no lines of
+            // its own (a flush of an empty log) is told of any failure.
+            let kept = state.synced >= position;
+            match &state.failure {
+                Some(error) if !kept || position == 0 => {
+                    return Err(io::Error::new(error.kind(), error.to_string()));
+                }
+                _ if kept => return Ok(()),
+                _ => {}
             }
             state = match state.writer.take() {
                 Some(writer) => {
