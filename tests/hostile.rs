@@ -1890,7 +1890,8 @@ fn truthful_a_file_name_cannot_forge_an_output_line() {
 /// key, and changes nothing: before, serde ignored it, so a misspelt
 /// `wakup` was answered as a send with the other wakeup,
 /// `{"restart":{"lose":1},"lose":3}` lost 1, and a bench's `"Log"` wrote
-/// no log, all without a word.
+/// no log, all without a word; a `batch` beside a decision that has none
+/// is that key, whatever it holds.
 #[test]
 fn truthful_a_protocol_key_its_kind_lacks_is_refused() {
     let send = r#""message":{"id":"A","role":"user","content":[],"source":{"kind":"user"}},"target":"next-turn","wakeup":"wake""#;
@@ -1901,6 +1902,8 @@ fn truthful_a_protocol_key_its_kind_lacks_is_refused() {
         r#"{"query":"status","log":"x"}"#,
         r#"{"bench":{"batch":1,"cycles":1,"Log":"x"}}"#,
         r#"{"input":"dispose","extra":1}"#,
+        r#"{"input":"pre-step","decision":"reject","batch":[]}"#,
+        r#"{"input":"pre-step","decision":"pass","batch":null}"#,
         r#"{"query":"inbox"}"#,
     ]);
     assert_eq!(code, Some(0), "{stdout}");
@@ -1915,6 +1918,9 @@ fn truthful_a_protocol_key_its_kind_lacks_is_refused() {
         r#"{"error":"line 4: query: unknown key `log`"}"#,
         r#"{"error":"line 5: bench: unknown key `Log`"}"#,
         r#"{"error":"line 6: input: unknown key `extra`"}"#,
+        // Whatever it holds (before, `[]` beside `reject` was "expected null").
+        r#"{"error":"line 7: input: unknown key `batch`"}"#,
+        r#"{"error":"line 8: input: unknown key `batch`"}"#,
         r#"{"inbox":{"next-step":[],"next-turn":[]}}"#,
     ];
     assert_eq!(answers, expected, "{stdout}");
@@ -3445,7 +3451,7 @@ fn truthful_a_protocol_input_error_is_in_the_protocols_words() {
         ),
         (
             r#"{"input":"pre-step","decision":"pass","batch":[]}"#.to_owned(),
-            "input pre-step: batch: invalid type: an array, expected null",
+            "input: unknown key `batch`",
         ),
         (
             r#"{"input":"cancel","cause":"user","keep_inbox":true}"#.to_owned(),

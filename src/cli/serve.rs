@@ -171,7 +171,18 @@ fn answer(
         return match serde_json::from_value::<Input>(value.clone()) {
             Ok(input) => Some(feed(runner, input)),
             Err(reason) => {
-                let field = match culprit(&value, &reason.to_string()) {
+                let path = culprit(&value, &reason.to_string());
+                // A key the input's kind does not have (a `batch` beside a
+                // `reject`) is refused as such, whatever it holds, as one
+                // that serde ignored is (`line_kind`).
+                let mut without = value.clone();
+                let removed = without
+                    .as_object_mut()
+                    .and_then(|object| object.remove(&path));
+                if removed.is_some() && serde_json::from_value::<Input>(without).is_ok() {
+                    return error(format!("input: unknown key `{}`", files::shown(&path)));
+                }
+                let field = match path {
                     path if path.is_empty() => String::new(),
                     path => format!("{path}: "),
                 };
