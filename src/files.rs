@@ -195,6 +195,13 @@ fn uncreatable(path: &Path) -> Option<String> {
     if fs::metadata(path).is_ok_and(|meta| !meta.is_file()) {
         return None;
     }
+    // The probe's own name is cut to fit; the output's must fit as it is.
+    let bytes = path.file_name()?.len();
+    if bytes > NAME_MAX {
+        return Some(format!(
+            "its name is {bytes} bytes long: a file name holds at most {NAME_MAX}"
+        ));
+    }
     let name = path.file_name()?.to_string_lossy();
     let target = canonical(path)?;
     match temporary_in(folder_of(&target), &name) {

@@ -3839,3 +3839,67 @@ fn truthful_a_malformed_report_is_refused_in_jsons_words() {
         }
     }
 }
+
+/// The picture `--diagram` draws beside a named `--out` or `--report` has a
+/// path nobody named: a user's file there is kept, refused before any work
+/// (exit 2), as beside a default output. Before, it was replaced.
+#[test]
+fn never_destroy_a_picture_beside_a_named_output_keeps_a_users_file() {
+    let folder = folder();
+    let mine = "my own drawing\n";
+    for (arguments, name) in [
+        (
+            vec!["check", "--messages", "1", "--out", "plan.txn", "--diagram"],
+            "plan.svg",
+        ),
+        (
+            vec!["sim", "--seeds", "0..2", "--report", "race.json", "--diagram"],
+            "race.svg",
+        ),
+    ] {
+        let svg = write(&folder, name, mine);
+        let output = courier()
+            .args(&arguments)
+            .current_dir(folder.path())
+            .output()
+            .expect("courier runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
+        assert!(
+            stderr.contains("was not written by this command: kept"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read_to_string(&svg).unwrap(), mine);
+    }
+}
+
+/// An output whose name is longer than a file system holds (255 bytes) is
+/// refused before any work, naming the flag; the probe of its folder used a
+/// shortened name, so before, the whole run happened and then failed.
+#[test]
+fn never_destroy_an_output_name_too_long_is_refused_before_any_work() {
+    let folder = folder();
+    let long = format!("{}.txn", "n".repeat(252));
+    let transcript = write(&folder, "a.txn", "status\n----\nidle\n");
+    for arguments in [
+        vec!["demo", "--log", long.as_str()],
+        vec!["check", "--messages", "1", "--out", long.as_str()],
+        vec!["diagram", "a.txn", "--out", long.as_str()],
+    ] {
+        let output = courier()
+            .args(&arguments)
+            .current_dir(folder.path())
+            .output()
+            .expect("courier runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
+        assert!(
+            stderr.contains("its name is 256 bytes long: a file name holds at most 255"),
+            "{stderr}"
+        );
+        // Refused before the work: nothing of a run was printed.
+        assert!(!stdout.contains("unique states"), "{stdout}");
+    }
+    assert!(transcript.exists());
+}

@@ -135,6 +135,17 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     if let Some(why) = args.default_out().and_then(|default| default.foreign()) {
         eprintln!("note: {why}; a counterexample would be printed, not written");
     }
+    let beside = args
+        .diagram
+        .then(|| courier::diagram::picture_beside(&svg, "--out"));
+    match beside.and_then(|picture| picture.foreign()) {
+        Some(why) if args.out.is_some() => {
+            eprintln!("error: --diagram: {why}");
+            return ExitCode::from(2);
+        }
+        Some(why) => eprintln!("note: {why}; a picture would not be drawn"),
+        None => {}
+    }
     let threads = args.threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         usize::from,
@@ -244,7 +255,7 @@ fn print_diagram(args: &Args, text: &str) {
     }
     let drawn =
         courier::diagram::from_transcript(args.out(), text, args.mutant.map(MutantArg::name));
-    courier::diagram::write_beside(drawn, &svg, args.out.is_none().then_some("--out"));
+    courier::diagram::write_beside(drawn, &svg, "--out");
 }
 
 fn progress_bar() -> ProgressBar {

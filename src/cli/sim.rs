@@ -183,7 +183,12 @@ fn check_report(report: &Path, diagram: bool) -> Result<(), String> {
             path: &svg,
         });
     }
-    files::check_paths(&[], &outputs)
+    files::check_paths(&[], &outputs)?;
+    let beside = diagram.then(|| courier::diagram::picture_beside(&svg, "--report"));
+    match beside.and_then(|picture| picture.foreign()) {
+        Some(why) => Err(format!("--diagram: {why}")),
+        None => Ok(()),
+    }
 }
 
 /// The verdict of a finished sweep: the failure it met, or the summary
@@ -300,7 +305,7 @@ fn print_diagram(args: &Args, path: &Path, report: &Report) {
         return;
     }
     let drawn = courier::diagram::from_report(path, report, None);
-    courier::diagram::write_beside(drawn, &svg, args.report.is_none().then_some("--report"));
+    courier::diagram::write_beside(drawn, &svg, "--report");
 }
 
 /// Writes the report of a failing seed and prints how to replay it.

@@ -224,27 +224,25 @@ pub fn svg_beside(file: &Path) -> PathBuf {
     file.with_extension("svg")
 }
 
-/// Writes the picture `drawn` of a command's output to `svg` and says where
-/// (or why it could not). Beside a default output (`default_flag`: the
-/// flag that names another path) only a picture drawn here is replaced: a
-/// user's file of that name is kept.
-pub fn write_beside(
-    drawn: Result<Diagram, String>,
-    svg: &Path,
-    default_flag: Option<&'static str>,
-) {
+/// The picture beside a command's output: its path follows the output's
+/// (named with `flag`), and nobody named it, so only a picture drawn here
+/// is replaced there; a user's file of that name is kept.
+pub fn picture_beside<'a>(svg: &'a Path, flag: &'static str) -> files::DefaultOutput<'a> {
+    files::DefaultOutput {
+        path: svg,
+        flag,
+        ours: super::drawn_here,
+    }
+}
+
+/// Writes the picture `drawn` of a command's output to `svg` (see
+/// [`picture_beside`]) and says where (or why it could not).
+pub fn write_beside(drawn: Result<Diagram, String>, svg: &Path, flag: &'static str) {
     let written = drawn.and_then(|diagram| {
         let text = diagram.render(super::Format::Svg);
-        match default_flag {
-            None => files::replace(svg, text),
-            Some(flag) => files::DefaultOutput {
-                path: svg,
-                flag,
-                ours: super::drawn_here,
-            }
-            .replace(text),
-        }
-        .map_err(|error| error.to_string())
+        picture_beside(svg, flag)
+            .replace(text)
+            .map_err(|error| error.to_string())
     });
     match written {
         Ok(()) => crate::status!("diagram: {}", files::named(svg)),

@@ -18,7 +18,8 @@ use courier_check::Violation;
 use courier_core::{Output, Transition};
 
 pub use load::{
-    INPUTS_DRAWN_MAX, from_report, from_transcript, load, svg_beside, title, write_beside,
+    INPUTS_DRAWN_MAX, from_report, from_transcript, load, picture_beside, svg_beside, title,
+    write_beside,
 };
 pub use sequence::{Lane, ROWS_DRAWN_MAX};
 pub use svg::drawn_here;
