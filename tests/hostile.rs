@@ -3853,7 +3853,14 @@ fn never_destroy_a_picture_beside_a_named_output_keeps_a_users_file() {
             "plan.svg",
         ),
         (
-            vec!["sim", "--seeds", "0..2", "--report", "race.json", "--diagram"],
+            vec![
+                "sim",
+                "--seeds",
+                "0..2",
+                "--report",
+                "race.json",
+                "--diagram",
+            ],
             "race.svg",
         ),
     ] {
