@@ -103,13 +103,21 @@ fn courier_repair(arguments: &[&Path]) -> Run {
     }
 }
 
-#[test]
-fn repair_writes_a_new_file_and_never_its_input() {
+/// A recorded log cut five bytes into its first `step/end` (a torn tail in
+/// an open step), in a fresh folder: the folder, the cut file, the whole
+/// log's text, and where the torn line starts.
+fn cut_mid_step() -> (tempfile::TempDir, PathBuf, String, usize) {
     let folder = tempfile::tempdir().expect("a temporary folder");
     let input = folder.path().join("cut.jsonl");
     let text = fs::read_to_string(fixture("max-tokens-continue__session.jsonl")).expect("fixture");
     let cut = text.find(r#""type":"step/end""#).expect("a step ends") - 1;
     fs::write(&input, &text[..cut + 5]).expect("writable");
+    (folder, input, text, cut)
+}
+
+#[test]
+fn repair_writes_a_new_file_and_never_its_input() {
+    let (folder, input, text, cut) = cut_mid_step();
     let out = folder.path().join("repaired.jsonl");
     let run = courier_repair(&[&input, Path::new("--out"), &out]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
@@ -147,11 +155,7 @@ fn repair_writes_a_new_file_and_never_its_input() {
 /// refused as a file that exists.
 #[test]
 fn repair_writes_stdout_in_place_with_the_report_on_stderr() {
-    let folder = tempfile::tempdir().expect("a temporary folder");
-    let input = folder.path().join("cut.jsonl");
-    let text = fs::read_to_string(fixture("max-tokens-continue__session.jsonl")).expect("fixture");
-    let cut = text.find(r#""type":"step/end""#).expect("a step ends") - 1;
-    fs::write(&input, &text[..cut + 5]).expect("writable");
+    let (_folder, input, text, cut) = cut_mid_step();
     let run = courier_repair(&[&input, Path::new("--out"), Path::new("/dev/stdout")]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stdout.starts_with(&text[..cut]), "{}", run.stdout);
