@@ -339,7 +339,31 @@ fn a_restart_after_an_unfinished_disposal_keeps_the_protocol() {
     }
 }
 
-/// The shrunk transcript of the test above (the core's outputs).
+/// A restart after a dispose that finished reads what the disposal wrote:
+/// dsh drains a disposed session's buffered events after the disposal
+/// resolves, and the adapter read the file before that drain ended about
+/// one run in two (the disposal's splices missing, or a seq gap answered
+/// as a protocol error). Three runs of each here.
+#[test]
+fn a_restart_after_a_finished_disposal_reads_its_final_drain() {
+    if skipped() {
+        return;
+    }
+    let scenarios = workspace().join("tests/scenarios");
+    let files = [
+        scenarios.join("restart-after-dispose-drained.txn"),
+        scenarios.join("restart-after-dispose-mid-log.txn"),
+    ];
+    for _ in 0..3 {
+        let (code, text, errors) = run_against_dsh(&files);
+        assert!(!errors.contains("protocol error"), "{errors}");
+        assert_eq!(code, Some(0), "{text}{errors}");
+        assert!(text.contains("2 passed, 0 failed, 0 unreadable"), "{text}");
+    }
+}
+
+/// The shrunk transcript of `a_restart_after_an_unfinished_disposal_keeps_the_protocol`
+/// (the core's outputs).
 const RESTART_AFTER_DISPOSE: &str = "inject A source=tool
 ----
 spliced next-step@0 +A

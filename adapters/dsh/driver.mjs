@@ -157,14 +157,17 @@ function sessionFile(folder = root) {
 
 /**
  * Brings the session file up to date: what a finished disposal wrote, or
- * else a flush of the session as it stands. A disposal waits for the turn
- * it aborts, which may wait on a held completion forever, so it is given one
- * round to finish, never awaited.
+ * else a flush of the session as it stands. A disposal with no completion
+ * held is awaited to its end; one that waits for the turn it aborts, which
+ * may wait on a held completion forever, is given one round to finish, never
+ * awaited.
  */
 async function flushed(live) {
+  const holds = held.preStep !== undefined || held.step !== undefined
   const tick = new Promise(resolve => setImmediate(() => resolve(false)))
-  const disposed = live.disposing !== undefined && await Promise.race([live.disposing.then(() => true), tick])
-  if (disposed) return
+  const disposal = live.disposing?.then(() => true)
+  const disposed = disposal !== undefined && await (holds ? Promise.race([disposal, tick]) : disposal)
+  if (disposed) return retired(live)
   try {
     await live.ctx.sessions.flush(live.agent.session)
   } catch (error) {
@@ -173,6 +176,21 @@ async function flushed(live) {
     // still running owns the session too (it may be removing it now).
     if (live.disposing === undefined && sessionFile() !== undefined) throw error
   }
+}
+
+/**
+ * Waits for the final drain of a disposed session's buffered events, which
+ * dsh's persistence starts when disposal ends and does not await (a
+ * "retirement"). dsh's own coordinator waits for it before it reads the same
+ * session again; a restart reads it through a fresh context, whose
+ * coordinator knows nothing of the old one's, so the adapter waits here (a
+ * private field of the pinned sources: no public call waits without reading
+ * the log). Without it, what a restart after a dispose read depended on
+ * timing (the disposal's events missing, or a seq gap).
+ */
+async function retired(live) {
+  const retirements = live.ctx.sessionPersistence?.coordinator?.retirements
+  await retirements?.get(live.agent.session.id)?.catch(() => {})
 }
 
 /**

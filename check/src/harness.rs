@@ -361,7 +361,10 @@ impl Harness {
         let closers: Vec<Output> = std::iter::from_fn(|| agent.poll_output()).collect();
         let violation = self.monitor.restart(kept, &closers, &agent);
         self.agent = agent;
-        self.sweeps.replaced();
+        self.sweeps.restarted();
+        if cfg!(debug_assertions) {
+            self.sweeps.after_input(&mut self.agent);
+        }
         Restarted {
             lose,
             lost,

@@ -7,7 +7,9 @@
 //! input; a larger one after every `len / SWEEP_CREDIT` inputs. Nothing is
 //! missed for good: a sweep that fails replays the inputs fed since the last
 //! one that passed, from a copy of the agent as it stood then, sweeping
-//! after each, and names the input that broke the invariants.
+//! after each, and names the input that broke the invariants. A restart
+//! (the agent resumed from its kept log) is charged like an input: a full
+//! sweep after each made a run of restarts over a large inbox quadratic.
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
@@ -69,6 +71,10 @@ struct Since<A> {
     /// The number of the first input fed after it.
     first: u64,
     inputs: Vec<Input>,
+    /// Whether a restart followed `inputs`: a replay cannot cross one (the
+    /// resumed agent comes from the kept log, not from an input), so what
+    /// was fed after it is not kept.
+    restarted: bool,
 }
 
 impl<A> Default for Sweeps<A> {
@@ -97,20 +103,24 @@ impl<A: Swept> Sweeps<A> {
     /// Counts `input` as fed (kept while a large inbox's sweep is pending).
     pub(crate) fn fed(&mut self, input: &Input) {
         self.fed += 1;
-        if let Some(since) = &mut self.since {
+        if let Some(since) = self.since.as_mut().filter(|since| !since.restarted) {
             since.inputs.push(input.clone());
         }
     }
 
-    /// The agent was replaced (a restart): what was fed before no longer
-    /// replays onto it, so the next sweep is a full one.
-    pub(crate) fn replaced(&mut self) {
-        self.since = None;
-        self.credit = 0;
+    /// The agent was resumed from its kept log (a restart): the next sweep
+    /// is due on credit, as after an input, but a failing one can replay
+    /// only the inputs before the restart.
+    pub(crate) fn restarted(&mut self) {
+        if let Some(since) = &mut self.since {
+            since.restarted = true;
+            since.inputs.shrink_to_fit();
+        }
     }
 
-    /// Sweeps `agent` now if it is due: always for a small inbox, or when
-    /// no sweep of the large one passed since it grew or was replaced; else
+    /// Sweeps `agent` now if it is due (after an input or a restart): always
+    /// for a small inbox, or when no sweep of the large one passed since it
+    /// grew; else
     /// once the credit pays for its length. Panics naming the input that
     /// broke the invariants.
     pub(crate) fn after_input(&mut self, agent: &mut A) {
@@ -132,13 +142,14 @@ impl<A: Swept> Sweeps<A> {
                 agent: agent.clone(),
                 first: self.fed + 1,
                 inputs: Vec::new(),
+                restarted: false,
             })
         });
     }
 
     /// A sweep failed: finds the input after which the invariants first
     /// broke and panics naming it (with no sweep pending, the last input
-    /// fed: the one before was swept).
+    /// fed: the one before was swept). A replay stops at a restart.
     fn name_the_input(&self, panic: Box<dyn Any + Send>) -> ! {
         let Some(since) = &self.since else {
             panic!(
@@ -161,6 +172,17 @@ impl<A: Swept> Sweeps<A> {
                     message(&*again)
                 );
             }
+        }
+        if since.restarted {
+            panic!(
+                "the sweep after input #{} found the core's invariants broken; the {} \
+                 inputs fed after the last sweep that passed replay without breaking them, \
+                 and a restart came after them (a replay cannot cross one): that restart \
+                 or an input after it broke them: {}",
+                self.fed,
+                since.inputs.len(),
+                message(&*panic)
+            );
         }
         panic!(
             "the sweep after input #{} found the core's invariants broken, but \
@@ -222,6 +244,12 @@ mod tests {
     /// Feeds `inputs` inputs to a [`Breaking`] agent under [`Sweeps`]: the
     /// sweeps run, and the panic's message if one broke.
     fn run(inputs: u64, broken_at: u64) -> (usize, Option<String>) {
+        run_restarting(inputs, broken_at, u64::MAX)
+    }
+
+    /// [`run`], with a restart (the agent kept as it is) after every input
+    /// from number `restarts_from` on.
+    fn run_restarting(inputs: u64, broken_at: u64, restarts_from: u64) -> (usize, Option<String>) {
         let mut agent = Breaking {
             fed: 0,
             broken_at,
@@ -229,10 +257,14 @@ mod tests {
         };
         let mut sweeps = Sweeps::default();
         let ran = panic::catch_unwind(AssertUnwindSafe(|| {
-            for _ in 0..inputs {
+            for number in 1..=inputs {
                 agent.feed(inject());
                 sweeps.fed(&inject());
                 sweeps.after_input(&mut agent);
+                if number >= restarts_from {
+                    sweeps.restarted();
+                    sweeps.after_input(&mut agent);
+                }
             }
         }));
         let broke = ran.err().map(|panic| message(&*panic).to_owned());
@@ -273,6 +305,32 @@ mod tests {
         assert!(
             (12_345..12_345 + 12_345 / SWEEP_CREDIT as u64 + 1).contains(&found),
             "{broke}"
+        );
+    }
+
+    /// A restart is charged like an input: a restart after every input over
+    /// a large inbox still sweeps it amortized (a full sweep after each was
+    /// quadratic), and a break after a restart is still caught, naming what
+    /// a replay can and cannot tell.
+    #[test]
+    fn restarts_over_a_large_inbox_are_swept_amortized() {
+        let (sweeps, broke) = run_restarting(20_000, u64::MAX, 1_000);
+        assert_eq!(broke, None);
+        assert!((64..64 + 120).contains(&sweeps), "{sweeps} sweeps");
+        let (_, broke) = run_restarting(20_000, 12_345, 12_000);
+        let broke = broke.expect("caught");
+        assert!(
+            broke.contains("found the core's invariants broken")
+                && broke.contains("a replay cannot cross one")
+                && broke.ends_with("broken since input 12345"),
+            "{broke}"
+        );
+        let (_, broke) = run_restarting(20_000, 12_345, 12_346);
+        assert!(
+            broke
+                .as_deref()
+                .is_some_and(|b| b.starts_with("input #12345 (")),
+            "{broke:?}"
         );
     }
 }
