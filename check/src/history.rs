@@ -411,12 +411,19 @@ impl History {
     /// A fork's copied history ends: the child's inbox starts empty, turn
     /// numbers continue.
     pub(crate) fn end_seed(&mut self) {
-        self.next_turn.clear();
-        self.next_step.clear();
-        self.pending_index = Index::default();
-        self.turn = None;
-        self.admitting = false;
-        self.parked = Self::parked_idle(self.mode);
+        *self = self.forked();
+    }
+
+    /// The history a fork's boundary here leaves ([`History::end_seed`]),
+    /// built without copying the lists it empties: a seed read both ways
+    /// builds one at each of its markers (linear in the log, not markers
+    /// times pending).
+    pub(crate) fn forked(&self) -> Self {
+        Self {
+            last_turn: self.last_turn,
+            undo: self.undo.clone(),
+            ..Self::new(self.mode)
+        }
     }
 
     /// Whether a `user/message` of `id` now would admit an occurrence the

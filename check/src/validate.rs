@@ -367,7 +367,10 @@ impl Replay {
             LogLine::EndSeed(EndSeed::InSeed) => self.readings.in_seed(
                 resumed,
                 |reading| reading.history.has_pending() && reading.history.open_turn().is_none(),
-                |reading| reading.history.end_seed(),
+                |reading| Reading {
+                    history: reading.history.forked(),
+                    goals: reading.goals.clone(),
+                },
             ),
             LogLine::Other(_) => self.readings.each(
                 |reading| {

@@ -234,6 +234,21 @@ impl Replay {
         self.turns.last_turn_end = self.turns.last_turn;
     }
 
+    /// The replay a fork's boundary here leaves ([`Replay::end_seed`]),
+    /// built without copying the inbox it empties: a seed read both ways
+    /// builds one at each of its markers (linear in the log, not markers
+    /// times pending).
+    pub fn forked(&self) -> Self {
+        let mut forked = Self {
+            prototype: self.prototype.clone(),
+            inbox: Inbox::default(),
+            turns: self.turns,
+            events: self.events,
+        };
+        forked.end_seed();
+        forked
+    }
+
     /// A log that ends inside a fork's seed, before its boundary: dsh
     /// replays a fork's inbox from event `seedLength` on (`Inbox`,
     /// `packages/core/agent/src/inbox.ts`), so nothing the seed copied is

@@ -390,9 +390,9 @@ impl Reading {
                     let pending = !replayed.replay.inbox().is_empty();
                     pending && replayed.replay.closers().is_empty()
                 },
-                |replayed| {
-                    replayed.replay.end_seed();
-                    replayed.claimed.clear();
+                |replayed| Replayed {
+                    replay: replayed.replay.forked(),
+                    claimed: BTreeSet::new(),
                 },
             ),
             LogLine::Other(_) => Ok(()),
