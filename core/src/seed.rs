@@ -195,7 +195,7 @@ mod tests {
             .in_seed(|_| Err("open"), |pending| *pending > 0, |_| 0)
             .unwrap();
         assert_eq!(readings.all, [0]);
-        let refused = readings.in_seed(|_| Err("open"), |_| false, |_| {});
+        let refused = readings.in_seed(|_| Err("open"), |_| false, |_| 0);
         assert_eq!(refused, Err("open"));
     }
 
@@ -215,7 +215,7 @@ mod tests {
         let mut readings = Readings::new(1);
         for _ in 0..20 {
             readings
-                .in_seed(|_| Ok::<_, ()>(()), |_| true, |_| {})
+                .in_seed(|_| Ok::<_, ()>(()), |_| true, |reading| *reading)
                 .unwrap();
         }
         assert_eq!(readings.len(), super::READINGS_MAX);
