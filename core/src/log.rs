@@ -340,7 +340,7 @@ impl Reader {
             // Explained from the value serde_json builds, where the last of
             // a key's values wins: it would name a field of that one.
             LineError::Shape(ref shape) if duplicate(shape) => error,
-            LineError::Shape(_) => explained(text).unwrap_or(error),
+            LineError::Shape(_) => explained(text).or_else(|| not_json(text)).unwrap_or(error),
             LineError::NotJson(ref reason) => too_deep(text, reason).unwrap_or(error),
             LineError::Refused(_) => error,
         })
@@ -578,6 +578,14 @@ fn explained(text: &str) -> Option<LineError> {
     }
     let why = shape::explain(kind, record.get("data"))?;
     Some(LineError::Shape(de::Error::custom(format!("{kind} {why}"))))
+}
+
+/// A line refused for its shape at its first token (a `[` where a record's
+/// object belongs) that is not JSON at all either (`[1,2`): what a torn
+/// write leaves, and so called, like any other line that is not JSON.
+fn not_json(text: &str) -> Option<LineError> {
+    let error = serde_json::from_str::<IgnoredAny>(text).err()?;
+    (!error.is_data()).then_some(LineError::NotJson(error))
 }
 
 /// How deep serde_json nests arrays and objects when it reads a value.
@@ -1094,6 +1102,21 @@ mod tests {
         let many: String = (0..5000).map(|k| format!(r#""k{k}":0,"#)).collect();
         let line = format!(r#"{{{many}"type":"x"}}"#);
         assert_eq!(parse_line(&line).unwrap(), LogLine::Other("x".into()));
+    }
+
+    /// A line that opens an array where a record belongs is refused for
+    /// its shape only when it is JSON; cut short, it is not JSON (a torn
+    /// write), whatever its first character.
+    #[test]
+    fn a_line_opening_an_array_is_torn_when_it_is_not_json() {
+        for torn in ["[1,2", "[", &"[".repeat(100_000)] {
+            let error = parse_line(torn).unwrap_err();
+            assert!(matches!(error, LineError::NotJson(_)), "{error:?}");
+        }
+        for whole in ["[1,2]", "[]", "1", "\"record\""] {
+            let error = parse_line(whole).unwrap_err();
+            assert!(matches!(error, LineError::Shape(_)), "{whole}: {error:?}");
+        }
     }
 
     #[test]
