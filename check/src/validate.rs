@@ -300,7 +300,7 @@ fn next_line<'b, R: BufRead>(
         // fails to read as the unterminated line it is); one that ends is
         // refused.
         let ends =
-            skip_line(reader).map_err(|error| unreadable(format!("cannot read: {error}")))?;
+            skip_line(reader, max).map_err(|error| unreadable(format!("cannot read: {error}")))?;
         if ends {
             return Err(unreadable(format!("longer than {max} bytes")));
         }
@@ -311,9 +311,12 @@ fn next_line<'b, R: BufRead>(
     Ok(Some((buffer, terminated)))
 }
 
-/// Skips the rest of a line, unread: whether a newline ended it (else the
-/// file did).
-fn skip_line(reader: &mut impl BufRead) -> std::io::Result<bool> {
+/// Skips the rest of a line, unread, up to `limit` more bytes: whether it
+/// must be refused, because a newline ended it or it ran past the limit
+/// with no end in sight (an endless stream such as `/dev/zero`); `false`
+/// when the file ended inside it (a torn tail)
+fn skip_line(reader: &mut impl BufRead, limit: u64) -> std::io::Result<bool> {
+    let mut skipped = 0u64;
     loop {
         let available = reader.fill_buf()?;
         if available.is_empty() {
@@ -325,6 +328,10 @@ fn skip_line(reader: &mut impl BufRead) -> std::io::Result<bool> {
         }
         let length = available.len();
         reader.consume(length);
+        skipped += length as u64;
+        if skipped > limit {
+            return Ok(true);
+        }
     }
 }
 
@@ -439,5 +446,16 @@ mod tests {
         let mut exact = "01234567\n".as_bytes();
         let whole = next_line(&mut exact, &mut buffer, 3, 8).unwrap();
         assert_eq!(whole, Some(("01234567".as_bytes(), true)));
+        // Up to the cap again past the cap, the file's end is looked for;
+        // an endless stream (`/dev/zero`) is refused there.
+        let mut torn = "0123456789abcdef".as_bytes();
+        let cut = next_line(&mut torn, &mut buffer, 3, 8).unwrap();
+        assert_eq!(cut, Some(("012345678".as_bytes(), false)));
+        let mut endless = std::io::BufReader::new(std::io::repeat(0));
+        let refused = next_line(&mut endless, &mut buffer, 1, 8).unwrap_err();
+        assert_eq!(
+            (refused.line, refused.reason.as_str()),
+            (1, "longer than 8 bytes")
+        );
     }
 }

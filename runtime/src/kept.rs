@@ -284,7 +284,7 @@ fn next_line(
     // its newline, so it is dropped); one that ends is refused.
     if !complete
         && buffer.len() as u64 > max
-        && skip_line(reader).map_err(|error| cannot_read(line, &error))?
+        && skip_line(reader, max).map_err(|error| cannot_read(line, &error))?
     {
         return Err(Unresumable {
             line,
@@ -294,10 +294,13 @@ fn next_line(
     Ok((read > 0).then_some(complete))
 }
 
-/// Skips the rest of a line, unread: whether a newline ended it (else the
-/// file did). The validator's reader has its own (`courier-check` and this
+/// Skips the rest of a line, unread, up to `limit` more bytes: whether it
+/// must be refused, because a newline ended it or it ran past the limit
+/// with no end in sight (an endless stream such as `/dev/zero`); `false`
+/// when the file ended inside it (a torn tail). The validator's reader has its own (`courier-check` and this
 /// crate share only the core, which does no I/O).
-fn skip_line(reader: &mut impl BufRead) -> io::Result<bool> {
+fn skip_line(reader: &mut impl BufRead, limit: u64) -> io::Result<bool> {
+    let mut skipped = 0u64;
     loop {
         let available = reader.fill_buf()?;
         if available.is_empty() {
@@ -309,6 +312,10 @@ fn skip_line(reader: &mut impl BufRead) -> io::Result<bool> {
         }
         let length = available.len();
         reader.consume(length);
+        skipped += length as u64;
+        if skipped > limit {
+            return Ok(true);
+        }
     }
 }
 
@@ -528,6 +535,16 @@ mod tests {
             Some(true)
         );
         assert_eq!(buffer, b"01234567\n");
+        // Up to the cap again past the cap, the file's end is looked for;
+        // an endless stream (`/dev/zero`) is refused there.
+        let mut torn = "0123456789abcdef".as_bytes();
+        assert_eq!(
+            next_line(&mut torn, &mut buffer, 3, 8).unwrap(),
+            Some(false)
+        );
+        let mut endless = BufReader::new(io::repeat(0));
+        let refused = next_line(&mut endless, &mut buffer, 1, 8).unwrap_err();
+        assert_eq!(refused.to_string(), "line 1: longer than 8 bytes");
     }
 
     #[test]
