@@ -142,6 +142,42 @@ fn the_server_names_a_line_too_deep_as_json_too_deep_not_as_not_json() {
     );
 }
 
+/// A message the core would take but whose log line no reader takes back
+/// (nested too deep once the line wraps it) is a protocol error, as the
+/// runtime refuses it, and is not fed: before, a send of content nested 124
+/// deep was accepted and the `log` answer held a line `courier validate`
+/// refuses. One level less is fed, and its log validates.
+#[test]
+fn a_message_whose_log_line_would_not_read_back_is_refused_unfed() {
+    let send = |id: &str, depth: usize| {
+        let content = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        format!(
+            r#"{{"input":"send","message":{{"id":"{id}","role":"user","content":{content},"source":{{"kind":"user"}}}},"target":"next-turn","wakeup":"no-wake"}}"#
+        )
+    };
+    let input = format!(
+        "{}\n{}\n{}\n",
+        send("A", 123),
+        send("B", 124),
+        r#"{"query":"inbox"}"#
+    );
+    let text = answers(&server(), &["serve-protocol"], &input);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    assert!(lines[0].contains(r#""id":"A""#), "{lines:?}");
+    assert!(
+        lines[3].starts_with(
+            r#"{"error":"line 2: input send: message B: not logged, since a resume could not read it back"#
+        ),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines[5],
+        r#"{"inbox":{"next-step":[],"next-turn":["A"]}}"#,
+        "{lines:?}"
+    );
+}
+
 /// A message id that is not a string is a protocol error naming its line
 /// and input kind, as at the dsh adapter's end (tests/dsh.rs).
 #[test]

@@ -56,15 +56,11 @@ use crate::goal::GoalRounds;
 use crate::{History, Mode, Violation};
 use courier_core::Output;
 use courier_core::log::{
-    BLANK_LINE, BOM_HINT, Conversions, EndSeed, LineError, LogLine, Reader, lone_cr_hint,
-    utf16_hint,
+    BLANK_LINE, BOM_HINT, Conversions, EndSeed, LINE_BYTES_MAX, LineError, LogLine, Reader,
+    lone_cr_hint, utf16_hint,
 };
 use courier_core::seed::Readings;
 use courier_core::transcript::parse_command;
-
-/// The longest line read; a longer one makes the file unreadable rather
-/// than memory unbounded (dsh inlines images, so this is generous).
-const LINE_BYTES_MAX: u64 = 1 << 28;
 
 /// A violation at a line of the log.
 #[derive(Clone, PartialEq, Eq, Debug)]

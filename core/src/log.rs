@@ -588,6 +588,11 @@ fn not_json(text: &str) -> Option<LineError> {
     (!error.is_data()).then_some(LineError::NotJson(error))
 }
 
+/// The longest log line a reader takes (the validator, a resume, `courier
+/// repair`); a longer one is refused at its line rather than buffered (dsh
+/// inlines images, so this is generous).
+pub const LINE_BYTES_MAX: u64 = 1 << 28;
+
 /// How deep serde_json nests arrays and objects when it reads a value.
 pub(crate) const DEPTH_LIMIT: usize = 128;
 

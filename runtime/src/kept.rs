@@ -26,14 +26,11 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use courier_core::log::{
-    BLANK_LINE, BOM_HINT, END_SEED_LINE, EndSeed, LineError, LogLine, Reader, SessionHeader, Stamp,
-    durable_line, lone_cr_hint, utf16_hint,
+    BLANK_LINE, BOM_HINT, END_SEED_LINE, EndSeed, LINE_BYTES_MAX, LineError, LogLine, Reader,
+    SessionHeader, Stamp, durable_line, lone_cr_hint, utf16_hint,
 };
 use courier_core::seed::Readings;
 use courier_core::{Agent, Message, MessageId, Output, Replay, Target};
-
-/// The longest line read; a longer one is refused rather than buffered.
-pub(crate) const LINE_BYTES_MAX: u64 = 1 << 28;
 
 /// Why the log line holding `messages` would not read back at a resume
 /// (see [`Message::unreadable_when_logged`]), as the error that refuses

@@ -16,9 +16,9 @@ use courier::claim;
 use courier::files;
 use courier::variant::MutantArg;
 use courier_core::UniqueJson;
-use courier_core::log::{SessionHeader, durable_line, lone_surrogate_escapes};
+use courier_core::log::{LINE_BYTES_MAX, SessionHeader, durable_line, lone_surrogate_escapes};
 use courier_core::transcript::Runner;
-use courier_core::{Agent, Input, Output, Status, Stimulus, Target};
+use courier_core::{Agent, Input, Message, Output, Status, Stimulus, Target};
 use serde_json::{Value, json};
 
 /// Arguments of `courier serve-protocol`.
@@ -169,7 +169,9 @@ fn answer(
             _ => "input".to_owned(),
         };
         return match serde_json::from_value::<Input>(value.clone()) {
-            Ok(input) => Some(feed(runner, input)),
+            Ok(input) => {
+                feed(runner, input).map_or_else(|why| error(format!("{kind}: {why}")), Some)
+            }
             Err(reason) => {
                 let path = culprit(&value, &reason.to_string());
                 // A key the input's kind does not have (a `batch` beside a
@@ -195,7 +197,7 @@ fn answer(
     }
     match serde_json::from_value::<Stimulus>(value) {
         Ok(Stimulus::Restart { lose }) => Some(restart(runner, lose)),
-        Ok(Stimulus::Input(input)) => Some(feed(runner, input)),
+        Ok(Stimulus::Input(input)) => feed(runner, input).map_or_else(error, Some),
         Err(_) => error(
             "restart: not `{\"restart\":{\"lose\":N}}` with N an integer from 0 to \
              18446744073709551615"
@@ -546,12 +548,23 @@ fn checked_cycles(
     Ok(())
 }
 
-fn feed(runner: &mut Runner, input: Input) -> Vec<String> {
+/// Feeds `input`, unless a message it supplies would write a log line that
+/// no reader takes back (the `log` answer is read by `courier validate`,
+/// as the runtime's log is by a resume): that is a protocol error, as the
+/// runtime refuses it (`Error::Unloggable`).
+fn feed(runner: &mut Runner, input: Input) -> Result<Vec<String>, String> {
+    let line_max = usize::try_from(LINE_BYTES_MAX).unwrap_or(usize::MAX);
+    if let Some((message, why)) = Message::unreadable_when_logged(input.supplied(), line_max) {
+        return Err(format!(
+            "message {}: not logged, since a resume could not read it back: {why}",
+            files::shown(&message.id().as_str())
+        ));
+    }
     let transition = runner.transition(input);
-    match transition.answer {
+    Ok(match transition.answer {
         Err(refusal) => vec![json!({ "refused": refusal.to_string() }).to_string()],
         Ok(()) => outputs(&transition.outputs),
-    }
+    })
 }
 
 fn restart(runner: &mut Runner, lose: usize) -> Vec<String> {
