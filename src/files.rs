@@ -826,9 +826,9 @@ pub fn exit_on_environment_failure() {
 }
 
 /// The temporary files and folders this process made and still holds (each
-/// while its [`Live`] lives): an exit that runs no destructors (the panic hook's, for
-/// a stdout that cannot be written) removes them itself, so only a kill
-/// leaves one behind.
+/// while its [`Live`] lives): an exit that runs no destructors (the panic
+/// hook's, for a stdout that cannot be written, or a signal's, see
+/// [`at_signal`]) removes them itself, so only a kill leaves one behind.
 static LIVE_TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 fn live_temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
@@ -847,9 +847,48 @@ struct Live(PathBuf);
 impl Live {
     /// Registers `path`, a temporary file this process just made.
     fn new(path: &Path) -> Live {
+        exit_on_signal();
         live_temporaries().push(path.to_owned());
         Live(path.to_owned())
     }
+}
+
+/// What a signal does before the exit it ends in (see [`at_signal`]).
+static SIGNAL_ACTIONS: std::sync::Mutex<Vec<fn()>> = std::sync::Mutex::new(Vec::new());
+
+/// Has Ctrl-C (or SIGTERM, SIGHUP: `timeout`, a closed terminal, a CI
+/// runner's stop) run `action` first, then end the process as
+/// [`exit_on_signal`] does: `--against` stops the process groups it started.
+pub fn at_signal(action: fn()) {
+    SIGNAL_ACTIONS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(action);
+    exit_on_signal();
+}
+
+/// Ends the process on Ctrl-C, SIGTERM or SIGHUP with exit 130, after the
+/// [`at_signal`] actions, removing the temporary files still live: an exit
+/// runs no destructors, and the default death none either, so a Ctrl-C
+/// while a command staged its output (or sat blocked writing it to a FIFO
+/// nobody reads) left the staged file beside the user's. Installed once,
+/// at the first temporary file or action; a handler set before (the
+/// Explorer's) keeps its place.
+fn exit_on_signal() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let _another_handler_stays = ctrlc::set_handler(|| {
+            let actions = SIGNAL_ACTIONS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            for action in actions {
+                action();
+            }
+            remove_live_temporaries();
+            std::process::exit(130);
+        });
+    });
 }
 
 impl Drop for Live {
@@ -960,7 +999,7 @@ pub fn threads_available(count: usize) -> io::Result<()> {
 
 /// Removes every temporary file and folder still registered: for an exit
 /// that runs no destructors.
-pub fn remove_live_temporaries() {
+fn remove_live_temporaries() {
     for path in live_temporaries().drain(..) {
         let folder = fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir());
         let _best_effort = if folder {

@@ -69,3 +69,55 @@ fn never_destroy_a_name_as_long_as_allowed_is_written() {
     );
     assert_eq!(listing(folder.path()).len(), 1);
 }
+
+/// Ctrl-C (or SIGTERM, SIGHUP) ends a command with exit 130 and removes
+/// the temporary file it was writing through: an exit runs no destructors,
+/// and a signal's default death none either. Before, `diagram --out` to a
+/// FIFO nobody reads (its picture staged in the temporary folder, then
+/// blocked) left the staged file behind when interrupted.
+#[cfg(unix)]
+#[test]
+fn never_destroy_an_interrupted_write_leaves_no_temporary_file() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let staging = folder.path().join("tmp");
+    std::fs::create_dir(&staging).expect("a folder");
+    let fifo = folder.path().join("picture.svg");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let transcript = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios/aborted-turn-ignores-outcome.txn");
+    assert!(transcript.is_file(), "{}", transcript.display());
+    for signal in ["INT", "TERM"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_courier"))
+            .args(["diagram"])
+            .arg(&transcript)
+            .arg("--out")
+            .arg(&fifo)
+            .env("TMPDIR", &staging)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the courier binary runs");
+        // Blocked at the FIFO's open, its picture staged.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while listing(&staging).is_empty() {
+            assert!(Instant::now() < deadline, "nothing was staged");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let sent = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        let status = child.wait().expect("the child ends");
+        assert_eq!(status.code(), Some(130), "signal {signal}");
+        assert_eq!(listing(&staging), Vec::<String>::new(), "signal {signal}");
+    }
+}

@@ -172,8 +172,7 @@ fn a_message_whose_log_line_would_not_read_back_is_refused_unfed() {
         "{lines:?}"
     );
     assert_eq!(
-        lines[5],
-        r#"{"inbox":{"next-step":[],"next-turn":["A"]}}"#,
+        lines[5], r#"{"inbox":{"next-step":[],"next-turn":["A"]}}"#,
         "{lines:?}"
     );
 }

@@ -594,34 +594,31 @@ mod group {
         STOPPING.load(Ordering::SeqCst)
     }
 
+    /// Ctrl-C's action (before the exit 130 that removes the temporary
+    /// files): every live group is asked to stop, then killed.
+    fn stop_groups() {
+        // Set under the lock: a group is either in the copy or never
+        // spawned (see `spawn`).
+        let groups = {
+            let live = lock();
+            STOPPING.store(true, Ordering::SeqCst);
+            live.clone()
+        };
+        for group in &groups {
+            signal(*group, libc::SIGTERM);
+        }
+        if !groups.is_empty() {
+            std::thread::sleep(GRACE);
+        }
+        for group in &groups {
+            signal(*group, libc::SIGKILL);
+        }
+    }
+
     /// Spawns `process` as the leader of a new process group.
     pub(super) fn spawn(process: &mut Command) -> io::Result<Child> {
         static HANDLER: Once = Once::new();
-        HANDLER.call_once(|| {
-            // Another handler (none today) would keep its place; the
-            // groups then die with their stdin closed, as before.
-            let _ = ctrlc::set_handler(|| {
-                // Set under the lock: a group is either in the copy or
-                // never spawned (see below).
-                let groups = {
-                    let live = lock();
-                    STOPPING.store(true, Ordering::SeqCst);
-                    live.clone()
-                };
-                for group in &groups {
-                    signal(*group, libc::SIGTERM);
-                }
-                if !groups.is_empty() {
-                    std::thread::sleep(GRACE);
-                }
-                for group in &groups {
-                    signal(*group, libc::SIGKILL);
-                }
-                // `exit` runs no destructors (`--rewrite`'s staged file).
-                courier::files::remove_live_temporaries();
-                std::process::exit(130);
-            });
-        });
+        HANDLER.call_once(|| courier::files::at_signal(stop_groups));
         // Spawned and listed under the lock, so the handler cannot copy
         // the groups in between and miss this one.
         let mut live = lock();
