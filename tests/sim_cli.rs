@@ -316,6 +316,52 @@ fn a_resume_bug_is_found_and_shrunk_to_a_transcript_with_a_restart() {
 }
 
 #[cfg(feature = "mutants")]
+/// A violation's detail may list every owed id: `replay` (like `sim` and
+/// `shrink`) prints at most 200 characters of it and its length, as the
+/// README says. Before, a report whose trace owed 2,000 wakes printed a
+/// `detail:` line of over 10,000 characters.
+#[cfg(feature = "mutants")]
+#[test]
+fn a_long_violation_detail_is_cut_to_200_characters() {
+    let (_folder, report) = scratch("owed.json");
+    let report_path = report.to_str().expect("utf-8");
+    let found = courier(&[
+        "sim",
+        "--seeds",
+        "0..100",
+        "--mutant",
+        "no-latch",
+        "--report",
+        report_path,
+    ]);
+    assert_eq!(found.status.code(), Some(1), "{}", stdout(&found));
+    // The same report, its trace replaced: a turn aborted with A pending
+    // (the latch the planted bug drops), then 2,000 waking sends.
+    let text = std::fs::read_to_string(&report).expect("written");
+    let mut value: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let send = |id: &str| {
+        serde_json::json!({"input": "send", "message": {"id": id, "role": "user",
+            "content": [{"type": "text", "text": id}], "source": {"kind": "user"}},
+            "target": "next-step", "wakeup": "wake"})
+    };
+    let mut trace = vec![
+        send("A"),
+        serde_json::json!({"input": "cancel", "cause": {"kind": "user"}, "keep_inbox": true}),
+    ];
+    trace.extend((0..2_000).map(|n| send(&format!("m{n}"))));
+    trace.push(serde_json::json!({"input": "pre-step", "decision": "pass"}));
+    value["trace"] = serde_json::Value::Array(trace);
+    std::fs::write(&report, value.to_string()).expect("writable");
+    let replayed = courier(&["replay", report_path]);
+    let replayed_text = stdout(&replayed);
+    assert_eq!(replayed.status.code(), Some(1), "{replayed_text}");
+    let detail = line_starting(&replayed_text, "detail: ");
+    assert!(
+        detail.chars().count() < 260 && detail.ends_with(" bytes in all)"),
+        "{detail}"
+    );
+}
+
 fn line_starting(text: &str, prefix: &str) -> String {
     text.lines()
         .find(|line| line.starts_with(prefix))

@@ -60,7 +60,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         return ExitCode::SUCCESS;
     };
     println!("violation: {} seed={}", violation.property, report.seed);
-    println!("detail: {}", violation.detail);
+    println!("detail: {}", files::shown(&violation.detail));
     println!("outputs: {} ({same_hash})", evaluation.output_hash);
     if violation.property != report.property {
         println!("note: the report says {}", report.property);

@@ -79,7 +79,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         shrunk.violation.property,
         report.seed
     );
-    courier::status!("detail: {}", shrunk.violation.detail);
+    courier::status!("detail: {}", files::shown(&shrunk.violation.detail));
     courier::status!("wrote {}", files::named(&args.out));
     ExitCode::SUCCESS
 }

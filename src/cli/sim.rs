@@ -335,7 +335,7 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("race-{}.json", run.seed)));
     courier::status!("violation: {} seed={}", violation.property, run.seed);
-    courier::status!("detail: {}", violation.detail);
+    courier::status!("detail: {}", files::shown(&violation.detail));
     courier::status!("outputs: {}", report.output_hash);
     let written = match args.report {
         Some(_) => files::replace(&path, report.to_json()),
