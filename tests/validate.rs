@@ -446,7 +446,7 @@ fn an_unterminated_final_line_is_torn_however_it_fails_and_checked_when_it_reads
             b"{\"type\":\"turn/start\",\"data\":{}}",
             "`data.turn` is missing",
         ),
-        (b"[1,2", "expected a JSON object"),
+        (b"[1,2", "EOF while parsing a list"),
         (b"7", "expected a JSON object"),
         (b"{\"type\":\"tool/result\",\"data\":\"\xff\"}", "not UTF-8"),
     ];

@@ -144,29 +144,7 @@ pub fn validate<R: BufRead>(
         next_line(&mut reader, &mut buffer, line + 1, LINE_BYTES_MAX)?
     {
         line += 1;
-        let read = match std::str::from_utf8(bytes) {
-            // Only the file's first bytes can be its byte order mark.
-            Err(error) => Err(Unread {
-                reason: format!("not UTF-8: {error}"),
-                hint: if line == 1 { utf16_hint(bytes) } else { "" },
-                // What dsh's loader cannot parse, as `courier repair` reads it.
-                tearable: true,
-            }),
-            Ok(text) if text.trim_ascii().is_empty() => Err(Unread {
-                reason: BLANK_LINE.to_owned(),
-                hint: "",
-                tearable: true,
-            }),
-            Ok(text) => lines.line(text).map_err(|error| {
-                let hint = unreadable_hint(text, line);
-                Unread {
-                    tearable: matches!(error, LineError::NotJson(_)),
-                    hint,
-                    reason: error.to_string(),
-                }
-            }),
-        };
-        let event = match read {
+        let event = match read(&mut lines, bytes, line) {
             Ok(event) => event,
             Err(unread) => {
                 let last = !terminated || reader.fill_buf().is_ok_and(<[u8]>::is_empty);
@@ -181,18 +159,7 @@ pub fn validate<R: BufRead>(
                     });
                     break;
                 }
-                let hint = match unread.hint {
-                    // Its header torn: nothing of the session was kept, and
-                    // `courier repair` refuses it (nothing to resume).
-                    "" if torn => {
-                        " (a torn only line, as a crash leaves it: no `session` header was kept)"
-                    }
-                    hint => hint,
-                };
-                return Err(Unreadable {
-                    line,
-                    reason: format!("{}{hint}", unread.reason),
-                });
+                return Err(unread.unreadable(line, torn));
             }
         };
         if summary.stopped {
@@ -235,6 +202,32 @@ pub fn validate<R: BufRead>(
     Ok(summary)
 }
 
+/// Reads line `line` (its bytes without the line ending) as an event.
+fn read(lines: &mut Reader, bytes: &[u8], line: u64) -> Result<LogLine, Unread> {
+    match std::str::from_utf8(bytes) {
+        // Only the file's first bytes can be its byte order mark.
+        Err(error) => Err(Unread {
+            reason: format!("not UTF-8: {error}"),
+            hint: if line == 1 { utf16_hint(bytes) } else { "" },
+            // What dsh's loader cannot parse, as `courier repair` reads it.
+            tearable: true,
+        }),
+        Ok(text) if text.trim_ascii().is_empty() => Err(Unread {
+            reason: BLANK_LINE.to_owned(),
+            hint: "",
+            tearable: true,
+        }),
+        Ok(text) => lines.line(text).map_err(|error| {
+            let hint = unreadable_hint(text, line);
+            Unread {
+                tearable: matches!(error, LineError::NotJson(_)),
+                hint,
+                reason: error.to_string(),
+            }
+        }),
+    }
+}
+
 /// Why a line was not read, before the file is known to end there.
 struct Unread {
     reason: String,
@@ -244,6 +237,23 @@ struct Unread {
     /// Whether a crash can leave it as a whole final line (not JSON, not
     /// UTF-8, blank), so that, last, it is a torn tail to drop.
     tearable: bool,
+}
+
+impl Unread {
+    /// The error that makes the file unreadable at `line`; `torn` when a
+    /// crash could have left it, which a log's only line says.
+    fn unreadable(self, line: u64, torn: bool) -> Unreadable {
+        let hint = match self.hint {
+            // Its header torn: nothing of the session was kept, and
+            // `courier repair` refuses it (nothing to resume).
+            "" if torn => " (a torn only line, as a crash leaves it: no `session` header was kept)",
+            hint => hint,
+        };
+        Unreadable {
+            line,
+            reason: format!("{}{hint}", self.reason),
+        }
+    }
 }
 
 /// What to add to why line `line` cannot be read, so the user knows what

@@ -381,6 +381,25 @@ impl Reader {
         }
     }
 
+    /// Keeps the record's time, as written, for the next record's stamp: a
+    /// packed row's `time0` is its first member's, and its last member's is
+    /// `time0` plus every gap (`elapsed`; `decodeStorageRecord`).
+    fn keep_time(&mut self, envelope: &Envelope, elapsed: i64) {
+        let time = envelope.time.or(envelope.time0);
+        self.timed = time.is_some();
+        let Some(time) = time else {
+            return;
+        };
+        self.time.clear();
+        match serde_json::from_str::<i64>(time.get()) {
+            Ok(first) if envelope.time.is_none() && elapsed != 0 => {
+                let last = first.saturating_add(elapsed);
+                self.time.push_str(&last.to_string());
+            }
+            _ => self.time.push_str(time.get()),
+        }
+    }
+
     /// One record from its envelope.
     fn event(&mut self, text: &str, envelope: Envelope) -> Result<LogLine, LineError> {
         let kind = envelope.kind.as_ref();
@@ -389,20 +408,7 @@ impl Reader {
         }
         let (seq, elapsed) = self.number(kind, &envelope)?;
         self.numbered = envelope.seq.is_some();
-        let time = envelope.time.or(envelope.time0);
-        self.timed = time.is_some();
-        if let Some(time) = time {
-            self.time.clear();
-            // A packed row's `time0` is its first member's; its last
-            // member's is `time0` plus every gap (`decodeStorageRecord`).
-            match serde_json::from_str::<i64>(time.get()) {
-                Ok(first) if envelope.time.is_none() && elapsed != 0 => {
-                    let last = first.saturating_add(elapsed);
-                    self.time.push_str(&last.to_string());
-                }
-                _ => self.time.push_str(time.get()),
-            }
-        }
+        self.keep_time(&envelope, elapsed);
         let at = At {
             session: &self.session,
             seq,

@@ -144,14 +144,7 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
             parse_splice([target, start, removed], ids, message).ok_or_else(bad)?
         }
         // cancel user | cancel hook:reason keep-inbox
-        (["cancel", cause, rest @ ..], None) => Input::Cancel {
-            cause: parse_cause(cause).ok_or_else(bad)?,
-            keep_inbox: match rest {
-                [] => false,
-                ["keep-inbox"] => true,
-                _ => return Err(bad()),
-            },
-        },
+        (["cancel", cause, rest @ ..], None) => parse_cancel(cause, rest).ok_or_else(bad)?,
         (["dispose"], None) => Input::Dispose,
         (["when-idle"], None) => Input::WhenIdle,
         // pre-step pass | pre-step enter A X
@@ -166,6 +159,19 @@ pub fn parse_command(line: &str) -> Result<Command, BadCommand> {
         _ => return Err(bad()),
     };
     Ok(Command::Input(command))
+}
+
+/// `cancel <cause> [keep-inbox]`.
+fn parse_cancel(cause: &str, rest: &[&str]) -> Option<Input> {
+    let keep_inbox = match rest {
+        [] => false,
+        ["keep-inbox"] => true,
+        _ => return None,
+    };
+    Some(Input::Cancel {
+        cause: parse_cause(cause)?,
+        keep_inbox,
+    })
 }
 
 /// `splice <target> <start> <removed> [<id>...]`, its messages made by

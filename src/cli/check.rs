@@ -104,47 +104,8 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         steps: args.steps,
         restarts: args.restarts,
     };
-    if args.diagram
-        && let Err(error) = files::check_beside("--out", args.out())
-    {
-        eprintln!("error: {error}");
+    if !outputs_usable(args) {
         return ExitCode::from(2);
-    }
-    let svg = courier::diagram::svg_beside(args.out());
-    let mut outputs = vec![Output {
-        flag: "--out",
-        path: args.out(),
-    }];
-    if args.diagram {
-        outputs.push(Output {
-            flag: "--diagram (beside --out)",
-            path: &svg,
-        });
-    }
-    match files::check_paths(&[], &outputs) {
-        Ok(()) => {}
-        Err(error) if args.out.is_some() => {
-            eprintln!("error: {error}");
-            return ExitCode::from(2);
-        }
-        // The default, not asked for (a read-only folder): the correct
-        // design writes nothing, and a counterexample that cannot be
-        // written is printed instead.
-        Err(error) => eprintln!("note: {error}; a counterexample would be printed, not written"),
-    }
-    if let Some(why) = args.default_out().and_then(|default| default.foreign()) {
-        eprintln!("note: {why}; a counterexample would be printed, not written");
-    }
-    let beside = args
-        .diagram
-        .then(|| courier::diagram::picture_beside(&svg, "--out"));
-    match beside.and_then(|picture| picture.foreign()) {
-        Some(why) if args.out.is_some() => {
-            eprintln!("error: --diagram: {why}");
-            return ExitCode::from(2);
-        }
-        Some(why) => eprintln!("note: {why}; a picture would not be drawn"),
-        None => {}
     }
     let threads = args.threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -175,6 +136,56 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     bar.finish_and_clear();
     print_counts(&checked, started.elapsed());
     conclude(args, &space, checked.verdict)
+}
+
+/// Checks before any work that the counterexample's outputs can be
+/// written (`--out`, and its picture with `--diagram`); a default output
+/// that cannot is a note (the correct design writes nothing). Says why
+/// when they cannot.
+fn outputs_usable(args: &Args) -> bool {
+    if args.diagram
+        && let Err(error) = files::check_beside("--out", args.out())
+    {
+        eprintln!("error: {error}");
+        return false;
+    }
+    let svg = courier::diagram::svg_beside(args.out());
+    let mut outputs = vec![Output {
+        flag: "--out",
+        path: args.out(),
+    }];
+    if args.diagram {
+        outputs.push(Output {
+            flag: "--diagram (beside --out)",
+            path: &svg,
+        });
+    }
+    match files::check_paths(&[], &outputs) {
+        Ok(()) => {}
+        Err(error) if args.out.is_some() => {
+            eprintln!("error: {error}");
+            return false;
+        }
+        // The default, not asked for (a read-only folder): the correct
+        // design writes nothing, and a counterexample that cannot be
+        // written is printed instead.
+        Err(error) => eprintln!("note: {error}; a counterexample would be printed, not written"),
+    }
+    if let Some(why) = args.default_out().and_then(|default| default.foreign()) {
+        eprintln!("note: {why}; a counterexample would be printed, not written");
+    }
+    let beside = args
+        .diagram
+        .then(|| courier::diagram::picture_beside(&svg, "--out"));
+    match beside.and_then(|picture| picture.foreign()) {
+        Some(why) if args.out.is_some() => {
+            eprintln!("error: --diagram: {why}");
+            return false;
+        }
+        Some(why) => eprintln!("note: {why}; a picture would not be drawn"),
+        None => {}
+    }
+    true
 }
 
 fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {

@@ -217,17 +217,9 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
         // they changed (or the disk failed) since: nothing is rewritten.
         let item = match item {
             Ok(item) => item,
-            Err(Unreadable::Layout(error)) => {
+            Err(error) => {
                 report.flush();
-                eprintln!(
-                    "error: {name}:{}: {} (the file changed)",
-                    error.line, error.reason
-                );
-                return Verdict::Broken;
-            }
-            Err(Unreadable::Read(error)) => {
-                report.flush();
-                eprintln!("error: {name}: {error} (the file is as it was)");
+                reread_failed(&name, &error);
                 return Verdict::Broken;
             }
         };
@@ -251,15 +243,7 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
         };
         if let Err(error) = failed {
             report.flush();
-            match error
-                .get_ref()
-                .and_then(|inner| inner.downcast_ref::<TooLarge>())
-            {
-                Some(TooLarge(line)) => eprintln!(
-                    "error: {name}:{line}: the block's outputs would make it larger than 64 MiB, which `courier run` refuses to read: not rewritten (the file is as it was)"
-                ),
-                None => eprintln!("error: {name}: cannot write: {error} (the file is as it was)"),
-            }
+            rewrite_failed(&name, &error);
             return Verdict::Broken;
         }
         written += item.raw().len();
@@ -271,6 +255,31 @@ fn run_file(args: &Args, engine: &Engine<'_>, file: &Path) -> Verdict {
         return Verdict::Broken;
     }
     report.finish(rewriter, || stamp.unchanged(file))
+}
+
+/// Says why the second pass could not read what the first read whole: the
+/// file changed since (or the disk failed), so nothing is rewritten.
+fn reread_failed(name: &str, error: &Unreadable<impl std::fmt::Display>) {
+    match error {
+        Unreadable::Layout(error) => eprintln!(
+            "error: {name}:{}: {} (the file changed)",
+            error.line, error.reason
+        ),
+        Unreadable::Read(error) => eprintln!("error: {name}: {error} (the file is as it was)"),
+    }
+}
+
+/// Says why a block's rewrite could not be staged (the file is as it was).
+fn rewrite_failed(name: &str, error: &std::io::Error) {
+    match error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<TooLarge>())
+    {
+        Some(TooLarge(line)) => eprintln!(
+            "error: {name}:{line}: the block's outputs would make it larger than 64 MiB, which `courier run` refuses to read: not rewritten (the file is as it was)"
+        ),
+        None => eprintln!("error: {name}: cannot write: {error} (the file is as it was)"),
+    }
 }
 
 /// Opens `file` and reads its whole layout (the first pass), or says why

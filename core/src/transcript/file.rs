@@ -297,6 +297,47 @@ where
     }
 }
 
+/// Checks an expected block's line `number` (its content, `output`): no
+/// output starts with `#` or is `----`, as either line is the user's, and
+/// `--rewrite` would replace it with outputs; nor with a byte order mark
+/// (another file starts there); nor with a command's word (`spliced`, not
+/// `splice`; `step/start`, not `step`; `~status`, not `status`): such a
+/// line is the user's next block (a new one without `----` yet, for
+/// `--rewrite` to fill, or the last, well formed or not), and `--rewrite`
+/// would delete it.
+fn expected_line(number: usize, output: &str) -> Result<(), LayoutError> {
+    let refused = |reason| {
+        Err(LayoutError {
+            line: number,
+            reason,
+        })
+    };
+    if output.starts_with('\u{feff}') {
+        return refused(
+            "a byte order mark inside an expected block (another file joined here?): a \
+             blank line must end the block before it",
+        );
+    }
+    let output = bare(output);
+    if is_dashes(output) {
+        return refused(
+            "`----` inside an expected block: a blank line must end the block before the \
+             next command",
+        );
+    }
+    if output.starts_with('#') {
+        return refused(
+            "a comment inside an expected block: a blank line must end the block before it",
+        );
+    }
+    if super::starts_as_command(output) {
+        return refused(
+            "a command inside an expected block: a blank line must end the block before it",
+        );
+    }
+    Ok(())
+}
+
 /// Reads the block whose command is `line` (numbered `number`, written
 /// `raw`): its `----` and expected lines up to a blank line.
 fn block<I, S, E>(
@@ -327,50 +368,12 @@ where
                 let raw = raw.as_ref();
                 whole(number, raw)?;
                 let output = content(raw);
-                // No output starts with `#` or is `----`: either line is
-                // the user's, and `--rewrite` would replace it with outputs.
-                // Nor with a byte order mark: another file starts there.
-                if output.starts_with('\u{feff}') {
-                    return Err(Unreadable::Layout(LayoutError {
-                        line: number,
-                        reason: "a byte order mark inside an expected block (another file \
-                                 joined here?): a blank line must end the block before it",
-                    }));
-                }
-                let output_line = output;
-                let output = bare(output);
-                if is_dashes(output) {
-                    return Err(Unreadable::Layout(LayoutError {
-                        line: number,
-                        reason: "`----` inside an expected block: a blank line must end \
-                                 the block before the next command",
-                    }));
-                }
-                if output.starts_with('#') {
-                    return Err(Unreadable::Layout(LayoutError {
-                        line: number,
-                        reason: "a comment inside an expected block: a blank line must end \
-                                 the block before it",
-                    }));
-                }
-                // Nor does any output start with a command's word
-                // (`spliced`, not `splice`; `step/start`, not `step`;
-                // `~status`, not `status`): such a line is the user's next
-                // block (a new one without `----` yet, for `--rewrite` to
-                // fill, or the last, well formed or not), and `--rewrite`
-                // would delete it.
-                if super::starts_as_command(output) {
-                    return Err(Unreadable::Layout(LayoutError {
-                        line: number,
-                        reason: "a command inside an expected block: a blank line must end \
-                                 the block before it",
-                    }));
-                }
+                expected_line(number, output).map_err(Unreadable::Layout)?;
                 written.push_str(raw);
                 if written.len() > BLOCK_BYTES_MAX {
                     return Err(Unreadable::Layout(too_large()));
                 }
-                expected.push(output_line.to_owned());
+                expected.push(output.to_owned());
             }
             Some(expected)
         }
