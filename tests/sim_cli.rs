@@ -315,7 +315,6 @@ fn a_resume_bug_is_found_and_shrunk_to_a_transcript_with_a_restart() {
     assert_eq!(on_correct.status.code(), Some(1), "{}", stdout(&on_correct));
 }
 
-#[cfg(feature = "mutants")]
 /// A violation's detail may list every owed id: `replay` (like `sim` and
 /// `shrink`) prints at most 200 characters of it and its length, as the
 /// README says. Before, a report whose trace owed 2,000 wakes printed a
@@ -362,6 +361,7 @@ fn a_long_violation_detail_is_cut_to_200_characters() {
     );
 }
 
+#[cfg(feature = "mutants")]
 fn line_starting(text: &str, prefix: &str) -> String {
     text.lines()
         .find(|line| line.starts_with(prefix))
