@@ -226,8 +226,13 @@ struct Cuts {
     prefixes: usize,
     /// Cut inside the header: refused, as a resume refuses it.
     headerless: usize,
+    /// Cut inside a fork's seed, before its boundary: refused, as a resume
+    /// refuses it (the fork never began).
+    seeded: usize,
     closed: usize,
     torn: usize,
+    /// Cuts inside a line, of the logs that repair or were cut inside
+    /// their header.
     inside: usize,
 }
 
@@ -247,6 +252,11 @@ impl Cuts {
                     Err(error) if start == 0 && cut <= end => {
                         assert!(error.reason.contains("no `session` header kept"), "{error}");
                         self.headerless += 1;
+                        continue;
+                    }
+                    Err(error) if error.reason.contains("inside its fork's seed") => {
+                        self.seeded += 1;
+                        self.inside -= usize::from(cut > start && cut <= end);
                         continue;
                     }
                     Err(error) => panic!("{what} cut at byte {cut}: {error}"),
@@ -278,12 +288,14 @@ fn every_prefix_of_every_dsh_log_repairs() {
     let Cuts {
         prefixes,
         headerless,
+        seeded,
         closed,
         torn,
         ..
     } = cuts;
+    assert!(seeded > 0, "the fork logs were cut inside their seeds");
     println!(
-        "{prefixes} prefixes: {headerless} cut inside the header refused, the rest repaired; {closed} needed closers, {torn} dropped a torn line"
+        "{prefixes} prefixes: {headerless} cut inside the header and {seeded} inside a fork's seed refused, the rest repaired; {closed} needed closers, {torn} dropped a torn line"
     );
 }
 

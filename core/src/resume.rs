@@ -229,7 +229,7 @@ impl Replay {
     /// turn numbers go on, since `last_turn` is that of the last kept
     /// `turn/start`. Only the reader knows a boundary from a resume's marker.
     pub fn end_seed(&mut self) {
-        self.seed_unread();
+        self.inbox = Inbox::default();
         self.turns.open = None;
         self.turns.last_turn_end = self.turns.last_turn;
     }
@@ -247,15 +247,6 @@ impl Replay {
         };
         forked.end_seed();
         forked
-    }
-
-    /// A log that ends inside a fork's seed, before its boundary: dsh
-    /// replays a fork's inbox from event `seedLength` on (`Inbox`,
-    /// `packages/core/agent/src/inbox.ts`), so nothing the seed copied is
-    /// pending. Its turns stay as read: dsh's closers
-    /// (`interruptedTurnClosers`) read the whole log, seed included.
-    pub fn seed_unread(&mut self) {
-        self.inbox = Inbox::default();
     }
 
     /// A kept splice must apply as written: inside its list, inserting no

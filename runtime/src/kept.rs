@@ -106,9 +106,6 @@ pub struct KeptLog {
     /// Ids the open turn claimed that never got a `user/message` and are
     /// not pending: a crash took them for good (claimed is at most once).
     pub lost: Vec<MessageId>,
-    /// The log is a fork still inside its copied history (no boundary yet):
-    /// a resume's marker there would read as the boundary, so none is written.
-    pub seeding: bool,
     /// How the last kept record was numbered: a log that numbers its
     /// records (dsh's JSONL backend) gets its appended lines numbered on.
     pub stamp: Option<Stamp>,
@@ -122,8 +119,7 @@ impl KeptLog {
 
     /// What a resume appends after the kept lines, as JSONL: the closers,
     /// then, when there are any, the `session/end-seed` marker dsh writes at
-    /// a resume (none inside a fork's copied history, where it would read as
-    /// the boundary). Empty for a balanced log.
+    /// a resume. Empty for a balanced log.
     ///
     /// In a log that numbers its records, each line goes on numbering them
     /// (`seq`, and the last kept `time`), as dsh's own closers are numbered.
@@ -139,7 +135,7 @@ impl KeptLog {
             .iter()
             .map(|closer| durable_line(closer).expect("a closer is durable"))
             .collect();
-        if !closers.is_empty() && !self.seeding {
+        if !closers.is_empty() {
             appended.push(END_SEED_LINE.to_owned());
         }
         let mut stamp = self.stamp.clone();
@@ -331,6 +327,16 @@ fn cannot_read(line: u64, error: &io::Error) -> Unresumable {
     }
 }
 
+/// Why a log that ends inside its fork's seed is not resumed: dsh replays
+/// a fork's inbox from event `seedLength` on (`Inbox`,
+/// `packages/core/agent/src/inbox.ts`), so a send a resume appended there
+/// would be read as part of the seed by the next resume and lost, though
+/// its call returned Ok.
+const SEED_CUT: &str = "the log ends inside its fork's seed, before the `session/end-seed` \
+    that ends it (a crash while the seed was written): the fork never began, and what a \
+    resume appended would be read as part of the seed, and dropped, by the next resume \
+    (dsh replays a fork's inbox from event `seedLength` on): nothing to resume";
+
 /// The reader's state between lines.
 struct Reading {
     header: Option<SessionHeader>,
@@ -418,13 +424,13 @@ impl Reading {
                 reason: format!("no `session` header kept: {kept}: nothing to resume"),
             });
         };
-        let Replayed {
-            mut replay,
-            claimed,
-        } = self.replays.into_first();
         if self.seeding {
-            replay.seed_unread();
+            return Err(Unresumable {
+                line: self.lines.max(1),
+                reason: SEED_CUT.into(),
+            });
         }
+        let Replayed { replay, claimed } = self.replays.into_first();
         let pending: BTreeSet<&MessageId> = Target::ALL
             .into_iter()
             .flat_map(|target| replay.inbox().list(target).iter().map(|m| m.id()))
@@ -442,7 +448,6 @@ impl Reading {
             lines: self.lines,
             kept_bytes: self.kept_bytes,
             lost,
-            seeding: self.seeding,
             stamp: self.stamp,
         })
     }
@@ -606,7 +611,6 @@ mod tests {
         let end_seed = END_SEED_LINE;
         let fork = read_lines(&[FORK, SEND_A, end_seed], "").unwrap();
         assert_eq!(pending(&fork), 0);
-        assert!(!fork.seeding);
         let seed_ending_in_its_marker = read_lines(&[FORK, SEND_A, end_seed, SEND_B], "").unwrap();
         assert_eq!(pending(&seed_ending_in_its_marker), 1);
         let resumed = read_lines(&[FORK, SEND_A, end_seed, SEND_B, end_seed], "").unwrap();
@@ -614,27 +618,31 @@ mod tests {
         let seed_of_a_resumed_parent = [FORK_3, end_seed, SEND_A, TURN, end_seed];
         let seed_of_a_resumed_parent = read_lines(&seed_of_a_resumed_parent, "").unwrap();
         assert_eq!(pending(&seed_of_a_resumed_parent), 0);
-        assert!(!seed_of_a_resumed_parent.seeding);
         let plain = read_lines(&[HEADER, SEND_A, end_seed], "").unwrap();
         assert_eq!(pending(&plain), 1);
     }
 
     /// A log that ends before its fork's boundary (a crash while the seed
-    /// was written, or a header whose `seedLength` overstates the seed)
-    /// resumes with nothing pending, as dsh replays a fork's inbox from event
-    /// `seedLength` on; a marker early in the seed does not change that.
+    /// was written, or a header whose `seedLength` overstates the seed) is
+    /// not resumed, naming its last line: dsh replays a fork's inbox from
+    /// event `seedLength` on, so a send appended there would be lost at the
+    /// next resume. Before, it resumed with nothing pending, and a send
+    /// accepted then (its line synced) was gone at the next resume.
     #[test]
-    fn a_log_that_ends_inside_its_forks_seed_resumes_with_nothing_pending() {
+    fn a_log_that_ends_inside_its_forks_seed_is_not_resumed() {
         let end_seed = END_SEED_LINE;
         for lines in [
             &[FORK_3, SEND_A][..],
             &[FORK_3, end_seed, SEND_A],
             &[FORK_3, SEND_A, end_seed],
+            &[FORK_3],
         ] {
-            let kept = read_lines(lines, "").unwrap();
-            assert!(kept.seeding, "{lines:?}");
-            assert_eq!(pending(&kept), 0, "{lines:?}");
-            assert_eq!(kept.appended_lines(), "", "{lines:?}");
+            let refused = read_lines(lines, "").unwrap_err();
+            assert_eq!(refused.line, lines.len() as u64, "{lines:?}");
+            assert!(
+                refused.reason.contains("inside its fork's seed"),
+                "{refused}"
+            );
         }
     }
 
