@@ -95,6 +95,10 @@ impl<P: PreStepHook, S: StepHook> DriverTask<P, S> {
             let Some(job) = job else {
                 break;
             };
+            if !self.shared.job_durable() {
+                // The log failed: nothing is completed, the task stops.
+                return;
+            }
             let agent = WeakHandle::new(Arc::clone(&self.shared));
             let completion = match job {
                 Job::PreStep { turn, step, batch } => {

@@ -383,8 +383,8 @@ impl Shared {
     /// written after its first failure, so a hook run now could act on a
     /// message whose `spliced` was never kept. The agent stops as a crash
     /// stops it; a resume from the file goes on from what was kept. Under
-    /// `Sync` a completion's lines are synced before the next job is looked
-    /// at, so no hook ever sees a line that failed.
+    /// `Sync` a job's lines are synced before its hook runs
+    /// ([`Shared::job_durable`]), so no hook ever sees a line that failed.
     pub(crate) fn poll_job(&self, context: &mut Context<'_>) -> Poll<Option<Job>> {
         if self.journal.failure().is_err() {
             return Poll::Ready(None);
@@ -397,6 +397,16 @@ impl Shared {
             }
             ready => ready,
         })
+    }
+
+    /// Under `Sync`, whether every line queued so far is durable, once the
+    /// driver task has a job and before its hook runs: a client's send can
+    /// start the job and still be syncing its `spliced` (the driver task's
+    /// own completion synced only its own lines), and a hook must never act
+    /// on a message whose line failed. Under `WriteBehind`, true (its window
+    /// is the policy).
+    pub(crate) fn job_durable(&self) -> bool {
+        self.journal.sync_under_sync().is_ok()
     }
 
     /// Planted race: looks under one lock and parks under another, so a send

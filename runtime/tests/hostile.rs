@@ -24,7 +24,7 @@ use std::time::Duration;
 use courier_core::{Input, Output, PreStepDecision, Refusal, Status, StepOutcome, Target, Wakeup};
 use courier_runtime::{
     Boundary, DriverTask, Durability, Error, Handle, JsonlFile, MemoryLog, PreStepHook, Sink,
-    StepCall, StepHook, Transition, WeakHandle, step_hook_fn,
+    StepCall, StepHook, Transition, WeakHandle, pre_step_hook_fn, step_hook_fn,
 };
 
 fn completing() -> impl StepHook {
@@ -295,6 +295,95 @@ fn log_failure_mid_step_drops_the_hook_and_stops_the_driver_task() {
         assert!(matches!(injected, Err(Error::Log(_))), "{injected:?}");
         stopped_by_the_log(&agent, task, outputs).await;
     });
+}
+
+/// A sink that holds the flush of the batch holding `turn/end` until the
+/// test lets it go, then holds the flush of the batch holding message `b`
+/// and fails it (a disk that fills there), saying when each is held.
+struct HeldThenFailing {
+    batch: Vec<String>,
+    held: mpsc::Sender<&'static str>,
+    turn_end: Option<mpsc::Receiver<()>>,
+    failing: Option<mpsc::Receiver<()>>,
+}
+
+impl Sink for HeldThenFailing {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        self.batch.push(line.to_owned());
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let batch = std::mem::take(&mut self.batch);
+        let holds = |needle: &str| batch.iter().any(|line| line.contains(needle));
+        if holds("\"turn/end\"")
+            && let Some(gate) = self.turn_end.take()
+        {
+            self.held.send("turn/end").expect("the test waits");
+            gate.recv().expect("the test lets it go");
+        }
+        if holds("\"id\":\"b\"")
+            && let Some(gate) = self.failing.take()
+        {
+            self.held.send("b").expect("the test waits");
+            gate.recv().expect("the test lets it go");
+            return Err(io::Error::other("the disk is full"));
+        }
+        Ok(())
+    }
+}
+
+/// Under `Sync`, no hook is handed a message whose line is not yet kept: a
+/// followup that lands while the driver task syncs its own completion
+/// starts the next turn with nobody to wake, and the driver task, back from
+/// that sync, found the job and ran the pre-step hook on `b` while `b`'s
+/// line was still being written, and that write failed. Now the driver task
+/// syncs a job's lines before its hook runs, meets the failure, and stops.
+#[test]
+fn a_hook_never_sees_a_send_whose_line_is_not_yet_kept_under_sync() {
+    let (held, holding) = mpsc::channel();
+    let (end_turn, turn_end) = mpsc::channel();
+    let (fail, failing) = mpsc::channel();
+    let sink = HeldThenFailing {
+        batch: Vec::new(),
+        held,
+        turn_end: Some(turn_end),
+        failing: Some(failing),
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen_by_hook = Arc::clone(&seen);
+    let pre_step = pre_step_hook_fn(move |boundary: Boundary| {
+        let ids = boundary.batch.iter().map(|m| m.id().as_str().to_owned());
+        seen_by_hook.lock().expect("not poisoned").extend(ids);
+        ready(PreStepDecision::Pass)
+    });
+    let (agent, driver) = Handle::new("hostile", pre_step, completing(), sink);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_time()
+        .build()
+        .expect("a tokio runtime");
+    let task = runtime.spawn(driver.run());
+    agent.followup("a").expect("accepted");
+    assert_eq!(holding.recv_timeout(HANG), Ok("turn/end"));
+    // The driver task is inside its completion's sync: `b` starts turn 2.
+    let sender = agent.clone();
+    let followup = std::thread::spawn(move || sender.followup("b"));
+    while !matches!(agent.status(), Status::Running { turn: 2, .. }) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    end_turn.send(()).expect("the sink waits");
+    assert_eq!(holding.recv_timeout(HANG), Ok("b"));
+    // `b`'s line is being written: before, the hook ran on it now.
+    let deadline = std::time::Instant::now() + Duration::from_millis(500);
+    while std::time::Instant::now() < deadline && seen.lock().expect("not poisoned").len() < 2 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    fail.send(()).expect("the sink waits");
+    let sent = followup.join().expect("no panic");
+    assert!(matches!(sent, Err(Error::Log(_))), "{sent:?}");
+    runtime.block_on(async { ends("the driver task", task).await.expect("no panic") });
+    assert_eq!(*seen.lock().expect("not poisoned"), ["a"]);
 }
 
 // ---- 4. A sink that calls its own agent ----
