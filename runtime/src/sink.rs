@@ -191,6 +191,13 @@ impl JsonlFile {
     /// writer holds it (it is never emptied under a live agent).
     pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
         let path = path.as_ref();
+        // Asked before the open, which waits for a reader on a FIFO and
+        // names no path for a folder.
+        match std::fs::metadata(path) {
+            Ok(metadata) => regular_file(&metadata, path)?,
+            Err(error) if error.kind() == ErrorKind::NotFound => {}
+            Err(error) => return Err(io::Error::new(error.kind(), format!("{path:?}: {error}"))),
+        }
         let file = OpenOptions::new().append(true).create(true).open(path)?;
         take_writer(&file, path)?;
         file.set_len(0)?;

@@ -211,6 +211,29 @@ fn a_log_that_is_not_a_regular_file_is_refused() {
     }
 }
 
+/// `JsonlFile::create` refuses them the same way, before it opens: a FIFO
+/// (before, the open waited for a reader for ever) or a folder (before,
+/// `IsADirectory` without its path); a new path is created.
+#[cfg(unix)]
+#[test]
+fn creating_a_log_that_is_not_a_regular_file_is_refused() {
+    let (_folder, path) = log_path();
+    let made = std::process::Command::new("mkfifo").arg(&path).status();
+    assert!(made.is_ok_and(|status| status.success()), "mkfifo");
+    let folder = path.with_file_name("folder");
+    fs::create_dir(&folder).expect("a folder");
+    for path in [path.as_path(), Path::new("/dev/null"), folder.as_path()] {
+        let Err(error) = JsonlFile::create(path) else {
+            panic!("{path:?} created");
+        };
+        assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
+        assert!(error.to_string().contains(&format!("{path:?}")), "{error}");
+    }
+    let new = path.with_file_name("new.jsonl");
+    drop(JsonlFile::create(&new).expect("created"));
+    assert!(new.is_file());
+}
+
 /// A log that is not there is `NotFound`, naming it, so an embedder can
 /// tell it from a corrupt one and start a fresh log instead.
 #[test]
