@@ -469,9 +469,13 @@ impl Replayed {
         let taken: Vec<MessageId> = if let Output::Spliced(splice) = output
             && splice.outcome.is_none()
         {
-            let list = self.replay.inbox().list(splice.target).iter();
-            let taken = list.skip(splice.start).take(splice.removed_count);
-            taken.map(|message| message.id().clone()).collect()
+            // Found by position, not walked to: a removal in the middle of a
+            // long list (one without `outcome`) costs its length only.
+            let end = splice.start.saturating_add(splice.removed_count);
+            let list = self.replay.inbox().list(splice.target);
+            list.range(splice.start..end)
+                .map(|message| message.id().clone())
+                .collect()
         } else {
             Vec::new()
         };
