@@ -201,6 +201,7 @@ impl JsonlFile {
         let file = OpenOptions::new().append(true).create(true).open(path)?;
         take_writer(&file, path)?;
         file.set_len(0)?;
+        sync_folder(path)?;
         Self::locked(file, path)
     }
 
@@ -314,6 +315,24 @@ pub(crate) fn regular_file(metadata: &std::fs::Metadata, path: &Path) -> io::Res
         ErrorKind::InvalidInput,
         format!("{path:?} is not a regular file: a session log is a file to append to"),
     ))
+}
+
+/// Syncs the folder holding `path`, so a file just created there survives
+/// a crash by name, not only by content: a `Sync` send's `fsync` of the
+/// file does not make its directory entry durable (POSIX), and a log whose
+/// entry is lost loses every line in it.
+fn sync_folder(path: &Path) -> io::Result<()> {
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    #[cfg(unix)]
+    File::open(folder)
+        .and_then(|folder| folder.sync_all())
+        .map_err(|error| io::Error::new(error.kind(), format!("cannot sync {folder:?}: {error}")))?;
+    #[cfg(not(unix))]
+    let _ = folder;
+    Ok(())
 }
 
 /// Takes the log's one-writer lock on `file` (opened from `path`), or says
