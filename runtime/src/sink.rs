@@ -329,7 +329,9 @@ fn sync_folder(path: &Path) -> io::Result<()> {
     #[cfg(unix)]
     File::open(folder)
         .and_then(|folder| folder.sync_all())
-        .map_err(|error| io::Error::new(error.kind(), format!("cannot sync {folder:?}: {error}")))?;
+        .map_err(|error| {
+            io::Error::new(error.kind(), format!("cannot sync {folder:?}: {error}"))
+        })?;
     #[cfg(not(unix))]
     let _ = folder;
     Ok(())

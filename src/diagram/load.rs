@@ -80,10 +80,17 @@ fn not_commands(script: &Script) -> Option<String> {
     ))
 }
 
+/// A line without the byte order mark it may start with: the file's
+/// first, or another file's joined on (the transcript reader passes over
+/// both alike).
+fn unmarked(line: &str) -> &str {
+    line.strip_prefix('\u{feff}').unwrap_or(line)
+}
+
 /// The other implementation's lines a divergence transcript (written by
 /// `courier sim --against`) keeps in its header, at its last block.
 fn diverged(text: &str, rows: usize) -> Option<Diverged> {
-    let mut lines = text.lines();
+    let mut lines = text.lines().map(unmarked);
     lines.next()?.strip_prefix("# divergence: ")?;
     let other = lines
         .skip_while(|line| !line.starts_with("# the other implementation printed there:"))
@@ -182,7 +189,7 @@ fn flagged(mutant: &str) -> Result<Agent, String> {
 /// one the file means is the user's to say (`--mutant`).
 fn named_variant(text: &str) -> Result<Option<(usize, String)>, String> {
     let mut named = text.lines().enumerate().filter_map(|(index, line)| {
-        let comment = line.strip_prefix('#')?.trim();
+        let comment = unmarked(line).strip_prefix('#')?.trim();
         let name = match comment.strip_prefix("mutant:") {
             Some(name) => name.trim(),
             None => {
@@ -255,7 +262,7 @@ pub fn write_beside(drawn: Result<Diagram, String>, svg: &Path, flag: &'static s
 
 #[cfg(test)]
 mod tests {
-    use super::named_variant;
+    use super::{diverged, named_variant};
 
     #[test]
     fn a_transcript_names_its_variant_in_a_comment() {
@@ -268,6 +275,21 @@ mod tests {
         );
         assert_eq!(named_variant("# replay: courier run ce.txn\n"), Ok(None));
         assert_eq!(named_variant("# m01 · planted bug `no-latch`\n"), Ok(None));
+        // Behind a byte order mark (before, passed over: the counterexample
+        // was drawn on the correct design, as passing).
+        let marked = "\u{feff}# mutant: no-latch\n";
+        assert_eq!(named_variant(marked), Ok(Some((1, "no-latch".to_owned()))));
+    }
+
+    /// A divergence transcript behind a byte order mark is one still.
+    #[test]
+    fn a_divergence_behind_a_byte_order_mark_is_read() {
+        let text = "\u{feff}# divergence: x\n# the other implementation printed there:\n#   turn/end 1 aborted\n";
+        let diverged = diverged(text, 3).expect("a divergence");
+        assert_eq!(
+            (diverged.row, diverged.other),
+            (2, vec!["turn/end 1 aborted".to_owned()])
+        );
     }
 
     /// The same variant named twice is one; two different ones are refused,
