@@ -51,7 +51,7 @@ pub fn from_transcript(file: &Path, text: &str, mutant: Option<&str>) -> Result<
     let mut tracer = Tracer::new(agent);
     // A stall is the run's verdict (a liveness failure), drawn up to there.
     let stalled = tracer.run_script(&script).err();
-    let mut diagram = tracer.finish(title(file, variant));
+    let mut diagram = tracer.finish(title(file, variant))?;
     diagram.stalled = stalled.map(|(line, stalled)| format!("line {line}: {stalled}"));
     diagram.notes.extend(note);
     diagram.notes.extend(not_commands(&script));
@@ -118,7 +118,7 @@ pub fn from_report(file: &Path, report: &Report, mutant: Option<&str>) -> Result
     let mut tracer = Tracer::new(agent.clone());
     tracer.apply_all(&report.trace);
     let title = format!("{} seed {}", title(file, variant), report.seed);
-    let mut diagram = tracer.finish(title);
+    let mut diagram = tracer.finish(title)?;
     // A planted bug this build lacks is drawn on the correct design, whose
     // run `courier replay` refuses to stand in for it.
     let stand_in = note.is_some();

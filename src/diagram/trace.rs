@@ -3,7 +3,7 @@
 //! said) and marks the first row where a SPEC §7 property broke.
 
 use courier_check::{Fed, Harness, Hooks, Restarted, Violation};
-use courier_core::transcript::{Script, Stalled};
+use courier_core::transcript::{Command, Script, Stalled, parse_command};
 use courier_core::{Agent, Input, Stimulus};
 
 use super::{Diagram, Row};
@@ -14,16 +14,28 @@ pub struct Tracer {
     rows: Rows,
 }
 
+/// The most rows a diagram keeps while its run is checked: each holds its
+/// transition's outputs, and a transcript's `run` feeds a row per
+/// completion, so a few blocks over a long inbox made millions (3 GB for an
+/// 8 MB file), of which a picture draws [`super::ROWS_DRAWN_MAX`].
+pub const ROWS_KEPT_MAX: usize = 2 * super::INPUTS_DRAWN_MAX;
+
 /// The hook that turns every fed input and every restart into a row.
 #[derive(Default)]
 struct Rows {
     rows: Vec<Row>,
     broken: Option<(usize, Violation)>,
+    /// Rows past [`ROWS_KEPT_MAX`], counted, not kept.
+    past: usize,
 }
 
 impl Rows {
     /// Adds `row`, marked when it showed the run's first violation.
     fn push(&mut self, row: Row, violation: Option<&Violation>) {
+        if self.rows.len() >= ROWS_KEPT_MAX {
+            self.past += 1;
+            return;
+        }
         if let Some(violation) = violation {
             self.broken = Some((self.rows.len(), violation.clone()));
         }
@@ -86,18 +98,65 @@ impl Tracer {
     /// nothing and draw nothing. Fails with the line of a `run` that stalled,
     /// its rows drawn up to there.
     pub fn run_script(&mut self, script: &Script) -> Result<(), (usize, Stalled)> {
+        // A script that never restarts keeps no durable log (nothing would
+        // cut it), as a trace past its last restart keeps none.
+        let restarts = script
+            .blocks()
+            .any(|block| matches!(parse_command(&block.command), Ok(Command::Restart { .. })));
+        if !restarts {
+            self.harness.keep_no_log();
+        }
         self.harness.run_script(script, &mut self.rows)
     }
 
-    /// The finished diagram.
-    pub fn finish(self, title: impl Into<String>) -> Diagram {
-        Diagram {
+    /// The finished diagram, unless its run made more rows than a diagram
+    /// keeps.
+    pub fn finish(self, title: impl Into<String>) -> Result<Diagram, String> {
+        let Rows { rows, broken, past } = self.rows;
+        if past > 0 {
+            return Err(format!(
+                "{} rows (a `run` draws a row per completion it feeds): too long to draw \
+                 usefully (at most {ROWS_KEPT_MAX}); `courier run` checks it",
+                rows.len() + past
+            ));
+        }
+        Ok(Diagram {
             title: title.into(),
-            rows: self.rows.rows,
-            broken: self.rows.broken,
+            rows,
+            broken,
             stalled: None,
             diverged: None,
             notes: Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ROWS_KEPT_MAX, Rows, Tracer};
+    use crate::diagram::Row;
+    use courier_check::Harness;
+    use courier_core::Agent;
+
+    /// Rows past the cap are counted, not kept, and the diagram is refused
+    /// naming them all: memory stays bounded by the cap, not by the run.
+    #[test]
+    fn a_run_past_the_rows_kept_is_counted_and_refused() {
+        let mut rows = Rows::default();
+        for _ in 0..ROWS_KEPT_MAX + 5 {
+            let restart = Row::Restart {
+                lose: 0,
+                lost: Vec::new(),
+                closers: Vec::new(),
+            };
+            rows.push(restart, None);
         }
+        assert_eq!(rows.rows.len(), ROWS_KEPT_MAX);
+        let tracer = Tracer {
+            harness: Harness::new(Agent::new()),
+            rows,
+        };
+        let refused = tracer.finish("t").unwrap_err();
+        assert!(refused.starts_with("200005 rows"), "{refused}");
     }
 }
