@@ -23,7 +23,9 @@ fn traced_file(file: &Path, agent: Agent) -> Diagram {
     let text = std::fs::read_to_string(file).unwrap();
     let mut tracer = Tracer::new(agent);
     tracer.run_script(&Script::parse(&text).unwrap()).unwrap();
-    tracer.finish(file.file_name().unwrap().to_str().unwrap())
+    tracer
+        .finish(file.file_name().unwrap().to_str().unwrap())
+        .expect("drawable")
 }
 
 /// A vendored restart scenario (SPEC §11).
@@ -75,7 +77,7 @@ fn a_stimulus_trace_draws_its_restarts() {
         Stimulus::Input(Input::followup(Message::text("A", Source::user()))),
         Stimulus::Restart { lose: 0 },
     ]);
-    let diagram = tracer.finish("stimuli");
+    let diagram = tracer.finish("stimuli").expect("drawable");
     let closer = Output::TurnEnd {
         turn: 1,
         reason: TurnEnd::Interrupted,
@@ -141,7 +143,7 @@ fn a_refused_input_is_drawn_with_its_error() {
     let script = Script::parse("inject A\n----\n\nsteer A\n----\n\n").unwrap();
     let mut tracer = Tracer::new(Agent::new());
     tracer.run_script(&script).unwrap();
-    let diagram = tracer.finish("refusal & <escape>");
+    let diagram = tracer.finish("refusal & <escape>").expect("drawable");
     let mermaid = diagram.render(Format::Mermaid);
     assert!(mermaid.contains("C-xNS: steer A"), "{mermaid}");
     assert!(
