@@ -871,10 +871,10 @@ pub fn at_signal(action: fn()) {
 /// [`at_signal`] actions, removing the temporary files still live: an exit
 /// runs no destructors, and the default death none either, so a Ctrl-C
 /// while a command staged its output (or sat blocked writing it to a FIFO
-/// nobody reads) left the staged file beside the user's. Installed once,
-/// at the first temporary file or action; a handler set before (the
-/// Explorer's) keeps its place.
-fn exit_on_signal() {
+/// nobody reads) left the staged file beside the user's. Installed once:
+/// by every command as it starts, and at the first temporary file or
+/// action; a handler set before (the Explorer's) keeps its place.
+pub fn exit_on_signal() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         let _another_handler_stays = ctrlc::set_handler(|| {

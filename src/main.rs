@@ -135,6 +135,10 @@ fn usage(error: &clap::Error) -> ExitCode {
 }
 
 fn run(command: Command) -> ExitCode {
+    // The Explorer ends on Ctrl-C with exit 0 by a handler of its own.
+    if !matches!(command, Command::Explore(_)) {
+        courier::files::exit_on_signal();
+    }
     match command {
         Command::Run(args) => cli::run::main(&args),
         Command::Validate(args) => cli::validate::main(&args),

@@ -121,3 +121,37 @@ fn never_destroy_an_interrupted_write_leaves_no_temporary_file() {
         assert_eq!(listing(&staging), Vec::<String>::new(), "signal {signal}");
     }
 }
+
+/// A command that holds no temporary file ends on SIGTERM or SIGHUP with
+/// exit 130 too, as the README says (before, the handler came with the
+/// first temporary file, so a long `check` died by the signal: 143, 129).
+#[cfg(unix)]
+#[test]
+fn a_signal_ends_any_command_with_exit_130() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+
+    for signal in ["TERM", "HUP"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_courier"))
+            .args(["check", "--messages", "6", "--threads", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the courier binary runs");
+        // Its first line says the search started (the handler is set by then).
+        let mut banner = String::new();
+        let stdout = child.stdout.take().expect("piped");
+        std::io::BufReader::new(stdout)
+            .read_line(&mut banner)
+            .expect("a line");
+        assert!(banner.starts_with("courier check:"), "{banner}");
+        let sent = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        let status = child.wait().expect("the child ends");
+        assert_eq!(status.code(), Some(130), "SIG{signal}");
+    }
+}
