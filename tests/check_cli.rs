@@ -84,6 +84,28 @@ fn a_mutant_needs_the_feature() {
     );
 }
 
+/// A negative number is a bad value of its flag, named (before, clap read
+/// `-1` as an unknown flag: "unexpected argument '-1' found").
+#[test]
+fn a_negative_bound_names_its_flag() {
+    for (arguments, flag) in [
+        (&["check", "--messages", "-1"][..], "--messages"),
+        (&["check", "--threads", "-1"], "--threads"),
+        (&["check", "--restarts", "-2"], "--restarts"),
+        (&["explore", "--port", "-1"], "--port"),
+        (&["sim", "--seeds", "0..2", "--jobs", "-1"], "--jobs"),
+    ] {
+        let output = courier(arguments);
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}");
+        let error = String::from_utf8_lossy(&output.stderr);
+        let first = error.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("error: invalid value '-") && first.contains(flag),
+            "{arguments:?}: {error}"
+        );
+    }
+}
+
 /// `--mutant` takes the core's names, listed by `--help` in every build.
 #[test]
 fn every_subcommand_lists_the_planted_bugs() {

@@ -30,24 +30,29 @@ pub(crate) struct Args {
     #[arg(
         long,
         default_value_t = Bounds::default().messages,
-        value_parser = clap::value_parser!(u8).range(1..=26)
+        value_parser = clap::value_parser!(u8).range(1..=26),
+        allow_negative_numbers = true
     )]
     messages: u8,
     /// Cancels and disposes over a run.
-    #[arg(long, default_value_t = Bounds::default().cancels)]
+    #[arg(long, default_value_t = Bounds::default().cancels, allow_negative_numbers = true)]
     cancels: u8,
     /// Inbox edits (prepend, replace, remove) over a run.
-    #[arg(long, default_value_t = Bounds::default().edits)]
+    #[arg(long, default_value_t = Bounds::default().edits, allow_negative_numbers = true)]
     edits: u8,
     /// The last step of a turn that may still end in `tool-calls`.
-    #[arg(long, default_value_t = Bounds::default().steps)]
+    #[arg(long, default_value_t = Bounds::default().steps, allow_negative_numbers = true)]
     steps: u8,
     /// Crashes and resumes over a run (0: none), each at the end of the log
     /// or in the middle of an input's durable writes.
-    #[arg(long, default_value_t = Bounds::default().restarts)]
+    #[arg(long, default_value_t = Bounds::default().restarts, allow_negative_numbers = true)]
     restarts: u8,
     /// Worker threads (default: every core; at most 256).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(
+        long,
+        value_parser = clap::value_parser!(u16).range(1..=256),
+        allow_negative_numbers = true
+    )]
     threads: Option<u16>,
     /// Hash states by their ids as written (measures what symmetry saves).
     #[arg(long)]

@@ -16,16 +16,21 @@ use stateright::Model as _;
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// Distinct messages inserted over a path (ids A, B, ...; at most 26).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=26))]
+    #[arg(
+        long,
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u8).range(1..=26),
+        allow_negative_numbers = true
+    )]
     messages: u8,
     /// Crashes and resumes over a path (0: none).
-    #[arg(long, default_value_t = Bounds::default().restarts)]
+    #[arg(long, default_value_t = Bounds::default().restarts, allow_negative_numbers = true)]
     restarts: u8,
     /// Explore a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME")]
     mutant: Option<MutantArg>,
     /// The port on 127.0.0.1 (0: any free port, printed).
-    #[arg(long, default_value_t = 3000)]
+    #[arg(long, default_value_t = 3000, allow_negative_numbers = true)]
     port: u16,
 }
 

@@ -42,7 +42,12 @@ pub(crate) struct Args {
     /// Worker threads (the result does not depend on it; at most one per
     /// seed, and 256: each costs a stack, and tens of thousands exhaust the
     /// system's memory maps).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u16).range(1..=256),
+        allow_negative_numbers = true
+    )]
     jobs: u16,
     /// Run only shard I of N (1-based): a contiguous slice of the seed range.
     #[arg(long, value_parser = parse_shard, value_name = "I/N")]
@@ -62,6 +67,7 @@ pub(crate) struct Args {
         long,
         value_name = "M",
         value_parser = clap::value_parser!(u8).range(1..=26),
+        allow_negative_numbers = true,
         conflicts_with_all = ["mutant", "no_coverage"],
     )]
     coverage_bound: Option<u8>,
