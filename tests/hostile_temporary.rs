@@ -155,3 +155,47 @@ fn a_signal_ends_any_command_with_exit_130() {
         assert_eq!(status.code(), Some(130), "SIG{signal}");
     }
 }
+
+/// A signal the command was started ignoring stays ignored (`nohup`, a
+/// script's background job): before, the handler took SIGHUP over, so a
+/// `nohup courier check` died with its terminal.
+#[cfg(unix)]
+#[test]
+fn a_signal_started_ignored_stays_ignored() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "trap '' HUP; exec \"$0\" check --messages 6 --threads 1",
+        ])
+        .arg(env!("CARGO_BIN_EXE_courier"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sh runs");
+    let mut banner = String::new();
+    let stdout = child.stdout.take().expect("piped");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut banner)
+        .expect("a line");
+    assert!(banner.starts_with("courier check:"), "{banner}");
+    let pid = child.id().to_string();
+    let kill = |signal: &str| {
+        let sent = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(&pid)
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+    };
+    kill("HUP");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        child.try_wait().expect("waitable").is_none(),
+        "SIGHUP ended it"
+    );
+    kill("TERM");
+    assert_eq!(child.wait().expect("it ends").code(), Some(130));
+}

@@ -60,8 +60,12 @@ pub(crate) struct Sweeps<A = Agent> {
     /// Pending messages visited on credit since the last sweep.
     credit: usize,
     /// While the inbox is large, the last sweep that passed: its agent and
-    /// the inputs fed since.
+    /// the inputs fed since, up to the first restart.
     since: Option<Box<Since<A>>>,
+    /// The inputs fed before the first restart since the last sweep that
+    /// passed, if one came: a replay cannot cross it (the resumed agent
+    /// comes from the kept log, not from an input).
+    restart: Option<u64>,
 }
 
 /// The agent as a sweep that passed left it, and what was fed after.
@@ -71,10 +75,6 @@ struct Since<A> {
     /// The number of the first input fed after it.
     first: u64,
     inputs: Vec<Input>,
-    /// Whether a restart followed `inputs`: a replay cannot cross one (the
-    /// resumed agent comes from the kept log, not from an input), so what
-    /// was fed after it is not kept.
-    restarted: bool,
 }
 
 impl<A> Default for Sweeps<A> {
@@ -83,6 +83,7 @@ impl<A> Default for Sweeps<A> {
             fed: 0,
             credit: 0,
             since: None,
+            restart: None,
         }
     }
 }
@@ -103,7 +104,7 @@ impl<A: Swept> Sweeps<A> {
     /// Counts `input` as fed (kept while a large inbox's sweep is pending).
     pub(crate) fn fed(&mut self, input: &Input) {
         self.fed += 1;
-        if let Some(since) = self.since.as_mut().filter(|since| !since.restarted) {
+        if let Some(since) = self.since.as_mut().filter(|_| self.restart.is_none()) {
             since.inputs.push(input.clone());
         }
     }
@@ -112,8 +113,8 @@ impl<A: Swept> Sweeps<A> {
     /// is due on credit, as after an input, but a failing one can replay
     /// only the inputs before the restart.
     pub(crate) fn restarted(&mut self) {
+        self.restart.get_or_insert(self.fed);
         if let Some(since) = &mut self.since {
-            since.restarted = true;
             since.inputs.shrink_to_fit();
         }
     }
@@ -135,6 +136,7 @@ impl<A: Swept> Sweeps<A> {
         if let Err(panic) = panic::catch_unwind(AssertUnwindSafe(|| agent.sweep())) {
             self.name_the_input(panic);
         }
+        self.restart = None;
         // Cloned only for a large inbox, once per `len / SWEEP_CREDIT`
         // inputs: amortized constant.
         self.since = (len > SWEEP_BUDGET).then(|| {
@@ -142,7 +144,6 @@ impl<A: Swept> Sweeps<A> {
                 agent: agent.clone(),
                 first: self.fed + 1,
                 inputs: Vec::new(),
-                restarted: false,
             })
         });
     }
@@ -152,11 +153,23 @@ impl<A: Swept> Sweeps<A> {
     /// fed: the one before was swept). A replay stops at a restart.
     fn name_the_input(&self, panic: Box<dyn Any + Send>) -> ! {
         let Some(since) = &self.since else {
-            panic!(
-                "input #{} broke the core's invariants: {}",
-                self.fed,
-                message(&*panic)
-            );
+            match self.restart {
+                None => panic!(
+                    "input #{} broke the core's invariants: {}",
+                    self.fed,
+                    message(&*panic)
+                ),
+                Some(at) if at == self.fed => panic!(
+                    "the restart after input #{at} broke the core's invariants: {}",
+                    message(&*panic)
+                ),
+                Some(at) => panic!(
+                    "the restart after input #{at}, or an input after it up to #{}, broke \
+                     the core's invariants: {}",
+                    self.fed,
+                    message(&*panic)
+                ),
+            }
         };
         let mut agent = since.agent.clone();
         for (number, input) in (since.first..).zip(&since.inputs) {
@@ -173,7 +186,7 @@ impl<A: Swept> Sweeps<A> {
                 );
             }
         }
-        if since.restarted {
+        if self.restart.is_some() {
             panic!(
                 "the sweep after input #{} found the core's invariants broken; the {} \
                  inputs fed after the last sweep that passed replay without breaking them, \
@@ -331,6 +344,32 @@ mod tests {
                 .as_deref()
                 .is_some_and(|b| b.starts_with("input #12345 (")),
             "{broke:?}"
+        );
+    }
+
+    /// A small inbox is swept right after a restart: a break found there is
+    /// the restart's, not the input before it (which its own sweep passed).
+    #[test]
+    fn a_restart_that_breaks_a_small_inbox_is_named() {
+        let mut agent = Breaking {
+            fed: 0,
+            broken_at: u64::MAX,
+            sweeps: 0,
+        };
+        let mut sweeps = Sweeps::default();
+        for _ in 0..3 {
+            agent.feed(inject());
+            sweeps.fed(&inject());
+            sweeps.after_input(&mut agent);
+        }
+        sweeps.restarted();
+        // The resumed agent is broken.
+        agent.broken_at = 0;
+        let broke = panic::catch_unwind(AssertUnwindSafe(|| sweeps.after_input(&mut agent)));
+        let broke = broke.expect_err("caught");
+        assert_eq!(
+            message(&*broke),
+            "the restart after input #3 broke the core's invariants: broken since input 0"
         );
     }
 }

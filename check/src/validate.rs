@@ -320,7 +320,7 @@ fn next_line<'b, R: BufRead>(
 /// Skips the rest of a line, unread, up to `limit` more bytes: whether it
 /// must be refused, because a newline ended it or it ran past the limit
 /// with no end in sight (an endless stream such as `/dev/zero`); `false`
-/// when the file ended inside it (a torn tail)
+/// when the file ended inside it (a torn tail).
 fn skip_line(reader: &mut impl BufRead, limit: u64) -> std::io::Result<bool> {
     let mut skipped = 0u64;
     loop {

@@ -90,7 +90,9 @@ impl Handle {
     /// appending to the same file (in a log that numbers its records, as
     /// dsh's JSONL backend does, numbering them on). A balanced log gets nothing appended, not
     /// even the marker, so resuming twice appends nothing the second time. A
-    /// corrupt log is refused naming its line, and the file is not touched.
+    /// corrupt log is refused naming its line, and the file is not touched;
+    /// so is one that ends inside its fork's seed (a fork that never began:
+    /// a send appended there would be read as seed, and lost, next time).
     /// A log another live agent appends to (in this process or another) is
     /// refused untouched with [`ResumeError::Io`] of kind
     /// [`std::io::ErrorKind::ResourceBusy`] naming the file: see

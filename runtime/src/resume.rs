@@ -46,7 +46,8 @@ impl From<io::Error> for ResumeError {
 /// resuming twice appends nothing the second time; unlike dsh, no marker is
 /// written then either. A log that kept no line at all (the crash cut its
 /// header) is refused untouched: without its session id there is nothing
-/// to go on with.
+/// to go on with; so is one that ends inside its fork's seed (see
+/// `kept::read`).
 pub(crate) fn repair_in_place(path: &Path) -> Result<(KeptLog, JsonlFile), ResumeError> {
     // A folder is refused as any file that is not a regular one (opening it
     // to append would fail first, as another error); a missing file is

@@ -327,11 +327,21 @@ fn sync_folder(path: &Path) -> io::Result<()> {
         _ => Path::new("."),
     };
     #[cfg(unix)]
-    File::open(folder)
-        .and_then(|folder| folder.sync_all())
-        .map_err(|error| {
-            io::Error::new(error.kind(), format!("cannot sync {folder:?}: {error}"))
-        })?;
+    match File::open(folder).and_then(|folder| folder.sync_all()) {
+        Ok(()) => {}
+        // A folder this process may write but not read, or a file system
+        // that cannot sync a folder (some FUSE and network ones): the
+        // file's own syncs are all it offers.
+        Err(error)
+            if matches!(
+                error.kind(),
+                ErrorKind::PermissionDenied | ErrorKind::InvalidInput | ErrorKind::Unsupported
+            ) => {}
+        Err(error) => {
+            let why = format!("cannot sync {folder:?}: {error}");
+            return Err(io::Error::new(error.kind(), why));
+        }
+    }
     #[cfg(not(unix))]
     let _ = folder;
     Ok(())

@@ -369,7 +369,9 @@ fn a_hook_never_sees_a_send_whose_line_is_not_yet_kept_under_sync() {
     // The driver task is inside its completion's sync: `b` starts turn 2.
     let sender = agent.clone();
     let followup = std::thread::spawn(move || sender.followup("b"));
+    let started = std::time::Instant::now();
     while !matches!(agent.status(), Status::Running { turn: 2, .. }) {
+        assert!(started.elapsed() < HANG, "turn 2 never started");
         std::thread::sleep(Duration::from_millis(1));
     }
     end_turn.send(()).expect("the sink waits");
