@@ -7,6 +7,8 @@
 
 use std::path::Path;
 
+mod common;
+
 /// The files in `folder`, sorted.
 fn listing(folder: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(folder)
@@ -94,16 +96,17 @@ fn never_destroy_an_interrupted_write_leaves_no_temporary_file() {
         .join("tests/scenarios/aborted-turn-ignores-outcome.txn");
     assert!(transcript.is_file(), "{}", transcript.display());
     for signal in ["INT", "TERM"] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_courier"))
-            .args(["diagram"])
-            .arg(&transcript)
-            .arg("--out")
-            .arg(&fifo)
-            .env("TMPDIR", &staging)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the courier binary runs");
+        let mut child =
+            common::with_default_signals(&mut Command::new(env!("CARGO_BIN_EXE_courier")))
+                .args(["diagram"])
+                .arg(&transcript)
+                .arg("--out")
+                .arg(&fifo)
+                .env("TMPDIR", &staging)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("the courier binary runs");
         // Blocked at the FIFO's open, its picture staged.
         let deadline = Instant::now() + Duration::from_secs(30);
         while listing(&staging).is_empty() {
@@ -132,12 +135,13 @@ fn a_signal_ends_any_command_with_exit_130() {
     use std::process::{Command, Stdio};
 
     for signal in ["TERM", "HUP"] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_courier"))
-            .args(["check", "--messages", "6", "--threads", "1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the courier binary runs");
+        let mut child =
+            common::with_default_signals(&mut Command::new(env!("CARGO_BIN_EXE_courier")))
+                .args(["check", "--messages", "6", "--threads", "1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("the courier binary runs");
         // Its first line says the search started (the handler is set by then).
         let mut banner = String::new();
         let stdout = child.stdout.take().expect("piped");
