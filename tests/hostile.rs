@@ -4,6 +4,8 @@
 //! Each test is named for its class.
 
 mod common;
+#[cfg(unix)]
+mod signals;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -1392,7 +1394,7 @@ fn never_leave_processes_a_terminated_run_takes_the_implementation_along() {
     );
     for signal in ["TERM", "HUP"] {
         let _ = std::fs::remove_file(&pid_file);
-        let mut child = common::with_default_signals(&mut courier())
+        let mut child = signals::with_default_signals(&mut courier())
             .args(["run", "--against", &command, &text(&transcript)])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -7,7 +7,8 @@
 
 use std::path::Path;
 
-mod common;
+#[cfg(unix)]
+mod signals;
 
 /// The files in `folder`, sorted.
 fn listing(folder: &Path) -> Vec<String> {
@@ -97,7 +98,7 @@ fn never_destroy_an_interrupted_write_leaves_no_temporary_file() {
     assert!(transcript.is_file(), "{}", transcript.display());
     for signal in ["INT", "TERM"] {
         let mut child =
-            common::with_default_signals(&mut Command::new(env!("CARGO_BIN_EXE_courier")))
+            signals::with_default_signals(&mut Command::new(env!("CARGO_BIN_EXE_courier")))
                 .args(["diagram"])
                 .arg(&transcript)
                 .arg("--out")
@@ -136,7 +137,7 @@ fn a_signal_ends_any_command_with_exit_130() {
 
     for signal in ["TERM", "HUP"] {
         let mut child =
-            common::with_default_signals(&mut Command::new(env!("CARGO_BIN_EXE_courier")))
+            signals::with_default_signals(&mut Command::new(env!("CARGO_BIN_EXE_courier")))
                 .args(["check", "--messages", "6", "--threads", "1"])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
