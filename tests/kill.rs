@@ -301,7 +301,7 @@ fn kill_9_at_random_points_loses_no_synced_send() {
 }
 
 #[test]
-#[ignore = "2,000 kills: about 30 s in release, longer in debug"]
+#[ignore = "2,000 kills: about 30 s (a debug build on a quiet machine)"]
 fn kill_9_two_thousand_times() {
     let tally = kill_chains(2001, 1_000_000);
     println!("{}", tally.line());
