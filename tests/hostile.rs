@@ -1410,11 +1410,7 @@ fn never_leave_processes_a_terminated_run_takes_the_implementation_along() {
         }
         let pid = pid.trim().to_owned();
         assert!(!pid.is_empty(), "the implementation started");
-        let sent = Command::new("kill")
-            .args([&format!("-{signal}"), &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
+        signals::send(child.id(), signal);
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(130), "SIG{signal}: {status:?}");
         assert_dies(&pid, &format!("SIG{signal}: the implementation"));

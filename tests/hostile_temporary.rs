@@ -114,12 +114,7 @@ fn never_destroy_an_interrupted_write_leaves_no_temporary_file() {
             assert!(Instant::now() < deadline, "nothing was staged");
             std::thread::sleep(Duration::from_millis(20));
         }
-        let sent = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(child.id().to_string())
-            .status()
-            .expect("kill runs");
-        assert!(sent.success());
+        signals::send(child.id(), signal);
         let status = child.wait().expect("the child ends");
         assert_eq!(status.code(), Some(130), "signal {signal}");
         assert_eq!(listing(&staging), Vec::<String>::new(), "signal {signal}");
@@ -132,30 +127,11 @@ fn never_destroy_an_interrupted_write_leaves_no_temporary_file() {
 #[cfg(unix)]
 #[test]
 fn a_signal_ends_any_command_with_exit_130() {
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
-
     for signal in ["TERM", "HUP"] {
-        let mut child =
-            signals::with_default_signals(&mut Command::new(env!("CARGO_BIN_EXE_courier")))
-                .args(["check", "--messages", "6", "--threads", "1"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("the courier binary runs");
-        // Its first line says the search started (the handler is set by then).
-        let mut banner = String::new();
-        let stdout = child.stdout.take().expect("piped");
-        std::io::BufReader::new(stdout)
-            .read_line(&mut banner)
-            .expect("a line");
-        assert!(banner.starts_with("courier check:"), "{banner}");
-        let sent = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(child.id().to_string())
-            .status()
-            .expect("kill runs");
-        assert!(sent.success());
+        let mut check = std::process::Command::new(env!("CARGO_BIN_EXE_courier"));
+        check.args(["check", "--messages", "6", "--threads", "1"]);
+        let mut child = signals::searching(signals::with_default_signals(&mut check));
+        signals::send(child.id(), signal);
         let status = child.wait().expect("the child ends");
         assert_eq!(status.code(), Some(130), "SIG{signal}");
     }
@@ -167,40 +143,20 @@ fn a_signal_ends_any_command_with_exit_130() {
 #[cfg(unix)]
 #[test]
 fn a_signal_started_ignored_stays_ignored() {
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
-
-    let mut child = Command::new("sh")
+    let mut check = std::process::Command::new("sh");
+    check
         .args([
             "-c",
             "trap '' HUP; exec \"$0\" check --messages 6 --threads 1",
         ])
-        .arg(env!("CARGO_BIN_EXE_courier"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("sh runs");
-    let mut banner = String::new();
-    let stdout = child.stdout.take().expect("piped");
-    std::io::BufReader::new(stdout)
-        .read_line(&mut banner)
-        .expect("a line");
-    assert!(banner.starts_with("courier check:"), "{banner}");
-    let pid = child.id().to_string();
-    let kill = |signal: &str| {
-        let sent = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(&pid)
-            .status()
-            .expect("kill runs");
-        assert!(sent.success());
-    };
-    kill("HUP");
+        .arg(env!("CARGO_BIN_EXE_courier"));
+    let mut child = signals::searching(&mut check);
+    signals::send(child.id(), "HUP");
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(
         child.try_wait().expect("waitable").is_none(),
         "SIGHUP ended it"
     );
-    kill("TERM");
+    signals::send(child.id(), "TERM");
     assert_eq!(child.wait().expect("it ends").code(), Some(130));
 }
