@@ -62,9 +62,9 @@ pub(crate) struct Sweeps<A = Agent> {
     /// While the inbox is large, the last sweep that passed: its agent and
     /// the inputs fed since, up to the first restart.
     since: Option<Box<Since<A>>>,
-    /// The inputs fed before the first restart since the last sweep that
-    /// passed, if one came: a replay cannot cross it (the resumed agent
-    /// comes from the kept log, not from an input).
+    /// How many inputs had been fed when the first restart since the last
+    /// sweep that passed came, if one did: a replay cannot cross it (the
+    /// resumed agent comes from the kept log, not from an input).
     restart: Option<u64>,
 }
 
