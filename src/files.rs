@@ -853,83 +853,6 @@ impl Live {
     }
 }
 
-/// What a signal does before the exit it ends in (see [`at_signal`]).
-static SIGNAL_ACTIONS: std::sync::Mutex<Vec<fn()>> = std::sync::Mutex::new(Vec::new());
-
-/// Has Ctrl-C (or SIGTERM, SIGHUP: `timeout`, a closed terminal, a CI
-/// runner's stop) run `action` first, then end the process as
-/// [`exit_on_signal`] does: `--against` stops the process groups it started.
-pub fn at_signal(action: fn()) {
-    SIGNAL_ACTIONS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(action);
-    exit_on_signal();
-}
-
-/// Ends the process on Ctrl-C, SIGTERM or SIGHUP with exit 130, after the
-/// [`at_signal`] actions, removing the temporary files still live: an exit
-/// runs no destructors, and the default death none either, so a Ctrl-C
-/// while a command staged its output (or sat blocked writing it to a FIFO
-/// nobody reads) left the staged file beside the user's. Installed once:
-/// by every command as it starts, and at the first temporary file or
-/// action; a handler set before (the Explorer's) keeps its place. A signal
-/// the process was started ignoring (`nohup`, a background job's SIGINT)
-/// stays ignored.
-pub fn exit_on_signal() {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    INSTALLED.call_once(|| {
-        let ignored = ignored_signals();
-        let _another_handler_stays = ctrlc::set_handler(|| {
-            let actions = SIGNAL_ACTIONS
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone();
-            for action in actions {
-                action();
-            }
-            remove_live_temporaries();
-            std::process::exit(130);
-        });
-        ignore_again(&ignored);
-    });
-}
-
-/// The signals [`exit_on_signal`] handles that this process was started
-/// ignoring.
-#[cfg(unix)]
-fn ignored_signals() -> Vec<libc::c_int> {
-    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
-        .into_iter()
-        .filter(|&signal| {
-            // SAFETY: with no new action, `sigaction` only writes the
-            // current one into the zeroed struct it is given.
-            let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
-            let read = unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) };
-            read == 0 && current.sa_sigaction == libc::SIG_IGN
-        })
-        .collect()
-}
-
-#[cfg(not(unix))]
-fn ignored_signals() -> Vec<i32> {
-    Vec::new()
-}
-
-/// Ignores `signals` again (the handler took them over).
-#[cfg(unix)]
-fn ignore_again(signals: &[libc::c_int]) {
-    for &signal in signals {
-        // SAFETY: a plain system call setting a signal's disposition.
-        unsafe {
-            libc::signal(signal, libc::SIG_IGN);
-        }
-    }
-}
-
-#[cfg(not(unix))]
-fn ignore_again(_: &[i32]) {}
-
 impl Drop for Live {
     fn drop(&mut self) {
         let mut live = live_temporaries();
@@ -1048,6 +971,83 @@ fn remove_live_temporaries() {
         };
     }
 }
+
+/// What a signal does before the exit it ends in (see [`at_signal`]).
+static SIGNAL_ACTIONS: std::sync::Mutex<Vec<fn()>> = std::sync::Mutex::new(Vec::new());
+
+/// Has Ctrl-C (or SIGTERM, SIGHUP: `timeout`, a closed terminal, a CI
+/// runner's stop) run `action` first, then end the process as
+/// [`exit_on_signal`] does: `--against` stops the process groups it started.
+pub fn at_signal(action: fn()) {
+    SIGNAL_ACTIONS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(action);
+    exit_on_signal();
+}
+
+/// Ends the process on Ctrl-C, SIGTERM or SIGHUP with exit 130, after the
+/// [`at_signal`] actions, removing the temporary files still live: an exit
+/// runs no destructors, and the default death none either, so a Ctrl-C
+/// while a command staged its output (or sat blocked writing it to a FIFO
+/// nobody reads) left the staged file beside the user's. Installed once:
+/// by every command as it starts, and at the first temporary file or
+/// action; a handler set before (the Explorer's) keeps its place. A signal
+/// the process was started ignoring (`nohup`, a background job's SIGINT)
+/// stays ignored.
+pub fn exit_on_signal() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let ignored = ignored_signals();
+        let _another_handler_stays = ctrlc::set_handler(|| {
+            let actions = SIGNAL_ACTIONS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            for action in actions {
+                action();
+            }
+            remove_live_temporaries();
+            std::process::exit(130);
+        });
+        ignore_again(&ignored);
+    });
+}
+
+/// The signals [`exit_on_signal`] handles that this process was started
+/// ignoring.
+#[cfg(unix)]
+fn ignored_signals() -> Vec<libc::c_int> {
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+        .into_iter()
+        .filter(|&signal| {
+            // SAFETY: with no new action, `sigaction` only writes the
+            // current one into the zeroed struct it is given.
+            let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+            let read = unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) };
+            read == 0 && current.sa_sigaction == libc::SIG_IGN
+        })
+        .collect()
+}
+
+#[cfg(not(unix))]
+fn ignored_signals() -> Vec<i32> {
+    Vec::new()
+}
+
+/// Ignores `signals` again (the handler took them over).
+#[cfg(unix)]
+fn ignore_again(signals: &[libc::c_int]) {
+    for &signal in signals {
+        // SAFETY: a plain system call setting a signal's disposition.
+        unsafe {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn ignore_again(_: &[i32]) {}
 
 /// The OS error code in std's Debug of an `io::Error` (`Os { code: 11, ...`).
 fn os_code(message: &str) -> Option<i32> {
