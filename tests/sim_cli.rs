@@ -208,15 +208,7 @@ fn bad_arguments_and_bad_reports_exit_2() {
 fn a_planted_bug_is_found_replayed_and_shrunk_from_the_command_line() {
     let (_report_folder, report) = scratch("no-latch.json");
     let report_path = report.to_str().expect("utf-8");
-    let found = courier(&[
-        "sim",
-        "--seeds",
-        "0..100",
-        "--mutant",
-        "no-latch",
-        "--report",
-        report_path,
-    ]);
+    let found = found_no_latch(report_path);
     let found_text = stdout(&found);
     assert_eq!(found.status.code(), Some(1), "{found_text}");
     let violation = line_starting(&found_text, "violation: ");
@@ -324,15 +316,7 @@ fn a_resume_bug_is_found_and_shrunk_to_a_transcript_with_a_restart() {
 fn a_long_violation_detail_is_cut_to_200_characters() {
     let (_folder, report) = scratch("owed.json");
     let report_path = report.to_str().expect("utf-8");
-    let found = courier(&[
-        "sim",
-        "--seeds",
-        "0..100",
-        "--mutant",
-        "no-latch",
-        "--report",
-        report_path,
-    ]);
+    let found = found_no_latch(report_path);
     assert_eq!(found.status.code(), Some(1), "{}", stdout(&found));
     // The same report, its trace replaced: a turn aborted with A pending
     // (the latch the planted bug drops), then 2,000 waking sends.
@@ -359,6 +343,14 @@ fn a_long_violation_detail_is_cut_to_200_characters() {
         detail.chars().count() < 260 && detail.ends_with(" bytes in all)"),
         "{detail}"
     );
+}
+
+/// `courier sim --seeds 0..100 --mutant no-latch --report REPORT`.
+#[cfg(feature = "mutants")]
+fn found_no_latch(report: &str) -> std::process::Output {
+    courier(&[
+        "sim", "--seeds", "0..100", "--mutant", "no-latch", "--report", report,
+    ])
 }
 
 #[cfg(feature = "mutants")]

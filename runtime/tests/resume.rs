@@ -188,17 +188,25 @@ fn a_corrupt_middle_line_is_refused_naming_it_and_the_file_untouched() {
     }
 }
 
+/// A FIFO at `path`, a folder beside it, and `/dev/null`: paths that are no
+/// regular file.
+#[cfg(unix)]
+fn not_regular_files(path: &Path) -> [std::path::PathBuf; 3] {
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    assert!(made.is_ok_and(|status| status.success()), "mkfifo");
+    let folder = path.with_file_name("folder");
+    fs::create_dir(&folder).expect("a folder");
+    [path.to_owned(), "/dev/null".into(), folder]
+}
+
 /// A log that is not a regular file is refused at once, naming it: a FIFO
 /// (before, the resume's read waited for a writer for ever) or a device.
 #[cfg(unix)]
 #[test]
 fn a_log_that_is_not_a_regular_file_is_refused() {
     let (_folder, path) = log_path();
-    let made = std::process::Command::new("mkfifo").arg(&path).status();
-    assert!(made.is_ok_and(|status| status.success()), "mkfifo");
-    let folder = path.with_file_name("folder");
-    fs::create_dir(&folder).expect("a folder");
-    for path in [path.as_path(), Path::new("/dev/null"), folder.as_path()] {
+    for path in not_regular_files(&path) {
+        let path = path.as_path();
         let Err(ResumeError::Io(error)) = resume(path) else {
             panic!("{path:?} resumed, or refused for another reason");
         };
@@ -218,11 +226,8 @@ fn a_log_that_is_not_a_regular_file_is_refused() {
 #[test]
 fn creating_a_log_that_is_not_a_regular_file_is_refused() {
     let (_folder, path) = log_path();
-    let made = std::process::Command::new("mkfifo").arg(&path).status();
-    assert!(made.is_ok_and(|status| status.success()), "mkfifo");
-    let folder = path.with_file_name("folder");
-    fs::create_dir(&folder).expect("a folder");
-    for path in [path.as_path(), Path::new("/dev/null"), folder.as_path()] {
+    for path in not_regular_files(&path) {
+        let path = path.as_path();
         let Err(error) = JsonlFile::create(path) else {
             panic!("{path:?} created");
         };
