@@ -95,16 +95,16 @@ fn never_destroy_a_full_disk_mid_write_leaves_the_old_file_whole() {
 fn never_destroy_a_missing_blank_line_is_a_layout_error_naming_the_line() {
     let folder = folder();
     // The blank line after the first block is missing: reading on would
-    // merge the next command (and a comment) into its outputs, and
-    // `--rewrite` would replace them. Issue 16's example, then the same
-    // without the comment, a command alone, a typo then `----`, then a
-    // comment alone.
+    // merge the next command into its outputs (a comment before it is
+    // one, SPEC §9), and `--rewrite` would replace them. Issue 16's
+    // example, then the same without the comment, a command alone, then a
+    // typo and `----`.
     let cases = [
         (
             "merged.txn",
             "followup A\n----\nspliced next-turn@0 +A\n# note\nfollowup B\n----\nx\n",
-            4,
-            "a comment inside an expected block",
+            5,
+            "a command inside an expected block",
         ),
         (
             "merged-command.txn",
@@ -137,12 +137,6 @@ fn never_destroy_a_missing_blank_line_is_a_layout_error_naming_the_line() {
             5,
             "`----` inside an expected block",
         ),
-        (
-            "commented.txn",
-            "followup A\n----\nspliced next-turn@0 +A\n# why A\n",
-            4,
-            "a comment inside an expected block",
-        ),
     ];
     for (name, content, line, reason) in cases {
         let path = write(&folder, name, content);
@@ -160,6 +154,32 @@ fn never_destroy_a_missing_blank_line_is_a_layout_error_naming_the_line() {
         }
         assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
     }
+}
+
+/// SPEC §9: `#` starts a comment line, wherever it stands. Comments
+/// between a command and its `----` and among its expected lines are no
+/// expected lines: the file passes `run`, and `--rewrite` of a failing
+/// block keeps every one. Before, the file was unreadable (exit 2).
+#[test]
+fn never_destroy_a_comment_inside_a_block_is_kept_and_not_expected() {
+    let folder = folder();
+    let passing = "followup A\n# why A\n----\nspliced next-turn@0 +A\n~inserted A\n# then it runs\n~status running\nturn/start 1\nspliced next-turn@0 -1\n~claimed A 1\n# claimed\n";
+    let path = write(&folder, "commented.txn", passing);
+    let (code, stdout, stderr) = run(&["run", &text(&path)]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let failing = passing.replace("~claimed A 1", "~claimed B 1");
+    let path = write(&folder, "failing.txn", &failing);
+    let (code, _, stderr) = run(&["run", &text(&path)]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let (code, _, stderr) = run(&["run", "--rewrite", &text(&path)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let rewritten = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        rewritten,
+        "followup A\n# why A\n----\nspliced next-turn@0 +A\n~inserted A\n~status running\nturn/start 1\nspliced next-turn@0 -1\n~claimed A 1\n# then it runs\n# claimed\n\n"
+    );
+    let (code, _, stderr) = run(&["run", &text(&path)]);
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 #[test]

@@ -87,7 +87,7 @@ fn bounded_memory_a_late_layout_error_comes_before_any_diff() {
     let folder = tempfile::tempdir().expect("a temporary folder");
     let path = folder.path().join("late.txn");
     let mut text = transcript(false);
-    text.push_str("status\n----\nidle\n# a comment where a blank line belongs\n");
+    text.push_str("status\n----\nidle\n----\n");
     std::fs::write(&path, &text).unwrap();
     for rewrite in [&[][..], &["--rewrite"]] {
         let output = Command::new(env!("CARGO_BIN_EXE_courier"))
@@ -103,7 +103,7 @@ fn bounded_memory_a_late_layout_error_comes_before_any_diff() {
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         let line = text.lines().count();
         assert!(
-            stderr.contains(&format!(":{line}: a comment inside an expected block")),
+            stderr.contains(&format!(":{line}: `----` inside an expected block")),
             "{stderr}"
         );
         assert_eq!(stdout, "0 passed, 0 failed, 1 unreadable\n");

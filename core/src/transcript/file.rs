@@ -34,7 +34,9 @@ impl Item {
     }
 }
 
-/// A command line, then `----` and the expected lines.
+/// A command line, then `----` and the expected lines. Comment lines may
+/// stand between them (SPEC §9: `#` starts a comment line, wherever it
+/// is); they are no expected line, and a rewrite keeps each of them.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Block {
     /// 1-based line of the command.
@@ -46,6 +48,13 @@ pub struct Block {
     /// The block as written: the command line through the blank line that
     /// ends it (when there is one), line endings included.
     raw: String,
+    /// The comment lines between the command and its `----`, as written.
+    heading: String,
+    /// The `----` line as written (empty when there is none).
+    separator: String,
+    /// The comment lines among the expected ones, as written: a rewrite
+    /// writes them, in order, after the outputs it writes.
+    notes: String,
     /// The blank line that ended the block as written, if any.
     blank: Option<String>,
 }
@@ -120,15 +129,19 @@ type Lines<I> = Peekable<Enumerate<I>>;
 /// A transcript's items, read from its lines (each as written, with its
 /// line ending; a reader's error ends them). Commands are parsed only when
 /// run, so an unknown command is an `error:` line, not a layout error; but
-/// a `----`, a `#` comment or a command inside an expected block means a
-/// blank line is missing (reading on would swallow the user's lines as
-/// outputs, which `--rewrite` then replaces), and a block over [`BLOCK_BYTES_MAX`] is
-/// refused. After an error there are no more items.
+/// a `----` or a command inside an expected block means a blank line is
+/// missing (reading on would swallow the user's lines as outputs, which
+/// `--rewrite` then replaces), and a block over [`BLOCK_BYTES_MAX`] is
+/// refused. A `#` comment is one anywhere (SPEC §9). After an error there
+/// are no more items.
 pub struct Items<I: Iterator> {
     lines: Lines<I>,
     newline: &'static str,
     bom: bool,
     stopped: bool,
+    /// Comment lines read after a command in case its `----` followed
+    /// them; none did, so they are the next item.
+    held: Option<String>,
 }
 
 impl<I, S, E> Items<I>
@@ -153,6 +166,7 @@ where
             bom: first.starts_with('\u{feff}'),
             lines,
             stopped: false,
+            held: None,
         }
     }
 
@@ -169,6 +183,9 @@ where
     }
 
     fn read(&mut self) -> Option<Result<Item, Unreadable<E>>> {
+        if let Some(held) = self.held.take() {
+            return Some(Ok(Item::Text(held)));
+        }
         let (index, raw) = self.lines.next()?;
         let raw = match raw {
             Ok(raw) => raw,
@@ -188,8 +205,7 @@ where
         // as the first line's is.
         let line = content(raw);
         let line = line.strip_prefix('\u{feff}').unwrap_or(line);
-        // Commands are read trimmed, so an indented `#` is a comment too.
-        if is_blank(line) || line.trim_ascii_start().starts_with('#') {
+        if is_blank(line) || is_comment(line) {
             return Some(Ok(Item::Text(raw.to_owned())));
         }
         if is_dashes(line) {
@@ -213,7 +229,11 @@ where
                          (only spaces and tabs are) nor a command",
             })));
         }
-        Some(block(number, line, raw, &mut self.lines).map(Item::Block))
+        let block = block(number, line, raw, &mut self.lines);
+        Some(block.map(|(block, held)| {
+            self.held = held;
+            Item::Block(block)
+        }))
     }
 }
 
@@ -270,6 +290,12 @@ fn is_blank(line: &str) -> bool {
     line.trim_ascii().is_empty()
 }
 
+/// A comment line: commands are read trimmed, so an indented `#` is a
+/// comment too.
+fn is_comment(line: &str) -> bool {
+    line.trim_ascii_start().starts_with('#')
+}
+
 /// The `----` line, whatever spaces an editor left around it (commands are
 /// read trimmed too).
 fn is_dashes(line: &str) -> bool {
@@ -297,9 +323,10 @@ where
     }
 }
 
-/// Checks an expected block's line `number` (its content, `output`): no
-/// output starts with `#` or is `----`, as either line is the user's, and
-/// `--rewrite` would replace it with outputs; nor with a byte order mark
+/// Checks an expected block's line `number` (its content, `output`, not a
+/// comment): no output is `----`, as that line is the user's, and
+/// `--rewrite` would replace it with outputs; nor starts with `#` behind
+/// an invisible space (a comment the user sees); nor with a byte order mark
 /// (another file starts there); nor with a command's word (`spliced`, not
 /// `splice`; `step/start`, not `step`; `~status`, not `status`): such a
 /// line is the user's next block (a new one without `----` yet, for
@@ -327,7 +354,8 @@ fn expected_line(number: usize, output: &str) -> Result<(), LayoutError> {
     }
     if output.starts_with('#') {
         return refused(
-            "a comment inside an expected block: a blank line must end the block before it",
+            "a comment behind an invisible or non-ASCII space inside an expected block: \
+             no output starts so",
         );
     }
     if super::starts_as_command(output) {
@@ -339,66 +367,90 @@ fn expected_line(number: usize, output: &str) -> Result<(), LayoutError> {
 }
 
 /// Reads the block whose command is `line` (numbered `number`, written
-/// `raw`): its `----` and expected lines up to a blank line.
+/// `raw`): the comments between it and its `----`, then its expected lines
+/// and comments up to a blank line. Comment lines after a command that no
+/// `----` follows are not the block's: they come back second, as written.
 fn block<I, S, E>(
     number: usize,
     line: &str,
     raw: &str,
     lines: &mut Lines<I>,
-) -> Result<Block, Unreadable<E>>
+) -> Result<(Block, Option<String>), Unreadable<E>>
 where
     I: Iterator<Item = Result<S, E>>,
     S: AsRef<str>,
 {
-    let too_large = || LayoutError {
-        line: number,
-        reason: "larger than 64 MiB: refused (a block, its command and expected \
-                 lines, is read whole)",
-    };
     let mut written = raw.to_owned();
-    let expected = match next_if(lines, is_dashes).map_err(Unreadable::Read)? {
-        None => None,
-        Some((dashes_line, dashes)) => {
-            whole(dashes_line, dashes.as_ref())?;
-            written.push_str(dashes.as_ref());
-            let mut expected = Vec::new();
-            while let Some((number, raw)) =
-                next_if(lines, |line| !is_blank(line)).map_err(Unreadable::Read)?
-            {
-                let raw = raw.as_ref();
-                whole(number, raw)?;
-                let output = content(raw);
-                expected_line(number, output).map_err(Unreadable::Layout)?;
-                written.push_str(raw);
-                if written.len() > BLOCK_BYTES_MAX {
-                    return Err(Unreadable::Layout(too_large()));
-                }
-                expected.push(output.to_owned());
-            }
-            Some(expected)
+    // Refuses the block once what it holds passes the cap.
+    let take = |written: &mut String, raw: &str| {
+        written.push_str(raw);
+        if written.len() <= BLOCK_BYTES_MAX {
+            return Ok(());
         }
+        Err(LayoutError {
+            line: number,
+            reason: "larger than 64 MiB: refused (a block, its command and expected \
+                     lines, is read whole)",
+        })
     };
-    let blank = match expected {
-        Some(_) => match next_if(lines, is_blank).map_err(Unreadable::Read)? {
-            Some((number, raw)) => {
-                whole(number, raw.as_ref())?;
-                Some(raw.as_ref().to_owned())
-            }
-            None => None,
-        },
+    let mut heading = String::new();
+    while let Some((number, raw)) = next_if(lines, is_comment).map_err(Unreadable::Read)? {
+        whole(number, raw.as_ref())?;
+        take(&mut heading, raw.as_ref())?;
+    }
+    let Some((dashes_line, dashes)) = next_if(lines, is_dashes).map_err(Unreadable::Read)? else {
+        // No `----`: the comments are the next item's.
+        let block = Block {
+            line: number,
+            command: line.trim_ascii_end().to_owned(),
+            expected: None,
+            raw: written,
+            heading: String::new(),
+            separator: String::new(),
+            notes: String::new(),
+            blank: None,
+        };
+        return Ok((block, Some(heading).filter(|held| !held.is_empty())));
+    };
+    whole(dashes_line, dashes.as_ref())?;
+    let separator = dashes.as_ref().to_owned();
+    take(&mut written, &heading)?;
+    take(&mut written, &separator)?;
+    let mut expected = Vec::new();
+    let mut notes = String::new();
+    while let Some((number, raw)) =
+        next_if(lines, |line| !is_blank(line)).map_err(Unreadable::Read)?
+    {
+        let raw = raw.as_ref();
+        whole(number, raw)?;
+        take(&mut written, raw)?;
+        let output = content(raw);
+        if is_comment(output) {
+            notes.push_str(raw);
+            continue;
+        }
+        expected_line(number, output).map_err(Unreadable::Layout)?;
+        expected.push(output.to_owned());
+    }
+    let blank = match next_if(lines, is_blank).map_err(Unreadable::Read)? {
+        Some((number, raw)) => {
+            whole(number, raw.as_ref())?;
+            take(&mut written, raw.as_ref())?;
+            Some(raw.as_ref().to_owned())
+        }
         None => None,
     };
-    written.push_str(blank.as_deref().unwrap_or_default());
-    if written.len() > BLOCK_BYTES_MAX {
-        return Err(Unreadable::Layout(too_large()));
-    }
-    Ok(Block {
+    let block = Block {
         line: number,
         command: line.trim_ascii_end().to_owned(),
-        expected,
+        expected: Some(expected),
         raw: written,
+        heading,
+        separator,
+        notes,
         blank,
-    })
+    };
+    Ok((block, None))
 }
 
 /// What a first pass over a transcript's items keeps, never the items:
@@ -509,24 +561,27 @@ impl Rewriter {
             text.push_str(&block.raw);
             return;
         }
-        // The command and `----` lines as written, trailing spaces and
-        // line endings too (a file may mix them); a `----` is added in the
-        // file's line ending, as is one for a last line that has none.
-        let mut written = block.raw.split_inclusive('\n');
-        let command = written.next().unwrap_or_default();
-        let dashes = block
-            .expected
-            .as_ref()
-            .and(written.next())
-            .unwrap_or("----");
-        for line in [command, dashes] {
+        // The command, comment and `----` lines as written, trailing spaces
+        // and line endings too (a file may mix them); a `----` is added in
+        // the file's line ending, as is one for a last line that has none.
+        let command = block.raw.split_inclusive('\n').next().unwrap_or_default();
+        let dashes = match block.expected {
+            Some(_) => block.separator.as_str(),
+            None => "----",
+        };
+        for line in [command, &block.heading, dashes] {
             text.push_str(line);
-            if !line.ends_with('\n') {
+            if !line.is_empty() && !line.ends_with('\n') {
                 text.push_str(self.newline);
             }
         }
         for line in printed {
             text.push_str(line);
+            text.push_str(self.newline);
+        }
+        // The user's comments stay, after the outputs.
+        text.push_str(&block.notes);
+        if !block.notes.is_empty() && !block.notes.ends_with('\n') {
             text.push_str(self.newline);
         }
         // A blank line ends the block (unless one follows already).
@@ -696,13 +751,8 @@ mod tests {
         assert_eq!(comment, "  # note\n");
         assert_eq!(block.command, "status");
         assert_eq!(block.expected.as_deref(), Some(&["idle".to_owned()][..]));
-        for inside in [
-            "status\n----\nidle\n ---- \n",
-            "status\n----\nidle\n  # c\n",
-        ] {
-            let error = Script::parse(inside).expect_err("a layout error");
-            assert_eq!(error.line, 4, "{inside:?}");
-        }
+        let error = Script::parse("status\n----\nidle\n ---- \n").expect_err("a layout error");
+        assert_eq!(error.line, 4);
     }
 
     /// A carriage return not before a line feed ends no line, so whatever
@@ -788,8 +838,8 @@ mod tests {
         for (text, line, reason) in [
             ("----\nstatus\n", 1, "`----` without a command before it"),
             (
-                "followup A\n# note\n----\n",
-                3,
+                "followup A\n# note\n\n----\n",
+                4,
                 "`----` after a comment or blank line: it goes right under its command",
             ),
             (
@@ -801,6 +851,64 @@ mod tests {
             let error = Script::parse(text).expect_err("a layout error");
             assert_eq!((error.line, error.reason), (line, reason), "{text:?}");
         }
+    }
+
+    /// SPEC §9: `#` starts a comment line, wherever it stands: between a
+    /// command and its `----` or among the expected lines, it is no
+    /// expected line, a passing block writes itself as it was, and a
+    /// rewrite keeps every comment (those among the outputs after the
+    /// outputs it writes). Before, either was a layout error: the file
+    /// could not be run.
+    #[test]
+    fn a_comment_inside_a_block_is_a_comment_and_a_rewrite_keeps_it() {
+        let text = "inbox\n# why\n----\nnext-turn:\n  # a note\nnext-step:\n# last\n\nstatus\n----\nidle\n# end";
+        let script = Script::parse(text).expect("a transcript");
+        let blocks: Vec<&Block> = script.blocks().collect();
+        let expected = |index: usize| blocks[index].expected.clone().unwrap_or_default();
+        assert_eq!(expected(0), ["next-turn:", "next-step:"]);
+        assert_eq!(expected(1), ["idle"]);
+        let lines = |lines: &[&str]| {
+            lines
+                .iter()
+                .map(|line| line.to_string())
+                .collect::<Vec<_>>()
+        };
+        let passing = [lines(&["next-turn:", "next-step:"]), lines(&["idle"])];
+        assert!(blocks[0].passes(&passing[0]) && blocks[1].passes(&passing[1]));
+        assert_eq!(script.render(&passing), text);
+        let failing = [lines(&["next-turn: A", "next-step:"]), lines(&["running"])];
+        assert_eq!(
+            script.render(&failing),
+            "inbox\n# why\n----\nnext-turn: A\nnext-step:\n  # a note\n# last\n\n\
+             status\n----\nrunning\n# end\n\n"
+        );
+    }
+
+    /// Comments after a command that no `----` follows belong to what comes
+    /// next, as before: a rewrite writes the block's `----` and outputs
+    /// above them.
+    #[test]
+    fn comments_after_a_command_without_its_separator_are_the_next_item() {
+        let text = "status\n# now the inbox\ninbox\n----\nnext-turn:\nnext-step:\n";
+        let script = Script::parse(text).expect("a transcript");
+        let [Item::Block(status), Item::Text(comment), Item::Block(inbox)] =
+            script.items.as_slice()
+        else {
+            panic!("{:?}", script.items);
+        };
+        assert_eq!(
+            (status.expected.as_ref(), comment.as_str()),
+            (None, "# now the inbox\n")
+        );
+        assert_eq!(inbox.line, 3);
+        let printed = [
+            vec!["idle".to_owned()],
+            vec!["next-turn:".into(), "next-step:".into()],
+        ];
+        assert_eq!(
+            script.render(&printed),
+            "status\n----\nidle\n\n# now the inbox\ninbox\n----\nnext-turn:\nnext-step:\n"
+        );
     }
 
     /// Comments and blank lines in a row are one item (a file of millions
