@@ -350,8 +350,10 @@ pub struct DefaultOutput<'a> {
     pub path: &'a Path,
     /// The flag that names another path.
     pub flag: &'static str,
-    /// Whether the start of a file (up to 4 KiB) is one this command wrote.
-    pub ours: fn(&[u8]) -> bool,
+    /// Whether the whole file at the path is one this command wrote: its
+    /// kind's reader takes all of it, so a file the user wrote, or one of
+    /// ours the user added to, is kept.
+    pub ours: fn(&Path) -> io::Result<bool>,
 }
 
 impl DefaultOutput<'_> {
@@ -373,11 +375,9 @@ impl DefaultOutput<'_> {
                 self.flag
             ));
         }
-        let mut start = Vec::new();
-        let read = File::open(self.path).and_then(|file| file.take(4096).read_to_end(&mut start));
-        let why = match read {
-            Ok(_) if (self.ours)(&start) => return None,
-            Ok(_) => "was not written by this command".to_owned(),
+        let why = match (self.ours)(self.path) {
+            Ok(true) => return None,
+            Ok(false) => "was not written by this command".to_owned(),
             Err(error) => format!("cannot be read ({error}) to tell whether this command wrote it"),
         };
         Some(format!(
@@ -406,13 +406,64 @@ pub fn replace_with(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
+    staged_with(path, write)?.commit()
+}
+
+/// A staged file filled by `write`, not yet committed.
+fn staged_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<Staged> {
     let mut staged = Staged::new(path)?;
     {
         let mut buffered = io::BufWriter::new(staged.file());
         write(&mut buffered)?;
         buffered.flush()?;
     }
-    staged.commit()
+    Ok(staged)
+}
+
+/// The whole text of a file a command may have written, for its
+/// [`DefaultOutput::ours`]: `None` when it is not UTF-8 or is larger than
+/// anything a command writes there (64 MiB).
+pub fn whole_text(path: &Path) -> io::Result<Option<String>> {
+    const CAP: u64 = 64 << 20;
+    let mut bytes = Vec::new();
+    File::open(path)?.take(CAP + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= CAP)
+        .then(|| String::from_utf8(bytes).ok())
+        .flatten())
+}
+
+/// Whether `text` is a transcript a command wrote: its first line starts
+/// with `heading` (how it says to replay it) and the whole file reads as a
+/// transcript (SPEC §9) whose every block pins its outputs (a line the
+/// user added reads as a block without `----`).
+pub fn is_transcript(text: &str, heading: &str) -> bool {
+    let script = courier_core::transcript::Script::parse(text);
+    text.starts_with(heading)
+        && script.is_ok_and(|script| script.blocks().all(|block| block.expected.is_some()))
+}
+
+/// As [`replace_with`], for a path that must be new: fails
+/// (`AlreadyExists`) when a file has appeared there meanwhile (see
+/// [`Staged::commit_new`]).
+pub fn create_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    staged_with(path, write)?.commit_new()
+}
+
+/// Why `path`, named by `flag`, may not be written by a command that
+/// writes only new files: a file is there (a user's data is never
+/// overwritten). A device or a pipe (`/dev/null`, `/dev/stdout`) is
+/// written in place, so it may be named.
+pub fn refused_existing(flag: &str, path: &Path) -> Option<String> {
+    let device = fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir());
+    let there = fs::symlink_metadata(path).is_ok();
+    (there && !device && !is_stdout(path))
+        .then(|| format!("{flag} {} exists: refused (write a new file)", named(path)))
 }
 
 /// A file being written beside its target, renamed over it by

@@ -487,6 +487,17 @@ fn never_destroy_demo_keeps_a_users_file_at_its_log_path() {
         let (code, _, stderr) = run(&["demo", "--log", &text(&ours)]);
         assert_eq!(code, Some(0), "its own log is replaced: {stderr}");
     }
+    // Its own log, once the user has added a line, is the user's: the whole
+    // file is read, not its first line. Before, the notes were gone.
+    let added = std::fs::read_to_string(&ours).unwrap() + "MY NOTES\n";
+    std::fs::write(&ours, &added).unwrap();
+    let (code, _, stderr) = run(&["demo", "--log", &text(&ours)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("was not written by this command: kept"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&ours).unwrap(), added);
 }
 
 #[test]
@@ -661,7 +672,7 @@ fn never_panic_a_log_the_disk_cannot_take_is_an_error() {
     let folder = folder();
     // An earlier demo's log, which the demo may replace (a user's file it
     // keeps without writing).
-    let old = "{\"type\":\"session\",\"version\":0,\"id\":\"demo\"}\nthe old log\n";
+    let old = "{\"type\":\"session\",\"version\":0,\"id\":\"demo\"}\n{\"type\":\"turn/start\",\"data\":{\"turn\":1}}\n";
     let log = write(&folder, "kept.jsonl", old);
     let binary = env!("CARGO_BIN_EXE_courier");
     for crash in ["", "--crash"] {
@@ -2450,6 +2461,19 @@ fn never_destroy_a_default_output_keeps_a_users_file_of_that_name() {
             assert!(!stderr.contains("error"), "{name} run {run}: {stderr}");
             assert!(mine.exists(), "{name} run {run}: written");
         }
+        // What it wrote, once the user has added to it, is the user's: the
+        // whole file is read, not its start. Before, it was replaced.
+        let added = std::fs::read_to_string(&mine).unwrap() + "my notes\n";
+        std::fs::write(&mine, &added).unwrap();
+        let output = found();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "{name} is there and was not written by this command: kept"
+            )),
+            "{name} added to: {stderr}"
+        );
+        assert_eq!(std::fs::read_to_string(&mine).unwrap(), added);
     }
 }
 

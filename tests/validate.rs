@@ -81,6 +81,80 @@ fn only_a_forks_first_end_seed_empties_the_inbox() {
     );
 }
 
+/// dsh forks only between turns (`_forkSeed` in `core/session/src/index.ts`
+/// refuses a boundary inside an open turn: `OPEN_TURN`), so a fork whose
+/// seed ends inside one is not a log dsh writes: `balanced` at the
+/// boundary. Before, the fork's empty start hid the open turn.
+#[test]
+fn a_forks_seed_that_ends_inside_an_open_turn_is_unbalanced() {
+    let message = |id: &str| {
+        format!(r#"{{"id":"{id}","role":"user","content":[],"source":{{"kind":"user"}}}}"#)
+    };
+    let send = |id: &str| {
+        format!(
+            r#"{{"type":"agent/inbox/spliced","data":{{"target":"next-turn","start":0,"inserted":[{}]}}}}"#,
+            message(id)
+        )
+    };
+    let claim = r#"{"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}}"#;
+    let turn = |kind: &str, turn: u64| {
+        format!(
+            r#"{{"type":"turn/{kind}","data":{{"turn":{turn}{}}}}}"#,
+            if kind == "end" {
+                r#","reason":{"kind":"completed"}"#
+            } else {
+                ""
+            }
+        )
+    };
+    let step = |kind: &str, turn: u64| {
+        format!(r#"{{"type":"step/{kind}","data":{{"turn":{turn},"step":1}}}}"#)
+    };
+    let admit = |id: &str| format!(r#"{{"type":"user/message","data":{}}}"#, message(id));
+    let seed = |closed: bool| {
+        let mut seed = vec![
+            send("A"),
+            turn("start", 1),
+            claim.to_owned(),
+            step("start", 1),
+            admit("A"),
+            step("end", 1),
+        ];
+        if closed {
+            seed.push(turn("end", 1));
+        }
+        seed
+    };
+    let log = |seed: Vec<String>| {
+        let header = format!(
+            r#"{{"type":"session","version":0,"id":"c","createdAt":0,"delegationDepth":1,"parentSession":"p","seedLength":{}}}"#,
+            seed.len()
+        );
+        let fork = [
+            send("B"),
+            turn("start", 2),
+            claim.to_owned(),
+            step("start", 2),
+            admit("B"),
+            step("end", 2),
+            turn("end", 2),
+        ];
+        let end_seed = r#"{"type":"session/end-seed","data":{}}"#.to_owned();
+        let lines = [vec![header], seed, vec![end_seed], fork.to_vec()].concat();
+        lines.join("\n") + "\n"
+    };
+    let (findings, _) = check(log(seed(false)).as_bytes());
+    let found: Vec<String> = findings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        found,
+        ["8: balanced: the fork's seed ends inside open turn 1 (dsh forks only between turns)"]
+    );
+    // Closed before the boundary, the same seed is a fork dsh writes.
+    let (findings, outcome) = check(log(seed(true)).as_bytes());
+    assert_eq!(findings.len(), 0, "{findings:?}");
+    assert!(outcome.unwrap().is_valid());
+}
+
 /// What a broken resume leaves in a log, as `tests/logs` holds it: the
 /// line of the first event that shows it, and what is wrong there.
 #[test]
@@ -358,13 +432,16 @@ fn a_log_must_open_with_a_session_header() {
     let chunk = "{\"type\":\"assistant/chunk\",\"data\":{}}\n";
     let (_, outcome) = check(chunk.as_bytes());
     assert_eq!(outcome.unwrap_err().line, 1);
-    // A blank line is not JSON (dsh's loader refuses it too): refused in
+    // A blank line is not JSON: refused in
     // the middle, said torn at the end.
     let (_, outcome) = check("\n \n".as_bytes());
     let error = outcome.unwrap_err();
     assert_eq!(
         (error.line, error.reason.as_str()),
-        (1, "a blank line: not JSON (dsh's loader refuses it too)")
+        (
+            1,
+            "a blank line: not JSON, and not the last line (SPEC §11 drops only a broken final line)"
+        )
     );
     let header = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0,\"delegationDepth\":0}\r\n";
     let (findings, outcome) = check(header.as_bytes());

@@ -4,7 +4,7 @@
 // loop (setImmediate rounds) so every effect is in the answer. The agent is
 // set up as dsh's own tests do (a cordis Context with its core plugins and a
 // model adapter). dsh is bundled in by build.mjs, never copied.
-import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { linkSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { constants as osConstants, tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -255,6 +255,13 @@ function benchRequest(request) {
   if (!positive(batch)) return `bench batch must be a positive integer, got ${JSON.stringify(batch)}`
   if (!positive(cycles)) return `bench cycles must be a positive integer, got ${JSON.stringify(cycles)}`
   if (log !== undefined && (typeof log !== 'string' || log === '')) return 'bench log must be a file path'
+  // A path from a protocol line never replaces a file (a device or a pipe
+  // is written in place).
+  if (log !== undefined && lstatSync(log, { throwIfNoEntry: false }) !== undefined) {
+    const target = statSync(log, { throwIfNoEntry: false })
+    const device = target !== undefined && (target.isCharacterDevice() || target.isBlockDevice() || target.isFIFO())
+    if (!device) return `bench log ${log} exists: refused (write a new file)`
+  }
   return { batch, cycles, log }
 }
 
@@ -298,9 +305,21 @@ async function bench({ batch, cycles, log }) {
     if (wrong) throw new Error(`bench: not the claim cycle: ${wrong}`)
     if (log !== undefined) {
       await ctx.sessions.flush(agent.session)
-      const temporary = join(dirname(log), `.${basename(log)}.${process.pid}.tmp`)
-      writeFileSync(temporary, readFileSync(sessionFile(benchLive.folder)))
-      renameSync(temporary, log)
+      const written = readFileSync(sessionFile(benchLive.folder))
+      if (lstatSync(log, { throwIfNoEntry: false }) !== undefined) {
+        // A device or a pipe (benchRequest refused anything else there).
+        writeFileSync(log, written)
+      } else {
+        // A new file only, whole or absent: linked into place, which fails
+        // if a file appeared there since the request was checked.
+        const temporary = join(dirname(log), `.${basename(log)}.${process.pid}.tmp`)
+        writeFileSync(temporary, written)
+        try {
+          linkSync(temporary, log)
+        } finally {
+          rmSync(temporary, { force: true })
+        }
+      }
     }
   } finally {
     benchLive.agent = undefined

@@ -17,7 +17,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use courier_core::{Message, MessageId, Output, Pending, Splice, Target, TurnEnd};
+use courier_core::{Cause, Message, MessageId, Output, Pending, Splice, Target, TurnEnd};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -172,6 +172,11 @@ enum Parked {
     /// abort looks the same in a log, so one since the turn began is let
     /// through.)
     Abort,
+    /// A turn ended `aborted:disposed`: dispose is final (SPEC §5), so no
+    /// send is accepted and no latch replays (SPEC §7 `no-wake-stays-idle`:
+    /// no replay is owed after a dispose; dsh's `agent.ts` never latches
+    /// while its abort reason is `disposed`). Only a restart ends it.
+    Disposed,
     /// Idle with nothing pending: a new session or fork, or a turn that
     /// ended with nothing pending (a normal end then retires, and a latch
     /// replays only pending work). A driver starts only at a waking send,
@@ -650,7 +655,7 @@ impl History {
             && splice.removed_count == 0
             && splice.start == length
             && inserted.len() == 1;
-        if send {
+        if send && self.parked != Some(Parked::Disposed) {
             self.parked = None;
             if let (Mode::Log, Target::NextTurn, Some(turn)) =
                 (self.mode, splice.target, self.turn.as_mut())
@@ -877,6 +882,15 @@ impl History {
                     ),
                 ));
             }
+            Some(Parked::Disposed) => {
+                return Err(Violation::new(
+                    Property::NoWakeStaysIdle,
+                    format!(
+                        "turn/start {number} after turn {} ended aborted:disposed: a disposed agent starts no driver until a restart",
+                        self.last_turn
+                    ),
+                ));
+            }
             Some(Parked::Restart) => {
                 return Err(Violation::new(
                     Property::NoWakeStaysIdle,
@@ -1090,6 +1104,9 @@ impl History {
                 // is the empty first batch's stop whatever it is called.
                 TurnEnd::Completed | TurnEnd::MaxTokens if step == 0 => Some(Parked::Stop),
                 TurnEnd::Interrupted => Some(Parked::Restart),
+                TurnEnd::Aborted {
+                    reason: Cause::Disposed,
+                } => Some(Parked::Disposed),
                 TurnEnd::Aborted { .. } if self.has_pending() => {
                     (!latchable).then_some(Parked::Abort)
                 }

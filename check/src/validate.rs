@@ -53,7 +53,7 @@ use std::fmt;
 use std::io::{BufRead, Read};
 
 use crate::goal::GoalRounds;
-use crate::{History, Mode, Violation};
+use crate::{History, Mode, Property, Violation};
 use courier_core::Output;
 use courier_core::log::{
     BLANK_LINE, BOM_HINT, Conversions, EndSeed, LINE_BYTES_MAX, LineError, LogLine, Reader,
@@ -373,7 +373,18 @@ impl Replay {
                 .readings
                 .each(|reading| reading.observe(output), goes_on),
             LogLine::EndSeed(EndSeed::ForkBoundary) => {
-                self.readings.boundary().history.end_seed();
+                let history = &mut self.readings.boundary().history;
+                // dsh forks only between turns (`_forkSeed`: `OPEN_TURN`).
+                if let Some(turn) = history.open_turn() {
+                    return Err(Broken::fatal(Violation::new(
+                        Property::Balanced,
+                        format!(
+                            "the fork's seed ends inside open turn {turn} (dsh forks only \
+                             between turns)"
+                        ),
+                    )));
+                }
+                history.end_seed();
                 Ok(())
             }
             LogLine::EndSeed(EndSeed::Marker) => self.readings.each(resumed, goes_on),

@@ -877,9 +877,11 @@ impl<'a> KeySet<'a> {
     }
 }
 
-/// Why a blank line is refused: it is not JSON, and dsh's loader refuses
-/// it too (a line it cannot parse followed by a `turn/end`).
-pub const BLANK_LINE: &str = "a blank line: not JSON (dsh's loader refuses it too)";
+/// Why a blank line before the last is refused: it is not JSON, and SPEC
+/// §11 drops only a torn final line. (dsh's loader stops its committed
+/// prefix there, and throws when a `turn/end` follows.)
+pub const BLANK_LINE: &str =
+    "a blank line: not JSON, and not the last line (SPEC §11 drops only a broken final line)";
 
 /// Said of a log whose first line starts with a UTF-8 byte order mark:
 /// no JSON parser reads it, and it is no torn tail either.

@@ -12,7 +12,7 @@
 //! - Only a fork's (header with `seedLength`) first `session/end-seed` is a
 //!   boundary: the fork starts empty there. Every other end-seed is the
 //!   marker a resume appends, and the replay goes on across it.
-//! - A blank line is not JSON (dsh's loader refuses it too): corruption in
+//! - A blank line is not JSON: corruption in
 //!   the middle, a torn tail at the end. A second `session` header is
 //!   corruption (a resume continues one session), and so is a log that
 //!   kept no header (a resume would not know its session).

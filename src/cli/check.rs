@@ -77,12 +77,18 @@ impl Args {
     }
 
     /// The default output when `--out` is not given: it replaces only a
-    /// counterexample written before (its first line says how to replay).
+    /// counterexample written before (its first line says how to replay,
+    /// and all of it reads as a transcript).
     fn default_out(&self) -> Option<files::DefaultOutput<'_>> {
         self.out.is_none().then(|| files::DefaultOutput {
             path: self.out(),
             flag: "--out",
-            ours: |start| start.starts_with(REPLAY.as_bytes()),
+            ours: |path| {
+                Ok(
+                    files::whole_text(path)?
+                        .is_some_and(|text| files::is_transcript(&text, REPLAY)),
+                )
+            },
         })
     }
 

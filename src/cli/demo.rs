@@ -136,13 +136,15 @@ fn foreign_log(log: &Path) -> Option<String> {
     files::DefaultOutput {
         path: log,
         flag: "--log",
-        ours: |start| {
-            let first = start
-                .split(|byte| *byte == b'\n')
-                .next()
-                .unwrap_or_default();
-            serde_json::from_slice::<serde_json::Value>(first)
-                .is_ok_and(|header| header["type"] == "session" && header["id"] == "demo")
+        ours: |path| {
+            let Some(text) = files::whole_text(path)? else {
+                return Ok(false);
+            };
+            let mut lines = text.lines().map(serde_json::from_str::<serde_json::Value>);
+            let header = lines.next().and_then(Result::ok);
+            let demo =
+                header.is_some_and(|header| header["type"] == "session" && header["id"] == "demo");
+            Ok(demo && lines.all(|line| line.is_ok()))
         },
     }
     .foreign()

@@ -15,7 +15,7 @@
 //! never overwritten, not even one made while the repair ran), or when the
 //! output cannot be written.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -135,13 +135,7 @@ fn refused_out(log: &Path, out: &Path) -> Option<String> {
     if let Err(error) = files::check_paths(&[log], &[output]) {
         return Some(error);
     }
-    let device = fs::metadata(out).is_ok_and(|meta| !meta.is_file() && !meta.is_dir());
-    (out.exists() && !device && !files::is_stdout(out)).then(|| {
-        format!(
-            "--out {} exists: refused (write a new file)",
-            files::named(out)
-        )
-    })
+    files::refused_existing("--out", out)
 }
 
 /// Writes the kept bytes of `log` and what a resume appends to `out`,

@@ -474,6 +474,11 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
         };
         // The requests may come from a file: it is this server's input.
         files::check_paths(&[Path::new("/dev/stdin")], &[output])?;
+        // A path from a protocol line, not from who runs the server: it
+        // never replaces a file.
+        if let Some(refusal) = files::refused_existing("bench log", path) {
+            return Err(refusal);
+        }
     }
     match log {
         None => checked_cycles(pristine, batch, cycles, |_| Ok(()))?,
@@ -481,7 +486,7 @@ fn bench(pristine: &Agent, request: &Value) -> Result<Value, String> {
             // The log is written as the cycles are checked, and kept only
             // when every cycle is the claim cycle.
             let mut checked = Ok(());
-            let written = courier::files::replace_with(path, |file| {
+            let written = courier::files::create_with(path, |file| {
                 writeln!(file, "{}", SessionHeader::new("bench").line())?;
                 checked = checked_cycles(pristine, batch, cycles, |outputs| {
                     outputs

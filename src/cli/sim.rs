@@ -10,6 +10,7 @@
 //! seed's trace is compared with another implementation instead (see
 //! `sim/against.rs` for its output and exit codes).
 
+use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -384,13 +385,10 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// Whether a file starts as [`Report::to_json`] writes one: a JSON object
-/// whose first field is `format`.
-fn is_race_report(start: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(start);
-    text.trim_start()
-        .strip_prefix('{')
-        .is_some_and(|rest| rest.trim_start().starts_with("\"format\""))
+/// Whether a file is a race report ([`Report::read`] takes all of it).
+fn is_race_report(path: &Path) -> std::io::Result<bool> {
+    let (version, whole) = (File::open(path)?, File::open(path)?);
+    Ok(Report::read(version, whole).is_ok())
 }
 
 fn rerun_command(args: &Args, seed: u64) -> String {

@@ -4,6 +4,9 @@
 
 use std::borrow::Cow;
 use std::fmt::{self, Write};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
 
 use super::Diagram;
 use super::sequence::{Lane, Mark, Shown, Style, shown};
@@ -24,17 +27,28 @@ const DETAIL_WIDTH: usize = 140;
 /// How to read the picture, printed under it.
 const LEGEND: &str = "thick: the input · solid: durable log · dashed: live notifications (~) · dotted: what the driver awaits · boxes: durable events · orange band: a crash, then the events it lost (struck through) and the closers the resume wrote";
 
-/// Whether the start of a file (its first 4 KiB) is a picture drawn here:
-/// the root element as written below, then this stylesheet. A default
-/// output (`counterexample.svg`, `race-<seed>.svg`) replaces only such a
-/// file; a picture of the user's with that name is kept.
-pub fn drawn_here(start: &[u8]) -> bool {
+/// Whether the file at `path` is a picture drawn here: the root element as
+/// written below, then this stylesheet, and the file ends where the
+/// picture does (nothing added after it). A default output
+/// (`counterexample.svg`, `race-<seed>.svg`) replaces only such a file; a
+/// picture of the user's with that name is kept.
+pub fn drawn_here(path: &Path) -> io::Result<bool> {
     const ROOT: &[u8] = br#"<svg xmlns="http://www.w3.org/2000/svg" width=""#;
+    const END: &[u8] = b"</svg>\n";
     let style = [b"<style>", &STYLE.as_bytes()[..60]].concat();
+    let mut file = File::open(path)?;
     // The root's attributes are three numbers: the style follows within
     // a few hundred bytes.
-    let head = &start[..start.len().min(256)];
-    head.starts_with(ROOT) && head.windows(style.len()).any(|window| window == style)
+    let mut head = Vec::new();
+    (&mut file).take(256).read_to_end(&mut head)?;
+    let started = head.starts_with(ROOT) && head.windows(style.len()).any(|window| window == style);
+    if !started {
+        return Ok(false);
+    }
+    let mut tail = [0; END.len()];
+    file.seek(SeekFrom::End(-(END.len() as i64)))?;
+    file.read_exact(&mut tail)?;
+    Ok(tail == END)
 }
 
 /// The stylesheet, inside the file so nothing is fetched.

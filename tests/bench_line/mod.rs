@@ -11,14 +11,15 @@ use crate::common::{courier, stdout};
 /// that `program` with `arguments` serves: 3 claim cycles of 4 answer a
 /// positive duration, and the session log they write is valid and holds 3
 /// claims of the whole batch, 12 `user/message`s and 3 turns; a bad request
-/// answers a protocol error naming its line; the protocol's own agent is
-/// left idle.
+/// answers a protocol error naming its line, and so does a log path where
+/// a file is (a protocol line never replaces one), which stays as it was;
+/// the protocol's own agent is left idle.
 pub(crate) fn check_bench_line(program: &Path, arguments: &[&str]) {
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let log = scratch.path().join("bench.jsonl");
     let request = serde_json::json!({ "bench": { "batch": 4, "cycles": 3, "log": log } });
     let lines = format!(
-        "{request}\n{{\"bench\":{{\"batch\":0,\"cycles\":3}}}}\n{{\"query\":\"status\"}}\n"
+        "{request}\n{{\"bench\":{{\"batch\":0,\"cycles\":3}}}}\n{request}\n{{\"query\":\"status\"}}\n"
     );
     let text = answers(program, arguments, &lines);
     let answers: Vec<serde_json::Value> = text
@@ -26,11 +27,13 @@ pub(crate) fn check_bench_line(program: &Path, arguments: &[&str]) {
         .map(|line| serde_json::from_str(line).expect("JSON lines"))
         .collect();
     let settled = serde_json::json!({ "settled": true });
-    let [bench, end_1, refused, end_2, status, end_3] = &answers[..] else {
-        panic!("three answers, each settled:\n{text}");
+    let [bench, end_1, refused, end_2, again, end_3, status, end_4] = &answers[..] else {
+        panic!("four answers, each settled:\n{text}");
     };
     assert!(
-        [end_1, end_2, end_3].iter().all(|end| **end == settled),
+        [end_1, end_2, end_3, end_4]
+            .iter()
+            .all(|end| **end == settled),
         "{text}"
     );
     assert_eq!(bench["bench"]["batch"], 4, "{text}");
@@ -40,6 +43,12 @@ pub(crate) fn check_bench_line(program: &Path, arguments: &[&str]) {
     let why = refused["error"].as_str().unwrap_or_default();
     assert!(
         why.starts_with("line 2: bench batch must be a positive integer"),
+        "{text}"
+    );
+    let why = again["error"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("line 3: bench log ")
+            && why.ends_with(" exists: refused (write a new file)"),
         "{text}"
     );
     assert_eq!(*status, serde_json::json!({ "status": "idle" }), "{text}");

@@ -510,7 +510,10 @@ fn write_divergence(prototype: &Agent, compared: &Compared, out: &Path) -> Resul
     let divergence = files::DefaultOutput {
         path: &path,
         flag: "--out",
-        ours: |start| start.starts_with(b"# divergence: "),
+        ours: |path| {
+            let text = files::whole_text(path)?;
+            Ok(text.is_some_and(|text| files::is_transcript(&text, "# divergence: ")))
+        },
     };
     if let Some(why) = divergence.foreign() {
         return Err(why);
