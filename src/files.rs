@@ -96,6 +96,27 @@ pub fn check_paths(inputs: &[&Path], outputs: &[Output<'_>]) -> Result<(), Strin
     Ok(())
 }
 
+/// Refuses stdout when it is one of the command's input files (`courier
+/// diagram x.txn >> x.txn`): what the command prints would be written into
+/// what it reads. A terminal, a pipe or a device is never an input.
+pub fn check_stdout(inputs: &[&Path]) -> Result<(), String> {
+    let stdout = Path::new("/dev/stdout");
+    if !fs::metadata(stdout).is_ok_and(|meta| meta.is_file()) {
+        return Ok(());
+    }
+    let Some(stdout) = Identity::of(stdout) else {
+        return Ok(());
+    };
+    let same = |input: &&&Path| Identity::of(input).is_some_and(|input| input.same(&stdout));
+    match inputs.iter().find(same) {
+        Some(input) => Err(format!(
+            "stdout is the input {}: refused (what this command prints would be written into it)",
+            named(input)
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Refuses a folder output (`flag` names it) that exists as something
 /// else, or whose own folder does not exist, before any work; a folder not
 /// there yet is created when written (only it: as for a file output, the

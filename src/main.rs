@@ -139,6 +139,24 @@ fn run(command: Command) -> ExitCode {
     if !matches!(command, Command::Explore(_)) {
         courier::files::exit_on_signal();
     }
+    let inputs = match &command {
+        Command::Run(args) => args.inputs(),
+        Command::Validate(args) => args.inputs(),
+        Command::Repair(args) => args.inputs(),
+        Command::Replay(args) => args.inputs(),
+        Command::Shrink(args) => args.inputs(),
+        Command::Diagram(args) => args.inputs(),
+        Command::Sim(_)
+        | Command::Demo(_)
+        | Command::Soak(_)
+        | Command::Check(_)
+        | Command::Explore(_)
+        | Command::ServeProtocol(_) => Vec::new(),
+    };
+    if let Err(error) = courier::files::check_stdout(&inputs) {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
     match command {
         Command::Run(args) => cli::run::main(&args),
         Command::Validate(args) => cli::validate::main(&args),

@@ -182,6 +182,56 @@ fn never_destroy_a_comment_inside_a_block_is_kept_and_not_expected() {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
+/// Stdout appended to an input (`>> x.txn`) is refused before anything is
+/// read or printed, for every command that reads files, as `--out
+/// /dev/stdout` there is. Before, the diagram was appended to the
+/// transcript, and `validate`'s findings to the log.
+#[test]
+fn never_destroy_stdout_that_is_an_input_is_refused() {
+    let folder = folder();
+    let transcript = write(&folder, "x.txn", PASSING);
+    let log = folder.path().join("l.jsonl");
+    let fixture = common::dsh_restart_logs().join("r05-restart-loses-claim.jsonl");
+    std::fs::copy(fixture, &log).unwrap();
+    let binary = env!("CARGO_BIN_EXE_courier");
+    for (arguments, input) in [
+        (format!("run {}", text(&transcript)), &transcript),
+        (
+            format!("diagram {} --format mermaid", text(&transcript)),
+            &transcript,
+        ),
+        (format!("validate {}", text(&log)), &log),
+        (format!("repair {}", text(&log)), &log),
+    ] {
+        let before = std::fs::read(input).unwrap();
+        let script = format!("exec {binary} {arguments} >> {}", text(input));
+        let output = Command::new("sh").args(["-c", &script]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{script}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "error: stdout is the input {}: refused",
+                text(input)
+            )),
+            "{script}: {stderr}"
+        );
+        assert_eq!(std::fs::read(input).unwrap(), before, "{script}");
+    }
+    // Another file takes it.
+    let script = format!(
+        "exec {binary} run {} >> {}",
+        text(&transcript),
+        text(&folder.path().join("out.txt"))
+    );
+    let output = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 #[test]
 fn never_destroy_rewrite_refuses_a_file_that_is_not_a_transcript() {
     let folder = folder();

@@ -136,7 +136,27 @@ impl Report {
         }
         let report: Report = serde_json::from_reader(BufReader::new(whole)).map_err(malformed)?;
         report.check_transcribable()?;
+        report.check_format()?;
         Ok(report)
+    }
+
+    /// A format 1 trace holds only inputs (restarts came with format 2), so
+    /// a restart there is not that version's: refused, as another version
+    /// is, not replayed as something its writer never ran.
+    fn check_format(&self) -> Result<(), ReportError> {
+        if self.format >= 2 {
+            return Ok(());
+        }
+        let restart = self
+            .trace
+            .iter()
+            .position(|stimulus| matches!(stimulus, Stimulus::Restart { .. }));
+        match restart {
+            Some(index) => Err(ReportError::Malformed(format!(
+                "a format 1 report holds only inputs, but trace[{index}] is a restart"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Every stimulus must print as a transcript command that reads back as
@@ -395,6 +415,19 @@ mod tests {
         let old = Report::parse(&value.to_string()).expect("format 1 reads");
         assert_eq!(old.format, 1);
         assert_eq!(Report { format: 2, ..old }, report);
+        // A restart in a format 1 trace is not that version's.
+        value["trace"]
+            .as_array_mut()
+            .expect("a trace")
+            .push(serde_json::json!({ "restart": { "lose": 1 } }));
+        let error = Report::parse(&value.to_string()).expect_err("a restart in format 1");
+        let index = report.trace.len();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "not a race report: a format 1 report holds only inputs, but trace[{index}] is a restart"
+            )
+        );
     }
 
     #[test]

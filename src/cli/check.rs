@@ -302,11 +302,13 @@ fn print_counts(checked: &Checked, elapsed: Duration) {
     courier::status!("unique states: {}", counts.unique);
     courier::status!("total states:  {}", counts.total);
     courier::status!("depth:         {}", counts.depth);
-    courier::status!("wall time:     {:.2} s", elapsed.as_secs_f64());
-    courier::status!("states/s:      {}", rate(counts.total, elapsed));
+    // What varies from run to run goes to stderr: stdout is the same,
+    // byte for byte, for the same bounds.
+    eprintln!("wall time:     {:.2} s", elapsed.as_secs_f64());
+    eprintln!("states/s:      {}", rate(counts.total, elapsed));
     match peak_memory() {
-        Some(bytes) => courier::status!("peak memory:   {:.1} MiB", bytes as f64 / MIB),
-        None => courier::status!("peak memory:   unknown (no /proc/self/status here)"),
+        Some(bytes) => eprintln!("peak memory:   {:.1} MiB", bytes as f64 / MIB),
+        None => eprintln!("peak memory:   unknown (no /proc/self/status here)"),
     }
 }
 

@@ -9,7 +9,7 @@
 //! file cannot be read or parsed, or `--out` is the input, a folder or
 //! cannot be written (it is replaced whole or left as it was).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use courier::diagram::{Format, load};
@@ -33,6 +33,13 @@ pub(crate) struct Args {
     /// default: the variant the file names, else the correct design.
     #[arg(long, value_name = "NAME")]
     mutant: Option<MutantArg>,
+}
+
+impl Args {
+    /// The files this command reads: stdout may not be one of them.
+    pub(crate) fn inputs(&self) -> Vec<&Path> {
+        vec![self.file.as_path()]
+    }
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {

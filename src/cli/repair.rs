@@ -37,6 +37,13 @@ pub(crate) struct Args {
     out: Option<PathBuf>,
 }
 
+impl Args {
+    /// The files this command reads: stdout may not be one of them.
+    pub(crate) fn inputs(&self) -> Vec<&Path> {
+        vec![self.log.as_path()]
+    }
+}
+
 pub(crate) fn main(args: &Args) -> ExitCode {
     let name = files::named(&args.log);
     if let Some(refused) = args

@@ -19,6 +19,13 @@ pub(crate) struct Args {
     report: PathBuf,
 }
 
+impl Args {
+    /// The files this command reads: stdout may not be one of them.
+    pub(crate) fn inputs(&self) -> Vec<&Path> {
+        vec![self.report.as_path()]
+    }
+}
+
 pub(crate) fn main(args: &Args) -> ExitCode {
     let (report, prototype) = match load(&args.report) {
         Ok(loaded) => loaded,

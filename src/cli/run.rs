@@ -54,6 +54,13 @@ pub(crate) struct Args {
     files: Vec<PathBuf>,
 }
 
+impl Args {
+    /// The files this command reads: stdout may not be one of them.
+    pub(crate) fn inputs(&self) -> Vec<&Path> {
+        self.files.iter().map(PathBuf::as_path).collect()
+    }
+}
+
 /// What happened to one file.
 enum Verdict {
     Passed,

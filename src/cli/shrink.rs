@@ -9,7 +9,7 @@
 //! budget (quadratic when the minimal trace is long) writes the best trace
 //! so far, still failing, and says so in a `note:` line and a comment.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use courier::files::{self, Output};
@@ -24,6 +24,13 @@ pub(crate) struct Args {
     /// Where to write the minimal transcript.
     #[arg(long, value_name = "FILE.txn")]
     out: PathBuf,
+}
+
+impl Args {
+    /// The files this command reads: stdout may not be one of them.
+    pub(crate) fn inputs(&self) -> Vec<&Path> {
+        vec![self.report.as_path()]
+    }
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {

@@ -226,10 +226,15 @@ fn finish(
                 format!("{} distinct abstract states", swept.coverage.states())
             };
             courier::status!(
-                "passed: {} seeds, {} inputs, {} restarts in {:.2} s ({} inputs/s), {states}",
+                "passed: {} seeds, {} inputs, {} restarts, {states}",
                 swept.seeds,
                 swept.inputs,
                 swept.restarts,
+            );
+            // What varies from run to run goes to stderr: stdout is the
+            // same, byte for byte, for the same seeds.
+            eprintln!(
+                "time: {:.2} s ({} inputs/s)",
                 elapsed.as_secs_f64(),
                 rate(swept.inputs, elapsed),
             );

@@ -39,6 +39,13 @@ pub(crate) struct Args {
     files: Vec<PathBuf>,
 }
 
+impl Args {
+    /// The files this command reads: stdout may not be one of them.
+    pub(crate) fn inputs(&self) -> Vec<&Path> {
+        self.files.iter().map(PathBuf::as_path).collect()
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
     /// `FILE:LINE: <property>: <detail>` per violation.
