@@ -1212,6 +1212,27 @@ pub fn in_json_words(reason: &str) -> String {
     })
 }
 
+/// Whether stdout is a pipe whose reader has gone (`| head -1` exited): a
+/// command that prints only at its end (`sim` over a long range) asks
+/// between its steps, and ends quietly instead of working for nobody.
+#[cfg(unix)]
+pub fn stdout_closed() -> bool {
+    let mut stdout = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid `pollfd`, and a zero timeout: poll only reads the
+    // descriptor's state.
+    let ready = unsafe { libc::poll(&mut stdout, 1, 0) };
+    ready > 0 && stdout.revents & libc::POLLERR != 0
+}
+
+#[cfg(not(unix))]
+pub fn stdout_closed() -> bool {
+    false
+}
+
 /// Whether a command has met (and reported) a stdout it cannot write.
 static STDOUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

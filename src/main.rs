@@ -97,6 +97,13 @@ fn main() -> ExitCode {
 /// that stdout cannot take (`courier --help > /dev/full`) is an error and
 /// exit 2, not a silent exit 0 (clap's `exit` drops the write error).
 fn usage(error: &clap::Error) -> ExitCode {
+    if let Some(line) = unnamed_usage_error(error) {
+        use std::io::Write;
+        let _unreported = std::io::stderr().write_all(line.as_bytes());
+        if error.kind() != clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            return ExitCode::from(2);
+        }
+    }
     // clap quotes a bad argument as given: one holding a newline or an
     // escape would print lines (`error: ...`) or colours of its own. The
     // same arguments parsed again with those characters escaped give the
@@ -131,6 +138,33 @@ fn usage(error: &clap::Error) -> ExitCode {
             }
             ExitCode::from(2)
         }
+    }
+}
+
+/// The `error:` line clap does not write, naming what was wrong: no
+/// command at all (clap prints only the help, which follows), or an
+/// argument that is not UTF-8 (clap names none of them).
+fn unnamed_usage_error(error: &clap::Error) -> Option<String> {
+    match error.kind() {
+        clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            Some("error: no command given: courier <COMMAND>, one of those below\n\n".to_owned())
+        }
+        clap::error::ErrorKind::InvalidUtf8 => {
+            let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            let index = arguments
+                .iter()
+                .position(|argument| argument.to_str().is_none())?;
+            let shown = courier::files::escaped(&arguments[index].to_string_lossy()).into_owned();
+            let after = arguments[..index]
+                .last()
+                .and_then(|flag| flag.to_str())
+                .filter(|flag| flag.starts_with('-'))
+                .map_or_else(String::new, |flag| format!(" (the value of {flag})"));
+            Some(format!(
+                "error: argument {index} is not UTF-8{after}: {shown} (invalid bytes shown as U+FFFD)\n"
+            ))
+        }
+        _ => None,
     }
 }
 

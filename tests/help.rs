@@ -78,3 +78,32 @@ fn an_unknown_flag_is_a_usage_error_naming_it() {
         );
     }
 }
+
+/// No command at all, or an argument that is not UTF-8, is a usage error
+/// with its `error:` line naming what was wrong (exit 2). Before, the first
+/// printed only the help, and the second named no argument.
+#[cfg(unix)]
+#[test]
+fn no_command_or_an_argument_not_utf8_is_an_error_naming_it() {
+    let bare = courier(&[]);
+    assert_eq!(bare.status.code(), Some(2));
+    let text = stderr(&bare);
+    assert!(
+        text.starts_with("error: no command given: courier <COMMAND>"),
+        "{text}"
+    );
+    assert!(text.contains("Commands:"), "{text}");
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"\xffname");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
+        .args(["sim", "--seeds", "1", "--against"])
+        .arg(bad)
+        .output()
+        .expect("the courier binary runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "error: argument 5 is not UTF-8 (the value of --against): \u{fffd}name \
+         (invalid bytes shown as U+FFFD)\n"
+    );
+}

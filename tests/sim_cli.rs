@@ -367,3 +367,35 @@ fn line_starting(text: &str, prefix: &str) -> String {
         .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{text}"))
         .to_owned()
 }
+
+/// A reader that goes (`| head -2`) ends a long range quietly (exit 2, as
+/// a write to a closed stdout does), though `sim` prints nothing more
+/// until its summary. Before, it ran the whole range for nobody.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_a_long_range() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_courier"))
+        .args(["sim", "--seeds", "0..100000000", "--no-coverage"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("courier runs");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
+    let banner = lines.next().expect("a banner").expect("a line");
+    assert!(banner.starts_with("sim seeds=0..100000000"), "{banner}");
+    drop(lines);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waits") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().expect("killed");
+            panic!("sim went on after its reader was gone");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(2));
+}
