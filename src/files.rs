@@ -459,11 +459,23 @@ pub fn whole_text(path: &Path) -> io::Result<Option<String>> {
 /// Whether `text` is a transcript a command wrote: its first line starts
 /// with `heading` (how it says to replay it) and the whole file reads as a
 /// transcript (SPEC §9) whose every block pins its outputs (a line the
-/// user added reads as a block without `----`).
+/// user added reads as a block without `----`), with no comment after its
+/// first command (the commands write theirs above it).
 pub fn is_transcript(text: &str, heading: &str) -> bool {
-    let script = courier_core::transcript::Script::parse(text);
+    let Ok(script) = courier_core::transcript::Script::parse(text) else {
+        return false;
+    };
+    let first = script
+        .blocks()
+        .next()
+        .map_or(usize::MAX, |block| block.line);
+    let comment_below = text
+        .lines()
+        .skip(first)
+        .any(|line| line.trim_ascii_start().starts_with('#'));
     text.starts_with(heading)
-        && script.is_ok_and(|script| script.blocks().all(|block| block.expected.is_some()))
+        && !comment_below
+        && script.blocks().all(|block| block.expected.is_some())
 }
 
 /// As [`replace_with`], for a path that must be new: fails

@@ -2513,17 +2513,20 @@ fn never_destroy_a_default_output_keeps_a_users_file_of_that_name() {
         }
         // What it wrote, once the user has added to it, is the user's: the
         // whole file is read, not its start. Before, it was replaced.
-        let added = std::fs::read_to_string(&mine).unwrap() + "my notes\n";
-        std::fs::write(&mine, &added).unwrap();
-        let output = found();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            stderr.contains(&format!(
-                "{name} is there and was not written by this command: kept"
-            )),
-            "{name} added to: {stderr}"
-        );
-        assert_eq!(std::fs::read_to_string(&mine).unwrap(), added);
+        let written = std::fs::read_to_string(&mine).unwrap();
+        for note in ["my notes\n", "# my notes\n"] {
+            let added = written.clone() + note;
+            std::fs::write(&mine, &added).unwrap();
+            let output = found();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(
+                stderr.contains(&format!(
+                    "{name} is there and was not written by this command: kept"
+                )),
+                "{name} added {note:?} to: {stderr}"
+            );
+            assert_eq!(std::fs::read_to_string(&mine).unwrap(), added);
+        }
     }
 }
 

@@ -877,11 +877,10 @@ impl<'a> KeySet<'a> {
     }
 }
 
-/// Why a blank line before the last is refused: it is not JSON, and SPEC
-/// §11 drops only a torn final line. (dsh's loader stops its committed
-/// prefix there, and throws when a `turn/end` follows.)
-pub const BLANK_LINE: &str =
-    "a blank line: not JSON, and not the last line (SPEC §11 drops only a broken final line)";
+/// What a blank line is: not JSON, so refused before the last line (SPEC
+/// §11 drops only a torn final line; dsh's loader stops its committed
+/// prefix there, and throws when a `turn/end` follows), and torn as the last.
+pub const BLANK_LINE: &str = "a blank line: not JSON";
 
 /// Said of a log whose first line starts with a UTF-8 byte order mark:
 /// no JSON parser reads it, and it is no torn tail either.

@@ -37,9 +37,13 @@ pub(super) fn report(bounds: Bounds, prototype: &Agent, coverage: &Coverage) -> 
     let checker: BTreeSet<u64> =
         reachable_fingerprints(&Space::new(bounds, prototype.clone(), true));
     courier::status!(
-        "checker's set: {} abstract states at messages={} ({:.2} s)",
+        "checker's set: {} abstract states at messages={}",
         checker.len(),
         bounds.messages,
+    );
+    // On stderr, as the sweep's time: stdout is the same for the same seeds.
+    eprintln!(
+        "checker's set built in {:.2} s",
         started.elapsed().as_secs_f64()
     );
     let fraction = coverage.against(&checker);
