@@ -219,7 +219,11 @@ fn check_handle_cycle(count: usize, mode: Mode) {
     let mut handle = HandleBench::new(mode);
     handle.cycle(&mut common::messages(count));
     assert_eq!(handle.entered.load(Ordering::Relaxed), count);
-    assert_eq!(handle.agent.status(), Status::Idle, "the cycle ends idle");
+    assert_eq!(
+        handle.agent.status().expect("served"),
+        Status::Idle,
+        "the cycle ends idle"
+    );
     assert!(handle.agent.inbox().is_empty(), "nothing is left pending");
 }
 

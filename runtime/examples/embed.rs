@@ -112,7 +112,7 @@ async fn main() {
     assert_eq!(second, (1, 2, vec!["steer".into()]));
     steps.answer();
     handle.when_idle().await.expect("the driver task runs");
-    assert_eq!(handle.status(), Status::Idle);
+    assert_eq!(handle.status().expect("served"), Status::Idle);
     assert!(handle.inbox().is_empty(), "everything was claimed");
 
     let outputs: Vec<Output> = std::iter::from_fn(|| notifications.try_recv()).collect();

@@ -327,8 +327,11 @@ impl Handle {
         WeakHandle::new(Arc::clone(&self.shared))
     }
 
-    /// Idle, or the open turn, its last opened step and the awaited point.
-    pub fn status(&self) -> Status {
+    /// Idle, or the open turn, its last opened step and the awaited point;
+    /// [`Error::DriverGone`] (or the log's failure that stopped it) once the
+    /// driver task is gone before the agent's end, as every call answers:
+    /// a turn it left open would read `running` for ever.
+    pub fn status(&self) -> Result<Status, Error> {
         self.shared.status()
     }
 

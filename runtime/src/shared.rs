@@ -48,7 +48,7 @@ use crate::journal::{Durability, Journal, WriterThread};
 use crate::observer::{Observer, Transition};
 use crate::sink::Sink;
 use crate::sync::{Arc, Mutex, lock};
-use crate::unwind::{drop_guarded, panic_message};
+use crate::unwind::{drop_guarded, panic_text};
 
 /// What the driver task must do next for the core.
 pub(crate) enum Job {
@@ -108,6 +108,11 @@ struct Locked {
     wake: Vec<Waker>,
     /// Sees every transition; without one, `run` copies nothing.
     observer: Option<Box<dyn Observer>>,
+    /// What the user supplied that a section let go (an observer that
+    /// panicked, that panic's payload), dropped once the lock is released:
+    /// its `Drop` may call back into the agent (an observer that owns a
+    /// handle), which would wait for the lock its own thread holds.
+    released: Released,
     driver: Driver,
     /// The observer's panic; it is dropped then, so there is only one.
     observer_panic: Option<ObserverPanic>,
@@ -124,6 +129,21 @@ struct ObserverPanic {
     /// completion, the last handle's disposal). Empty when a client's input
     /// reported it, or nobody waited.
     tickets: RangeInclusive<u64>,
+}
+
+/// User values to drop outside the lock (see [`Locked::released`]).
+#[derive(Default)]
+struct Released {
+    observer: Option<Box<dyn Observer>>,
+    payload: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl Released {
+    /// Drops each, guarded, after the lock: the caller has released it.
+    fn drop_unlocked(self) {
+        drop_guarded(self.observer);
+        drop_guarded(self.payload);
+    }
 }
 
 /// One transition's run: the core's answer, and the observer's panic if it
@@ -183,6 +203,7 @@ impl Shared {
             observer,
             driver: Driver::Serving,
             observer_panic: None,
+            released: Released::default(),
             hook_panics: Vec::new(),
         };
         Self {
@@ -206,7 +227,9 @@ impl Shared {
         let result = body(&mut locked);
         let settle = self.journal.enqueue(&mut locked.fanout.durable);
         let wake = mem::take(&mut locked.wake);
+        let released = mem::take(&mut locked.released);
         drop(locked);
+        released.drop_unlocked();
         let synced = self.journal.settle(settle);
         for waker in wake {
             waker.wake();
@@ -221,7 +244,9 @@ impl Shared {
         let result = body(&mut locked);
         self.journal.owe(&mut locked.fanout.durable);
         let wake = mem::take(&mut locked.wake);
+        let released = mem::take(&mut locked.released);
         drop(locked);
+        released.drop_unlocked();
         for waker in wake {
             waker.wake();
         }
@@ -478,8 +503,9 @@ impl Shared {
         }
     }
 
-    pub(crate) fn status(&self) -> Status {
-        self.with(|locked| locked.core.status())
+    pub(crate) fn status(&self) -> Result<Status, Error> {
+        self.with(|locked| locked.served().map(|()| locked.core.status()))
+            .map_err(|error| self.unserved(error))
     }
 
     pub(crate) fn inbox(&self) -> Inbox {
@@ -625,8 +651,11 @@ impl Locked {
             };
             let observed = catch_unwind(AssertUnwindSafe(|| observer.observe(transition)));
             if let Err(payload) = observed {
-                drop_guarded(self.observer.take());
-                panic = Some(panic_message(payload));
+                panic = Some(panic_text(&*payload));
+                self.released = Released {
+                    observer: self.observer.take(),
+                    payload: Some(payload),
+                };
             }
         }
         Ran { answer, panic }

@@ -13,15 +13,20 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 /// from `panic_any`, has no text to show). The payload is dropped here,
 /// guarded.
 pub(crate) fn panic_message(payload: Box<dyn Any + Send>) -> String {
-    let message = if let Some(message) = payload.downcast_ref::<&str>() {
+    let message = panic_text(&*payload);
+    drop_guarded(payload);
+    message
+}
+
+/// [`panic_message`] of a payload the caller drops later (outside a lock).
+pub(crate) fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
         (*message).to_owned()
     } else if let Some(message) = payload.downcast_ref::<String>() {
         message.clone()
     } else {
         "a panic whose payload is not a string (`panic_any`)".to_owned()
-    };
-    drop_guarded(payload);
-    message
+    }
 }
 
 /// Drops `value`, catching a panic in its `Drop`. That panic's payload is

@@ -148,7 +148,7 @@ fn a_refused_write_is_never_retried_when_the_log_closes(durability: Durability) 
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
     let (resumed, _driver) = Handle::resume(&path, pre_step_hook, step_hook).expect("resumable");
-    assert_eq!(resumed.status(), Status::Idle);
+    assert_eq!(resumed.status().expect("served"), Status::Idle);
     let inbox = resumed.inbox();
     let pending: Vec<&MessageId> = inbox
         .list(Target::NextTurn)
@@ -220,7 +220,7 @@ fn a_resume_that_fills_the_disk_names_the_file_and_resumes_again() {
     let resume = || {
         let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
         let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
-        Handle::resume(&path, pre_step_hook, step_hook).map(|(handle, _driver)| handle)
+        Handle::resume(&path, pre_step_hook, step_hook)
     };
     let limit = FileSizeLimit::set(crashed.len() as u64 + 10);
     match resume() {
@@ -234,8 +234,10 @@ fn a_resume_that_fills_the_disk_names_the_file_and_resumes_again() {
     }
     drop(limit);
     assert_eq!(file_length(&path), crashed.len() as u64 + 10);
-    let resumed = resume().expect("resumable once the space is back");
-    assert_eq!(resumed.status(), Status::Idle);
+    let (resumed, driver) = resume().expect("resumable once the space is back");
+    assert_eq!(resumed.status().expect("served"), Status::Idle);
+    // The driver first: the handle then disposes nothing (as a crash).
+    drop(driver);
     drop(resumed);
     let text = fs::read_to_string(&path).expect("readable");
     assert!(text.starts_with(crashed), "{text}");

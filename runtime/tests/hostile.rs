@@ -33,7 +33,7 @@ fn completing() -> impl StepHook {
 
 /// Yields until the first turn's step hook is awaited.
 async fn until_in_a_step(agent: &Handle) {
-    while !matches!(agent.status(), Status::Running { step: 1, .. }) {
+    while !matches!(agent.status(), Ok(Status::Running { step: 1, .. })) {
         tokio::task::yield_now().await;
     }
 }
@@ -370,7 +370,7 @@ fn a_hook_never_sees_a_send_whose_line_is_not_yet_kept_under_sync() {
     let sender = agent.clone();
     let followup = std::thread::spawn(move || sender.followup("b"));
     let started = std::time::Instant::now();
-    while !matches!(agent.status(), Status::Running { turn: 2, .. }) {
+    while !matches!(agent.status(), Ok(Status::Running { turn: 2, .. })) {
         assert!(started.elapsed() < HANG, "turn 2 never started");
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -834,4 +834,49 @@ fn bounded_subscription_of_a_huge_capacity_is_clamped() {
             .expect("accepted");
         assert!(matches!(outputs.try_recv(), Some(Ok(_))));
     }
+}
+
+// ---- A panicking observer that owns a handle ----
+
+/// An observer that panics is let go after the agent's lock is released:
+/// one that owns a handle drops it then, and that handle's `Drop` takes the
+/// lock. Before, it was dropped under the lock, and the call that fed the
+/// panicking transition never returned (the thread waited on its own lock).
+#[test]
+fn a_panicking_observer_that_owns_a_handle_is_let_go_outside_the_lock() {
+    let slot: Arc<Mutex<Option<Handle>>> = Arc::default();
+    let owned = Arc::clone(&slot);
+    let mut seen = 0;
+    let observer = move |_: Transition| {
+        let _keeps = &owned;
+        seen += 1;
+        if seen == 2 {
+            panic!("observer boom");
+        }
+    };
+    let (agent, driver) = Handle::with_observer(
+        "observer-owns-a-handle",
+        Durability::Sync,
+        passing(),
+        completing(),
+        MemoryLog::new(),
+        observer,
+    );
+    *slot.lock().expect("the slot") = Some(agent.clone());
+    drop(slot);
+    let (sent, answers) = mpsc::channel();
+    std::thread::spawn(move || {
+        let first = agent.inject("a");
+        let second = agent.inject("b");
+        let third = agent.inject("c");
+        sent.send((first, second, third)).expect("the test waits");
+        drop(driver);
+    });
+    let (first, second, third) = answers.recv_timeout(HANG).expect("every call returns");
+    assert!(first.is_ok(), "{first:?}");
+    assert!(
+        matches!(&second, Err(Error::ObserverPanicked(message)) if message == "observer boom"),
+        "{second:?}"
+    );
+    assert!(third.is_ok(), "the agent goes on serving: {third:?}");
 }

@@ -80,10 +80,35 @@ fn cut_session(marker: &str, skip: usize, torn: usize) -> (tempfile::TempDir, Pa
     (folder, path)
 }
 
-fn resume(path: &Path) -> Result<Handle, ResumeError> {
+fn resume(path: &Path) -> Result<Resumed, ResumeError> {
     let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
-    Handle::resume(path, pre_step_hook, step_hook).map(|(handle, _driver)| handle)
+    Handle::resume(path, pre_step_hook, step_hook).map(|(handle, driver)| Resumed {
+        driver: Some(Box::new(driver)),
+        handle,
+    })
+}
+
+/// A resumed agent whose driver task is kept, unspawned, while the handle
+/// is (so `status` answers), and goes first: the handle then disposes
+/// nothing, and the log is left as the resume wrote it.
+struct Resumed {
+    driver: Option<Box<dyn std::any::Any>>,
+    handle: Handle,
+}
+
+impl std::ops::Deref for Resumed {
+    type Target = Handle;
+
+    fn deref(&self) -> &Handle {
+        &self.handle
+    }
+}
+
+impl Drop for Resumed {
+    fn drop(&mut self) {
+        drop(self.driver.take());
+    }
 }
 
 /// Resumes `path` as `durability` says, runs one turn for a followup `id`
@@ -130,7 +155,7 @@ fn a_crashed_turn_is_closed_and_its_pending_send_kept() {
         .expect("the kept lines are untouched");
     assert_eq!(appended, TURN_2_CLOSED);
     assert_eq!(ids(&handle, Target::NextTurn), [MessageId::from("B")]);
-    assert_eq!(handle.status(), Status::Idle);
+    assert_eq!(handle.status().expect("served"), Status::Idle);
     drop(handle);
     assert_valid(&path);
 }
@@ -449,7 +474,7 @@ fn a_full_disk_stops_the_agent_at_its_torn_line(durability: Durability) {
     let read = kept::read_file(&path).expect("a torn tail, not corruption");
     assert_eq!(read.torn, Some(Torn::NoNewline { line: 2 }));
     let resumed = resume(&path).expect("resumable");
-    assert_eq!(resumed.status(), Status::Idle);
+    assert_eq!(resumed.status().expect("served"), Status::Idle);
     assert_eq!(fs::read_to_string(&path).expect("readable"), header);
 }
 
@@ -548,7 +573,7 @@ fn a_log_deleted_behind_the_agent_fails_its_next_send() {
 
 /// Resumes the log `text` and returns what the file holds after it; the
 /// kept lines, `kept` bytes of `text`, must be untouched.
-fn resumed_text(path: &Path, text: &str, kept: usize) -> (Handle, String) {
+fn resumed_text(path: &Path, text: &str, kept: usize) -> (Resumed, String) {
     fs::write(path, text).expect("writable");
     let handle = resume(path).expect("resumable");
     let after = fs::read_to_string(path).expect("readable");
@@ -654,7 +679,7 @@ fn a_final_line_of_valid_json_without_its_newline_is_torn_and_cut() {
     // The unfinished `turn/start` never happened: turn 2 is not open, B waits.
     assert_eq!(after, &unfinished[..kept]);
     assert_eq!(ids(&handle, Target::NextTurn), [MessageId::from("B")]);
-    assert_eq!(handle.status(), Status::Idle);
+    assert_eq!(handle.status().expect("served"), Status::Idle);
     drop(handle);
     assert_valid(&path);
 }
@@ -876,7 +901,7 @@ fn a_broken_agents_log_resumes_after_its_dispose(
     block_on(async {
         let driver = tokio::spawn(driver.run());
         handle.followup("A").expect("kept");
-        while !matches!(handle.status(), Status::Running { step: 1, .. }) {
+        while !matches!(handle.status(), Ok(Status::Running { step: 1, .. })) {
             tokio::task::yield_now().await;
         }
         fail(&path, &handle, driver).await;
@@ -885,7 +910,7 @@ fn a_broken_agents_log_resumes_after_its_dispose(
             disposed => panic!("{disposed:?}"),
         }
         match resume(&path) {
-            Ok(resumed) => assert_eq!(resumed.status(), Status::Idle),
+            Ok(resumed) => assert_eq!(resumed.status().expect("served"), Status::Idle),
             Err(error) => panic!("the broken agent still holds its log: {error}"),
         }
     });

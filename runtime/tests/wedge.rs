@@ -119,7 +119,7 @@ async fn stuck_in_a_step() -> (Handle, tokio::task::JoinHandle<()>, MemoryLog) {
     let (agent, driver) = Handle::new("wedge", passing(), step_hook, log.clone());
     let task = tokio::spawn(driver.run());
     agent.followup("a").expect("accepted");
-    while !matches!(agent.status(), Status::Running { step: 1, .. }) {
+    while !matches!(agent.status(), Ok(Status::Running { step: 1, .. })) {
         tokio::task::yield_now().await;
     }
     (agent, task, log)
@@ -152,6 +152,9 @@ fn dead_driver_an_aborted_driver_task_fails_every_later_call() {
         ));
         assert_eq!(log.lines(), before, "nothing logged after the driver went");
         assert!(!agent.inbox().contains(&"b".into()), "b was never inserted");
+        // Nor does the open turn it left read as live: before, `status`
+        // said `running` for ever.
+        assert!(matches!(agent.status(), Err(Error::DriverGone)));
     });
 }
 
@@ -160,7 +163,7 @@ fn dead_driver_a_driver_task_dropped_unspawned_fails_the_first_send() {
     let (agent, driver) = plain_agent();
     drop(driver);
     assert!(matches!(agent.followup("a"), Err(Error::DriverGone)));
-    assert_eq!(agent.status(), Status::Idle);
+    assert!(matches!(agent.status(), Err(Error::DriverGone)));
 }
 
 #[test]
@@ -178,6 +181,7 @@ fn dead_driver_after_a_normal_end_the_core_still_answers() {
         ends("when_idle", agent.when_idle())
             .await
             .expect("an idle disposed agent resolves at once");
+        assert_eq!(agent.status().expect("at its end"), Status::Idle);
     });
 }
 
@@ -738,7 +742,7 @@ fn sync_when_idle_resolves_once_the_turns_lines_are_durable() {
         let task = tokio::spawn(driver.run());
         agent.followup("a").expect("accepted");
         ends("idle", async {
-            while agent.status() != Status::Idle {
+            while !matches!(agent.status(), Ok(Status::Idle)) {
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             }
         })
