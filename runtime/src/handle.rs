@@ -228,6 +228,7 @@ impl Handle {
         WhenIdle {
             ticket: self.shared.when_idle(),
             shared: Arc::clone(&self.shared),
+            waiting: false,
         }
     }
 
@@ -253,7 +254,12 @@ impl Handle {
         let disposed = match self.shared.dispose() {
             Ok(ticket) => {
                 let shared = Arc::clone(&self.shared);
-                WhenIdle { shared, ticket }.await
+                WhenIdle {
+                    shared,
+                    ticket,
+                    waiting: false,
+                }
+                .await
             }
             Err(error) => Err(error),
         };
@@ -392,13 +398,27 @@ impl fmt::Debug for WeakHandle {
 pub struct WhenIdle {
     shared: Arc<Shared>,
     ticket: u64,
+    /// Polled and not yet ready: it may have left a waker behind.
+    waiting: bool,
 }
 
 impl Future for WhenIdle {
     type Output = Result<(), Error>;
 
-    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        self.shared.poll_idle(self.ticket, context)
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        let polled = self.shared.poll_idle(self.ticket, context);
+        self.waiting = polled.is_pending();
+        polled
+    }
+}
+
+/// A wait abandoned unresolved (a `timeout`, a `select!` branch that lost)
+/// takes its waker back, so abandoned waits on a busy agent hold nothing.
+impl Drop for WhenIdle {
+    fn drop(&mut self) {
+        if self.waiting {
+            self.shared.forget_waiter(self.ticket);
+        }
     }
 }
 

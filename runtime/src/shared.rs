@@ -154,13 +154,19 @@ struct Ran {
     panic: Option<String>,
 }
 
-/// `when_idle` waiters. The core resolves waiters in the order they
-/// registered, one `idle` output each, so the n-th ticket is resolved by the
-/// n-th `idle`.
+/// `when_idle` waiters. Every waiter waits for the next quiescence after
+/// its call, so the waiters that call while one is unresolved wait for the
+/// same one: only the first of them is fed to the core as a waiter, and its
+/// `idle` resolves them all. The core then owes at most one `idle` at a
+/// time, however many waits a caller starts and abandons (a `timeout`
+/// around `when_idle`, a `select!` branch that loses), and a future dropped
+/// unresolved takes its waker back ([`Shared::forget_waiter`]).
 #[derive(Default)]
 struct Tickets {
     issued: u64,
     resolved: u64,
+    /// Whether the core holds a waiter for the unresolved tickets.
+    fed: bool,
     waiting: BTreeMap<u64, Waker>,
 }
 
@@ -361,6 +367,15 @@ impl Shared {
     /// task is waiting for, or inside its sink, which holds the writer's
     /// token the driver task's completion waits for). Under `Sync`, ready
     /// only once the lines queued before the `idle` are durable.
+    /// A [`crate::WhenIdle`] dropped before it resolved: its waker, if it
+    /// left one, goes (its ticket still resolves with the others).
+    /// (Only the lock: nothing is fed to the core or written, so this may
+    /// run inside the sink too.)
+    pub(crate) fn forget_waiter(&self, ticket: u64) {
+        let waker = lock(&self.locked).idle.waiting.remove(&ticket);
+        drop(waker);
+    }
+
     pub(crate) fn poll_idle(
         &self,
         ticket: u64,
@@ -590,13 +605,17 @@ impl Locked {
         self.hook_panics.push(panic);
     }
 
-    /// A `when_idle` waiter's ticket, fed to the core as its input; the
-    /// waiter reports an observer's panic at its registration.
+    /// A `when_idle` waiter's ticket, fed to the core as its input unless
+    /// the core already holds a waiter for the next quiescence (see
+    /// [`Tickets`]); the waiter reports an observer's panic at its
+    /// registration.
     fn register_waiter(&mut self) -> u64 {
-        let ticket = self.idle.issue();
-        // Never refused.
-        let Ran { answer: _, panic } = self.run(Input::WhenIdle);
-        drop(self.keep_panic(panic, ticket..=ticket));
+        let (ticket, feed) = self.idle.issue();
+        if feed {
+            // Never refused.
+            let Ran { answer: _, panic } = self.run(Input::WhenIdle);
+            drop(self.keep_panic(panic, ticket..=ticket));
+        }
         ticket
     }
 
@@ -683,7 +702,10 @@ impl Locked {
             match &output {
                 Output::StepStart { .. } => self.entered.clear(),
                 Output::UserMessage(message) => self.entered.push(message.clone()),
-                Output::Idle => self.wake.extend(self.idle.resolve_next()),
+                Output::Idle => {
+                    let woken = self.idle.resolve_all();
+                    self.wake.extend(woken);
+                }
                 // The rest only go to the fanout.
                 Output::Spliced(_)
                 | Output::TurnStart { .. }
@@ -754,16 +776,24 @@ fn park(slot: &mut Option<Waker>, waker: &Waker) {
 }
 
 impl Tickets {
-    fn issue(&mut self) -> u64 {
+    /// A new ticket, and whether the core must be given a waiter for it
+    /// (none waits for the next quiescence yet).
+    fn issue(&mut self) -> (u64, bool) {
         self.issued += 1;
-        self.issued
+        let feed = !mem::replace(&mut self.fed, true);
+        (self.issued, feed)
     }
 
-    /// One `idle` output: the oldest unresolved ticket resolves.
-    fn resolve_next(&mut self) -> Option<Waker> {
-        self.resolved += 1;
-        debug_assert!(self.resolved <= self.issued, "an idle nobody waited for");
-        self.waiting.remove(&self.resolved)
+    /// The core's `idle`: every ticket issued so far resolves (all of them
+    /// waited for this quiescence), and their wakers are returned.
+    fn resolve_all(&mut self) -> Vec<Waker> {
+        debug_assert!(self.fed, "an idle nobody waited for");
+        self.fed = false;
+        self.resolved = self.issued;
+        let later = self.waiting.split_off(&(self.issued + 1));
+        mem::replace(&mut self.waiting, later)
+            .into_values()
+            .collect()
     }
 
     fn resolved(&self, ticket: u64) -> bool {
