@@ -748,11 +748,12 @@ impl Message {
         if walk.bytes <= room {
             return None;
         }
-        // The bound is rough; only lines near the limit are encoded. A
-        // stand-in grows from four bytes to six when written.
+        // The bound is rough; only lines near the limit are measured: each
+        // message's JSON as written (a stand-in grows from four bytes to
+        // six) and the comma after it.
         let written = messages.iter().fold(0_usize, |total, message| {
-            let json = message.json().len();
-            total.saturating_add(json.saturating_add(json / 2))
+            let json = crate::log::escape::escaped_len(message.json());
+            total.saturating_add(json).saturating_add(1)
         });
         let last = messages.last()?;
         (written > room).then(|| {
@@ -1108,8 +1109,31 @@ mod logged {
         let long = said(&[with_text(1_500)], limit);
         assert!(long.is_some_and(|why| why.contains("longer than a log line")));
         // Each fits; the line holding both does not.
-        let both = said(&[with_text(400), with_text(400)], limit);
+        assert_eq!(said(&[with_text(500)], limit), None);
+        let both = said(&[with_text(500), with_text(500)], limit);
         assert!(both.is_some_and(|why| why.contains("longer than a log line")));
+    }
+
+    /// Near the limit the line is measured as written, not bounded by
+    /// half as much again: a message whose JSON fits is taken, and a
+    /// stand-in counts as its six-byte escape. Before, JSON past two
+    /// thirds of the room was refused (a 180 MiB message under 256 MiB).
+    #[test]
+    fn a_line_near_the_limit_is_measured_as_written() {
+        let limit = 1_024 + 3_000;
+        let json = |message: &Message| message.json().len();
+        let fits = with_text(2_900);
+        assert!(json(&fits) < 3_000 && json(&fits) * 3 / 2 > 3_000);
+        assert_eq!(said(&[fits], limit), None);
+        // 700 stand-ins: 2,800 bytes held, 4,200 written.
+        let stand_ins = Message::new(
+            MessageId::new("m"),
+            Value::String("\u{FD83D}".repeat(700)),
+            Source::user(),
+        );
+        assert!(json(&stand_ins) < 3_000);
+        let refused = said(&[stand_ins], limit);
+        assert!(refused.is_some_and(|why| why.contains("longer than a log line")));
     }
 
     #[test]

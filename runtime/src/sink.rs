@@ -198,10 +198,15 @@ impl JsonlFile {
             Err(error) if error.kind() == ErrorKind::NotFound => {}
             Err(error) => return Err(io::Error::new(error.kind(), format!("{path:?}: {error}"))),
         }
-        let file = OpenOptions::new().append(true).create(true).open(path)?;
+        let named = |error: io::Error| io::Error::new(error.kind(), format!("{path:?}: {error}"));
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(named)?;
         take_writer(&file, path)?;
-        file.set_len(0)?;
-        sync_folder(path)?;
+        file.set_len(0).map_err(named)?;
+        sync_folder(path).map_err(named)?;
         Self::locked(file, path)
     }
 
@@ -212,7 +217,9 @@ impl JsonlFile {
             length: file.metadata()?.len(),
             file,
             buffer: Vec::new(),
-            path: path.to_owned(),
+            // Absolute (links not resolved), so it names the same entry
+            // whatever the process's folder becomes.
+            path: std::path::absolute(path)?,
             failed: None,
             stamp: None,
         })
@@ -271,14 +278,20 @@ impl JsonlFile {
                 self.path
             ))
         };
+        // Its path must still name it: a file renamed over it, or its
+        // deletion, leaves the lines going to a file nobody reads there,
+        // even while another link (a backup's) keeps it alive.
         #[cfg(unix)]
-        if std::os::unix::fs::MetadataExt::nlink(&metadata) == 0 {
-            // Gone from every folder: its path names another file, or none.
-            let what = match std::fs::metadata(&self.path) {
-                Ok(_) => "replaced by another file",
-                Err(_) => "deleted",
+        {
+            use std::os::unix::fs::MetadataExt;
+            let same = |other: &std::fs::Metadata| {
+                (other.dev(), other.ino()) == (metadata.dev(), metadata.ino())
             };
-            return Err(damaged(what.into()));
+            match std::fs::metadata(&self.path) {
+                Ok(at_path) if same(&at_path) => {}
+                Ok(_) => return Err(damaged("replaced by another file".into())),
+                Err(_) => return Err(damaged("deleted".into())),
+            }
         }
         match metadata.len() {
             length if length < self.length => Err(damaged(format!(

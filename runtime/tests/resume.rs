@@ -563,6 +563,30 @@ fn a_log_replaced_behind_the_agent_fails_its_next_send() {
     );
 }
 
+/// A second link (a backup's hard link) keeps the old file alive: its path
+/// must still name it. Before, the lines went on into the file only the
+/// backup named, and the send returned `Ok`.
+#[cfg(unix)]
+#[test]
+fn a_log_replaced_or_deleted_behind_the_agent_while_linked_elsewhere_fails_its_next_send() {
+    a_log_changed_behind_the_agent_fails_its_next_send(
+        |path| {
+            fs::hard_link(path, path.with_extension("backup")).expect("linked");
+            let other = path.with_extension("other");
+            fs::write(&other, "").expect("written");
+            fs::rename(&other, path).expect("replaced");
+        },
+        "replaced by another file",
+    );
+    a_log_changed_behind_the_agent_fails_its_next_send(
+        |path| {
+            fs::hard_link(path, path.with_extension("backup")).expect("linked");
+            fs::remove_file(path).expect("deleted");
+        },
+        "deleted",
+    );
+}
+
 #[test]
 fn a_log_deleted_behind_the_agent_fails_its_next_send() {
     a_log_changed_behind_the_agent_fails_its_next_send(
@@ -1199,4 +1223,19 @@ fn a_weak_handle_a_hook_kept_does_not_keep_the_log_locked_once_the_agent_is_gone
         let resumed = resume(&path);
         assert!(resumed.is_ok(), "{durability:?}: {:?}", resumed.err());
     }
+}
+
+/// A log that cannot be created is named in the error, as a resume's are.
+/// Before, a missing folder said only `No such file or directory`.
+#[test]
+fn a_log_that_cannot_be_created_is_named() {
+    let (_folder, path) = log_path();
+    let missing = path.join("no-such-folder").join("log.jsonl");
+    let Err(error) = JsonlFile::create(&missing) else {
+        panic!("created in a folder that does not exist");
+    };
+    assert!(
+        error.to_string().contains(&format!("{missing:?}")),
+        "{error}"
+    );
 }

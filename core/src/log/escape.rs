@@ -44,6 +44,17 @@ pub(super) fn escape_stand_ins(line: &mut String) {
     *line = escaped;
 }
 
+/// How long `json` is once written: each stand-in (four bytes) becomes its
+/// six-byte escape (see [`escape_stand_ins`]).
+pub(crate) fn escaped_len(json: &str) -> usize {
+    if memchr::memchr(STAND_IN_LEAD, json.as_bytes()).is_none() {
+        return json.len();
+    }
+    let stand_ins = json.chars().filter(|character| unit(*character).is_some());
+    json.len()
+        .saturating_add(stand_ins.count().saturating_mul(2))
+}
+
 /// Whether `text` holds a high unit's stand-in just before a low one's:
 /// written, they read back as one other character (see
 /// [`escape_stand_ins`]), so such a string does not survive a log.
