@@ -278,9 +278,11 @@ impl JsonlFile {
                 self.path
             ))
         };
-        // Its path must still name it: a file renamed over it, or its
-        // deletion, leaves the lines going to a file nobody reads there,
-        // even while another link (a backup's) keeps it alive.
+        // Its path must not name another file: one renamed over it leaves
+        // the lines going where nobody reads them, even while another
+        // link (a backup's) keeps the old file alive. A path that names
+        // nothing is a deletion only when no link is left: the file itself
+        // renamed is still the log, under its new name.
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
@@ -290,7 +292,8 @@ impl JsonlFile {
             match std::fs::metadata(&self.path) {
                 Ok(at_path) if same(&at_path) => {}
                 Ok(_) => return Err(damaged("replaced by another file".into())),
-                Err(_) => return Err(damaged("deleted".into())),
+                Err(_) if metadata.nlink() == 0 => return Err(damaged("deleted".into())),
+                Err(_) => {}
             }
         }
         match metadata.len() {

@@ -564,11 +564,11 @@ fn a_log_replaced_behind_the_agent_fails_its_next_send() {
 }
 
 /// A second link (a backup's hard link) keeps the old file alive: its path
-/// must still name it. Before, the lines went on into the file only the
-/// backup named, and the send returned `Ok`.
+/// must not name another file. Before, the lines went on into the file
+/// only the backup named, and the send returned `Ok`.
 #[cfg(unix)]
 #[test]
-fn a_log_replaced_or_deleted_behind_the_agent_while_linked_elsewhere_fails_its_next_send() {
+fn a_log_replaced_behind_the_agent_while_linked_elsewhere_fails_its_next_send() {
     a_log_changed_behind_the_agent_fails_its_next_send(
         |path| {
             fs::hard_link(path, path.with_extension("backup")).expect("linked");
@@ -578,13 +578,29 @@ fn a_log_replaced_or_deleted_behind_the_agent_while_linked_elsewhere_fails_its_n
         },
         "replaced by another file",
     );
-    a_log_changed_behind_the_agent_fails_its_next_send(
-        |path| {
-            fs::hard_link(path, path.with_extension("backup")).expect("linked");
-            fs::remove_file(path).expect("deleted");
-        },
-        "deleted",
-    );
+}
+
+/// A log renamed under the agent is still its log: it goes on appending to
+/// it under its new name (a path that names nothing is no deletion while
+/// the file has a link).
+#[cfg(unix)]
+#[test]
+fn a_log_renamed_under_the_agent_is_still_appended_to() {
+    let (_folder, path) = log_path();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let sink = JsonlFile::create(&path).expect("a temporary file");
+    let (handle, driver) = Handle::new("renamed", pre_step_hook, step_hook, sink);
+    handle.append(Target::NextTurn, "A").expect("kept");
+    let renamed = path.with_extension("renamed");
+    fs::rename(&path, &renamed).expect("renamed");
+    handle
+        .append(Target::NextTurn, "B")
+        .expect("kept under its new name");
+    drop(driver);
+    drop(handle);
+    let text = fs::read_to_string(&renamed).expect("readable");
+    assert!(text.contains(r#""id":"B""#), "{text}");
 }
 
 #[test]
