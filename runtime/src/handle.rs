@@ -100,6 +100,11 @@ impl Handle {
     /// file is [`ResumeError::Io`] of kind [`std::io::ErrorKind::NotFound`]
     /// (start a new log instead); a folder, a FIFO or a device, of kind
     /// [`std::io::ErrorKind::InvalidInput`].
+    ///
+    /// As for every agent, dropping the last handle while the driver task
+    /// lives disposes it: the replayed inbox is discarded, durably (a
+    /// canceled splice). To stop and keep the inbox for the next resume,
+    /// drop (or abort) the driver task first, as a crash would.
     pub fn resume<P: PreStepHook, S: StepHook>(
         path: impl AsRef<Path>,
         pre_step_hook: P,
