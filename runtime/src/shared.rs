@@ -164,9 +164,9 @@ struct Ran {
 #[derive(Default)]
 struct Tickets {
     issued: u64,
+    /// Every ticket up to here is resolved; the core holds a waiter for
+    /// the ones after it, if any.
     resolved: u64,
-    /// Whether the core holds a waiter for the unresolved tickets.
-    fed: bool,
     waiting: BTreeMap<u64, Waker>,
 }
 
@@ -779,21 +779,17 @@ impl Tickets {
     /// A new ticket, and whether the core must be given a waiter for it
     /// (none waits for the next quiescence yet).
     fn issue(&mut self) -> (u64, bool) {
+        let feed = self.resolved == self.issued;
         self.issued += 1;
-        let feed = !mem::replace(&mut self.fed, true);
         (self.issued, feed)
     }
 
     /// The core's `idle`: every ticket issued so far resolves (all of them
     /// waited for this quiescence), and their wakers are returned.
     fn resolve_all(&mut self) -> Vec<Waker> {
-        debug_assert!(self.fed, "an idle nobody waited for");
-        self.fed = false;
+        debug_assert!(self.resolved < self.issued, "an idle nobody waited for");
         self.resolved = self.issued;
-        let later = self.waiting.split_off(&(self.issued + 1));
-        mem::replace(&mut self.waiting, later)
-            .into_values()
-            .collect()
+        mem::take(&mut self.waiting).into_values().collect()
     }
 
     fn resolved(&self, ticket: u64) -> bool {
