@@ -362,54 +362,77 @@ pub fn replace(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
     replace_with(path, |file| file.write_all(bytes.as_ref()))
 }
 
-/// What a command writes where the user named no path (`check`'s
-/// `counterexample.txn`, `sim`'s `race-<seed>.json`), and how to tell a
-/// file it wrote there before (which it replaces) from a file of the
-/// user's that happens to have the name (which it keeps).
-pub struct DefaultOutput<'a> {
+/// A file a command writes and may find there already: one it wrote
+/// before, which it replaces, or a file of the user's, which it keeps (a
+/// user's data is never overwritten, even at a path the user named: a
+/// mistyped `--out b.txn` for `b.svg` must not destroy the transcript).
+pub struct Replaceable<'a> {
     /// Where it goes.
     pub path: &'a Path,
-    /// The flag that names another path.
+    /// The flag that names the path (or another one).
     pub flag: &'static str,
+    /// Who chose the path.
+    pub chosen: Chosen,
     /// Whether the whole file at the path is one this command wrote: its
     /// kind's reader takes all of it, so a file the user wrote, or one of
     /// ours the user added to, is kept.
     pub ours: fn(&Path) -> io::Result<bool>,
 }
 
-impl DefaultOutput<'_> {
-    /// Why the default path cannot be replaced, if a file of the user's is
-    /// there: never overwritten for a default nobody asked for.
-    /// (A file that cannot be read is kept too: whose it is cannot be told;
-    /// and a pipe or device, which an explicit path writes in place, is
-    /// neither read, which could block, nor written.)
+/// Who chose an output's path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chosen {
+    /// The user, with the flag: a device or a pipe there is written in place.
+    ByUser,
+    /// The command (`check`'s `counterexample.txn`, `sim`'s
+    /// `race-<seed>.json`, a picture beside an output): a device or pipe
+    /// there is the user's too, and is neither read, which could block,
+    /// nor written.
+    Default,
+}
+
+impl Replaceable<'_> {
+    /// Why the path cannot be written, if a file of the user's is there.
+    /// An empty file holds nothing to lose (`mktemp`'s); a file that cannot
+    /// be read is kept, since whose it is cannot be told.
     pub fn foreign(&self) -> Option<String> {
         // Nothing there, or a folder (refused elsewhere).
         let meta = fs::metadata(self.path).ok()?;
         if meta.is_dir() {
             return None;
         }
-        if !meta.is_file() {
-            return Some(format!(
-                "{} is there and is not a regular file: kept (name another path with {})",
+        let why = if !meta.is_file() {
+            match self.chosen {
+                Chosen::ByUser => return None,
+                Chosen::Default => "is not a regular file".to_owned(),
+            }
+        } else if meta.len() == 0 {
+            return None;
+        } else {
+            match (self.ours)(self.path) {
+                Ok(true) => return None,
+                Ok(false) => "was not written by this command".to_owned(),
+                Err(error) => {
+                    format!("cannot be read ({error}) to tell whether this command wrote it")
+                }
+            }
+        };
+        Some(match self.chosen {
+            Chosen::ByUser => format!(
+                "{} {} is there and {why}: kept (delete it first, or name another path)",
+                self.flag,
+                named(self.path)
+            ),
+            Chosen::Default => format!(
+                "{} is there and {why}: kept (name another path with {})",
                 named(self.path),
                 self.flag
-            ));
-        }
-        let why = match (self.ours)(self.path) {
-            Ok(true) => return None,
-            Ok(false) => "was not written by this command".to_owned(),
-            Err(error) => format!("cannot be read ({error}) to tell whether this command wrote it"),
-        };
-        Some(format!(
-            "{} is there and {why}: kept (name another path with {})",
-            named(self.path),
-            self.flag
-        ))
+            ),
+        })
     }
 
-    /// [`replace`], unless [`DefaultOutput::foreign`] says the file there
-    /// is the user's.
+    /// [`replace`], unless [`Replaceable::foreign`] says the file there is
+    /// the user's (asked again when writing: it may have appeared since).
     pub fn replace(&self, bytes: impl AsRef<[u8]>) -> io::Result<()> {
         match self.foreign() {
             Some(why) => Err(io::Error::new(io::ErrorKind::AlreadyExists, why)),
@@ -445,7 +468,7 @@ fn staged_with(
 }
 
 /// The whole text of a file a command may have written, for its
-/// [`DefaultOutput::ours`]: `None` when it is not UTF-8 or is larger than
+/// [`Replaceable::ours`]: `None` when it is not UTF-8 or is larger than
 /// anything a command writes there (64 MiB).
 pub fn whole_text(path: &Path) -> io::Result<Option<String>> {
     const CAP: u64 = 64 << 20;

@@ -550,6 +550,124 @@ fn never_destroy_demo_keeps_a_users_file_at_its_log_path() {
     assert_eq!(std::fs::read_to_string(&ours).unwrap(), added);
 }
 
+/// A named output replaces only what the command wrote there before (or
+/// an empty file): a mistyped `--out b.txn` for `b.svg` kept nothing of
+/// the transcript before, and a picture over a Mermaid chart, or a chart
+/// the user added a line to, was replaced too.
+#[test]
+fn never_destroy_a_named_output_keeps_a_users_file_of_another_kind() {
+    let folder = folder();
+    let transcript = write(&folder, "x.txn", PASSING);
+    let kept = "# mine\nfollowup A\n----\n";
+    let mine = write(&folder, "mine.txn", kept);
+    let (code, _, stderr) = run(&["diagram", &text(&transcript), "--out", &text(&mine)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("mine.txn is there and was not written by this command: kept"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), kept);
+    for (format, name) in [("svg", "x.svg"), ("mermaid", "x.md")] {
+        let out = write(&folder, name, "");
+        let arguments = ["diagram", &text(&transcript), "--format", format];
+        for _ in 0..2 {
+            let (code, _, stderr) = run(&[&arguments[..], &["--out", &text(&out)]].concat());
+            assert_eq!(code, Some(0), "an empty file, then its own: {stderr}");
+        }
+        let drawn = std::fs::read_to_string(&out).unwrap();
+        let added = format!("{drawn}my note\n");
+        std::fs::write(&out, &added).unwrap();
+        let (code, _, stderr) = run(&[&arguments[..], &["--out", &text(&out)]].concat());
+        assert_eq!(code, Some(2), "a line the user added: {stderr}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), added);
+        std::fs::write(&out, &drawn).unwrap();
+    }
+    // Each format keeps the other's file.
+    let svg = folder.path().join("x.svg");
+    let (code, _, stderr) = run(&[
+        "diagram",
+        &text(&transcript),
+        "--format",
+        "mermaid",
+        "--out",
+        &text(&svg),
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+}
+
+/// The same for the outputs only a failure writes: `check --out`, `sim
+/// --report` and `shrink --out` each replace their own kind of file and
+/// keep a user's, before any work.
+#[cfg(feature = "mutants")]
+#[test]
+fn never_destroy_a_named_counterexample_report_or_shrunk_output_keeps_a_users_file() {
+    let folder = folder();
+    let notes = write(&folder, "notes.md", "precious\n");
+    let report = folder.path().join("race.json");
+    let cex = folder.path().join("cex.txn");
+    let shrunk = folder.path().join("shrunk.txn");
+    let check = |out: &Path| {
+        run(&[
+            "check",
+            "--mutant",
+            "no-latch",
+            "--messages",
+            "2",
+            "--restarts",
+            "0",
+            "--out",
+            &text(out),
+        ])
+    };
+    let sim = |out: &Path| {
+        run(&[
+            "sim",
+            "--mutant",
+            "no-latch",
+            "--seeds",
+            "0..50",
+            "--report",
+            &text(out),
+        ])
+    };
+    let (code, _, stderr) = check(&notes);
+    assert_eq!(code, Some(2), "{stderr}");
+    let (code, _, stderr) = sim(&notes);
+    assert_eq!(code, Some(2), "{stderr}");
+    for _ in 0..2 {
+        let (code, _, stderr) = check(&cex);
+        assert_eq!(
+            code,
+            Some(1),
+            "its own counterexample is replaced: {stderr}"
+        );
+        let (code, _, stderr) = sim(&report);
+        assert_eq!(code, Some(1), "its own report is replaced: {stderr}");
+    }
+    let (code, _, stderr) = run(&["shrink", &text(&report), "--out", &text(&notes)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    for _ in 0..2 {
+        let (code, _, stderr) = run(&["shrink", &text(&report), "--out", &text(&shrunk)]);
+        assert_eq!(
+            code,
+            Some(0),
+            "its own shrunk transcript is replaced: {stderr}"
+        );
+    }
+    // A counterexample given to `shrink --out` is a transcript of another
+    // command's: kept, as is a shrunk one the user commented.
+    let (code, _, stderr) = run(&["shrink", &text(&report), "--out", &text(&cex)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let commented = std::fs::read_to_string(&shrunk).unwrap() + "# my comment\n";
+    std::fs::write(&shrunk, &commented).unwrap();
+    let (code, _, stderr) = run(&["shrink", &text(&report), "--out", &text(&shrunk)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("kept (delete it first"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&shrunk).unwrap(), commented);
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "precious\n");
+}
+
 #[test]
 fn never_destroy_a_hard_link_to_the_input_or_a_read_only_file_is_refused() {
     let folder = folder();

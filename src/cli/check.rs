@@ -76,28 +76,29 @@ impl Args {
             .unwrap_or(Path::new("counterexample.txn"))
     }
 
-    /// The default output when `--out` is not given: it replaces only a
-    /// counterexample written before (its first line says how to replay,
-    /// and all of it reads as a transcript).
-    fn default_out(&self) -> Option<files::DefaultOutput<'_>> {
-        self.out.is_none().then(|| files::DefaultOutput {
+    /// The output, named or the default: it replaces only a counterexample
+    /// written before (its first line says how to replay, and all of it
+    /// reads as a transcript).
+    fn output(&self) -> files::Replaceable<'_> {
+        files::Replaceable {
             path: self.out(),
             flag: "--out",
+            chosen: match self.out {
+                Some(_) => files::Chosen::ByUser,
+                None => files::Chosen::Default,
+            },
             ours: |path| {
                 Ok(
                     files::whole_text(path)?
                         .is_some_and(|text| files::is_transcript(&text, REPLAY)),
                 )
             },
-        })
+        }
     }
 
     /// Writes the counterexample to `--out`, or to the default.
     fn write(&self, text: &str) -> std::io::Result<()> {
-        match self.default_out() {
-            Some(default) => default.replace(text),
-            None => files::replace(self.out(), text),
-        }
+        self.output().replace(text)
     }
 }
 
@@ -182,8 +183,13 @@ fn outputs_usable(args: &Args) -> bool {
         // written is printed instead.
         Err(error) => eprintln!("note: {error}; a counterexample would be printed, not written"),
     }
-    if let Some(why) = args.default_out().and_then(|default| default.foreign()) {
-        eprintln!("note: {why}; a counterexample would be printed, not written");
+    match args.output().foreign() {
+        Some(why) if args.out.is_some() => {
+            eprintln!("error: {why}");
+            return false;
+        }
+        Some(why) => eprintln!("note: {why}; a counterexample would be printed, not written"),
+        None => {}
     }
     let beside = args
         .diagram

@@ -127,15 +127,13 @@ fn current_thread() -> tokio::runtime::Runtime {
 
 /// Why the file at `log` must not be replaced, if it is a user's: the demo
 /// writes a fresh session log, so it replaces only one of its own (a
-/// session named `demo`); a device or pipe (`/dev/stdout`) is written in
-/// place, as every output is.
+/// session named `demo`, or an empty file); a device or pipe
+/// (`/dev/stdout`) is written in place, as every output is.
 fn foreign_log(log: &Path) -> Option<String> {
-    if !std::fs::metadata(log).is_ok_and(|meta| meta.is_file()) {
-        return None;
-    }
-    files::DefaultOutput {
+    files::Replaceable {
         path: log,
         flag: "--log",
+        chosen: files::Chosen::ByUser,
         ours: |path| {
             let Some(text) = files::whole_text(path)? else {
                 return Ok(false);

@@ -40,6 +40,21 @@ impl Args {
     pub(crate) fn inputs(&self) -> Vec<&Path> {
         vec![self.file.as_path()]
     }
+
+    /// `--out`, if given: it replaces only a picture of this format drawn
+    /// before.
+    fn output(&self) -> Option<files::Replaceable<'_>> {
+        let ours = match self.format {
+            Format::Svg => courier::diagram::drawn_here,
+            Format::Mermaid => courier::diagram::charted_here,
+        };
+        self.out.as_deref().map(|path| files::Replaceable {
+            path,
+            flag: "--out",
+            chosen: files::Chosen::ByUser,
+            ours,
+        })
+    }
 }
 
 pub(crate) fn main(args: &Args) -> ExitCode {
@@ -51,7 +66,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             path,
         })
         .collect();
-    if let Err(error) = files::check_paths(&[&args.file], &outputs) {
+    let refused = files::check_paths(&[&args.file], &outputs)
+        .err()
+        .or_else(|| args.output().and_then(|out| out.foreign()));
+    if let Some(error) = refused {
         eprintln!("error: {error}");
         return ExitCode::from(2);
     }
@@ -67,11 +85,12 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     }
     eprintln!("{}", diagram.verdict());
     let text = diagram.render(args.format);
-    let Some(out) = &args.out else {
+    let Some(output) = args.output() else {
         print!("{text}");
         return ExitCode::SUCCESS;
     };
-    match files::replace(out, text) {
+    let out = output.path;
+    match output.replace(text) {
         Ok(()) => {
             courier::status!("diagram: {}", files::named(out));
             ExitCode::SUCCESS

@@ -38,7 +38,19 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         flag: "--out",
         path: &args.out,
     };
-    if let Err(error) = files::check_paths(&[&args.report], &[out]) {
+    let output = files::Replaceable {
+        path: &args.out,
+        flag: "--out",
+        chosen: files::Chosen::ByUser,
+        ours: |path| {
+            let text = files::whole_text(path)?;
+            Ok(text.is_some_and(|text| files::is_transcript(&text, SHRUNK)))
+        },
+    };
+    let refused = files::check_paths(&[&args.report], &[out])
+        .err()
+        .or_else(|| output.foreign());
+    if let Some(error) = refused {
         eprintln!("error: {error}");
         return ExitCode::from(2);
     }
@@ -63,7 +75,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         text.push_str(&format!("# {note}\n\n"));
     }
     text.push_str(&transcript(&prototype, &shrunk.trace));
-    if let Err(error) = files::replace(&args.out, &text) {
+    if let Err(error) = output.replace(&text) {
         // The search is not lost: the transcript goes to stdout.
         eprintln!(
             "error: --out {}: cannot write: {error}",
@@ -92,19 +104,22 @@ pub(crate) fn main(args: &Args) -> ExitCode {
 }
 
 /// Comment lines saying where the transcript came from and how it runs.
+/// How every shrunk transcript starts.
+const SHRUNK: &str = "# Shrunk by `courier shrink`";
+
 fn header(report: &courier_sim::Report, detail: &str) -> String {
     let seed = report.seed;
     let property = report.property;
     match &report.mutant {
         Some(mutant) => format!(
-            "# Shrunk by `courier shrink` from seed {seed} of `courier sim --mutant {mutant}`.\n\
+            "{SHRUNK} from seed {seed} of `courier sim --mutant {mutant}`.\n\
              # mutant: {mutant}\n\
              # violation: {property}: {detail}\n\
              # The expected outputs are the mutant's: `courier run --mutant {mutant}` \
              passes, the correct core differs.\n\n"
         ),
         None => format!(
-            "# Shrunk by `courier shrink` from seed {seed} of `courier sim`.\n\
+            "{SHRUNK} from seed {seed} of `courier sim`.\n\
              # violation: {property}: {detail}\n\n"
         ),
     }

@@ -196,6 +196,9 @@ fn check_report(report: &Path, diagram: bool) -> Result<(), String> {
         });
     }
     files::check_paths(&[], &outputs)?;
+    if let Some(why) = report_output(report, true).foreign() {
+        return Err(why);
+    }
     let beside = diagram.then(|| courier::diagram::picture_beside(&svg, "--report"));
     match beside.and_then(|picture| picture.foreign()) {
         Some(why) => Err(format!("--diagram: {why}")),
@@ -354,16 +357,7 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     courier::status!("violation: {} seed={}", violation.property, run.seed);
     courier::status!("detail: {}", files::shown(&violation.detail));
     courier::status!("outputs: {}", report.output_hash);
-    let written = match args.report {
-        Some(_) => files::replace(&path, report.to_json()),
-        // The default replaces only a race report written before.
-        None => files::DefaultOutput {
-            path: &path,
-            flag: "--report",
-            ours: is_race_report,
-        }
-        .replace(report.to_json()),
-    };
+    let written = report_output(&path, args.report.is_some()).replace(report.to_json());
     if let Err(error) = written {
         // Named by its flag when the user gave it, as every output is.
         let flag = if args.report.is_some() {
@@ -396,6 +390,20 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
 }
 
 /// Whether a file is a race report ([`Report::read`] takes all of it).
+/// The race report's output: it replaces only a race report written before.
+fn report_output(path: &Path, named: bool) -> files::Replaceable<'_> {
+    files::Replaceable {
+        path,
+        flag: "--report",
+        chosen: if named {
+            files::Chosen::ByUser
+        } else {
+            files::Chosen::Default
+        },
+        ours: is_race_report,
+    }
+}
+
 fn is_race_report(path: &Path) -> std::io::Result<bool> {
     let (version, whole) = (File::open(path)?, File::open(path)?);
     Ok(Report::read(version, whole).is_ok())

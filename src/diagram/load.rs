@@ -234,10 +234,11 @@ pub fn svg_beside(file: &Path) -> PathBuf {
 /// The picture beside a command's output: its path follows the output's
 /// (named with `flag`), and nobody named it, so only a picture drawn here
 /// is replaced there; a user's file of that name is kept.
-pub fn picture_beside<'a>(svg: &'a Path, flag: &'static str) -> files::DefaultOutput<'a> {
-    files::DefaultOutput {
+pub fn picture_beside<'a>(svg: &'a Path, flag: &'static str) -> files::Replaceable<'a> {
+    files::Replaceable {
         path: svg,
         flag,
+        chosen: files::Chosen::Default,
         ours: super::drawn_here,
     }
 }

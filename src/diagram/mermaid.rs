@@ -1,6 +1,8 @@
 //! Mermaid `sequenceDiagram` text, for Markdown viewers that render it.
 
 use std::fmt::{self, Write};
+use std::io;
+use std::path::Path;
 
 use super::Diagram;
 use super::sequence::{Lane, Mark, Shown, Style, shown};
@@ -11,6 +13,25 @@ pub(crate) fn mermaid(diagram: &Diagram) -> String {
     Mermaid(diagram).to_string()
 }
 
+/// Whether the whole file at `path` is Mermaid text [`mermaid`] wrote, for
+/// `diagram --out` to replace: its header, then only indented lines (a
+/// line the user added at the margin, or any file of another kind, is
+/// kept).
+pub fn charted_here(path: &Path) -> io::Result<bool> {
+    let Some(text) = crate::files::whole_text(path)? else {
+        return Ok(false);
+    };
+    let Some(body) = text.strip_prefix(HEADER) else {
+        return Ok(false);
+    };
+    Ok(body.starts_with("    title ")
+        && body.ends_with('\n')
+        && body.lines().all(|line| line.starts_with("    ")))
+}
+
+/// How the text starts.
+const HEADER: &str = "sequenceDiagram\n";
+
 /// The text as a `Display`, so every write returns its `fmt::Result`
 /// through `?` instead of dropping it, and `to_string` is the one caller.
 struct Mermaid<'a>(&'a Diagram);
@@ -18,7 +39,7 @@ struct Mermaid<'a>(&'a Diagram);
 impl fmt::Display for Mermaid<'_> {
     fn fmt(&self, text: &mut fmt::Formatter<'_>) -> fmt::Result {
         let diagram = self.0;
-        text.write_str("sequenceDiagram\n")?;
+        text.write_str(HEADER)?;
         writeln!(text, "    title {}", escape(&diagram.title))?;
         for lane in Lane::ALL {
             writeln!(text, "    participant {} as {}", alias(lane), lane.title())?;

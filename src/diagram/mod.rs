@@ -21,6 +21,7 @@ pub use load::{
     INPUTS_DRAWN_MAX, from_report, from_transcript, load, picture_beside, svg_beside, title,
     write_beside,
 };
+pub use mermaid::charted_here;
 pub use sequence::{Lane, ROWS_DRAWN_MAX};
 pub use svg::drawn_here;
 

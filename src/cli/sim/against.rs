@@ -507,9 +507,10 @@ fn write_divergence(prototype: &Agent, compared: &Compared, out: &Path) -> Resul
     text.push_str(&record(prototype, &compared.trace[..=*index]));
     // Only an earlier divergence transcript is replaced: a file of the
     // user's with the name (one that cannot be read, or a pipe, too) is kept.
-    let divergence = files::DefaultOutput {
+    let divergence = files::Replaceable {
         path: &path,
         flag: "--out",
+        chosen: files::Chosen::Default,
         ours: |path| {
             let text = files::whole_text(path)?;
             Ok(text.is_some_and(|text| files::is_transcript(&text, "# divergence: ")))
