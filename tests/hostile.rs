@@ -137,6 +137,21 @@ fn never_destroy_a_missing_blank_line_is_a_layout_error_naming_the_line() {
             5,
             "`----` inside an expected block",
         ),
+        // The `----` under a command forgotten: each expected line was read
+        // as a command of its own, and `--rewrite` pinned a `bad-command`
+        // under each, the expected outputs gone.
+        (
+            "forgotten-dashes.txn",
+            "followup A\nspliced next-turn@0 +A\n~inserted A\n\nstatus\n----\nidle\n",
+            2,
+            "an output line right under a command with no `----` between them",
+        ),
+        (
+            "forgotten-dashes-live.txn",
+            "inbox\n----\nnext-turn:\nnext-step:\n\nwhen-idle\n~idle\n",
+            7,
+            "an output line right under a command with no `----` between them",
+        ),
     ];
     for (name, content, line, reason) in cases {
         let path = write(&folder, name, content);

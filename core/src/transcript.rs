@@ -82,6 +82,34 @@ pub(crate) fn starts_as_command(line: &str) -> bool {
         .is_some_and(|first| VERBS.contains(&first))
 }
 
+/// The first words of the lines a block prints (SPEC §9: outputs, the
+/// `inbox` lines, an `error:`), none a command's; live outputs start with
+/// `~`. `status` prints `idle` or `running ...`, words too common to tell
+/// a stray output line by.
+const OUTPUT_WORDS: [&str; 9] = [
+    "spliced",
+    "turn/start",
+    "step/start",
+    "user/message",
+    "step/end",
+    "turn/end",
+    "error:",
+    "next-turn:",
+    "next-step:",
+];
+
+/// Whether `line` reads as a line a block prints, not as a command: under
+/// a command with no `----`, it is an expected line whose `----` was
+/// forgotten.
+pub(crate) fn starts_as_output(line: &str) -> bool {
+    let line = line.trim_ascii_start();
+    line.starts_with('~')
+        || line
+            .split_ascii_whitespace()
+            .next()
+            .is_some_and(|first| OUTPUT_WORDS.contains(&first))
+}
+
 /// Parses one command line. A message named by a command is a text message
 /// whose content is its id (source `user` unless `source=<kind>` is given);
 /// an id named by `enter` that is not in the claimed batch is a `plugin`
@@ -730,6 +758,44 @@ mod tests {
         // fails here until it has a line above.
         for kind in <crate::InputKind as strum::VariantArray>::VARIANTS {
             assert!(kinds.contains(kind), "no transcript line for {kind:?}");
+        }
+    }
+
+    /// A layout error tells a forgotten `----` by the lines below it: each
+    /// line every input can print must read as an output.
+    #[test]
+    fn every_printed_line_reads_as_an_output_and_none_as_a_command() {
+        let script = Script::parse(
+            "followup A\nsteer B\ninject C\npre-step enter A Z\nstep tool-calls\n\
+             pre-step fail\nwhen-idle\nfollowup D\nremove D\nsplice next-turn 0 0 E\n\
+             cancel\ninbox\nfollowup A\nrestart\ndispose\n",
+        )
+        .unwrap();
+        let printed = script.run(&Agent::default()).unwrap();
+        let mut kinds = std::collections::BTreeSet::new();
+        for line in printed.iter().flatten() {
+            assert!(
+                starts_as_output(line),
+                "`{line}` does not read as an output"
+            );
+            assert!(!starts_as_command(line), "`{line}` reads as a command");
+            kinds.insert(line.split([' ', '@']).next().unwrap().to_owned());
+        }
+        for word in OUTPUT_WORDS {
+            assert!(
+                kinds.contains(word),
+                "no line starts with `{word}`: {kinds:?}"
+            );
+        }
+        for live in [
+            "~inserted",
+            "~claimed",
+            "~discarded",
+            "~status",
+            "~error",
+            "~idle",
+        ] {
+            assert!(kinds.contains(live), "no `{live}` line: {kinds:?}");
         }
     }
 

@@ -366,6 +366,13 @@ fn expected_line(number: usize, output: &str) -> Result<(), LayoutError> {
     Ok(())
 }
 
+/// Whether the line under a command with no `----` reads as an output and
+/// not as a command of its own (`splice` is one, `spliced` is not).
+fn forgotten_dashes(below: &str) -> bool {
+    let below = content(below);
+    super::starts_as_output(below) && !super::starts_as_command(below)
+}
+
 /// Reads the block whose command is `line` (numbered `number`, written
 /// `raw`): the comments between it and its `----`, then its expected lines
 /// and comments up to a blank line. Comment lines after a command that no
@@ -399,6 +406,20 @@ where
         take(&mut heading, raw.as_ref())?;
     }
     let Some((dashes_line, dashes)) = next_if(lines, is_dashes).map_err(Unreadable::Read)? else {
+        // An output line right under the command is an expected block
+        // whose `----` was forgotten: read as commands, `--rewrite` would
+        // pin a `bad-command` under each of its lines.
+        if heading.is_empty()
+            && let Some((below, raw)) =
+                next_if(lines, forgotten_dashes).map_err(Unreadable::Read)?
+        {
+            whole(below, raw.as_ref())?;
+            return Err(Unreadable::Layout(LayoutError {
+                line: below,
+                reason: "an output line right under a command with no `----` between them: \
+                         add `----` under the command",
+            }));
+        }
         // No `----`: the comments are the next item's.
         let block = Block {
             line: number,
@@ -695,6 +716,19 @@ impl Script {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An output line right under a command is a forgotten `----`; a
+    /// command there (`splice`, not `spliced`) is a block of its own.
+    #[test]
+    fn an_output_line_right_under_a_command_is_a_forgotten_separator() {
+        let forgotten = Script::parse("followup A\nspliced next-turn@0 +A\n").unwrap_err();
+        assert_eq!(forgotten.line, 2, "{forgotten:?}");
+        let script = Script::parse("followup A\nsplice next-turn 0 0 B\n# ~idle\n").unwrap();
+        assert_eq!(script.blocks().count(), 2);
+        // Below a comment, it is a block of its own (a bad command).
+        let script = Script::parse("followup A\n# why\n~idle\n").unwrap();
+        assert_eq!(script.blocks().count(), 2);
+    }
 
     #[test]
     fn a_read_error_inside_a_block_ends_the_items_with_it_not_with_a_cut_block() {
