@@ -632,8 +632,18 @@ impl Staged {
                 // there (a log created anew at `path()`).
                 let mut written = File::open(temporary.path())?;
                 let mut device = fs::OpenOptions::new().write(true).open(&target)?;
-                io::copy(&mut written, &mut device)?;
-                return device.flush();
+                let copied = io::copy(&mut written, &mut device).and_then(|_| device.flush());
+                // Stdout closed (`--out /dev/stdout | head -1`): nobody
+                // reads any more, and the command ends quietly, as when it
+                // prints there.
+                if let Err(error) = &copied
+                    && error.kind() == io::ErrorKind::BrokenPipe
+                    && is_stdout(&target)
+                {
+                    drop(temporary);
+                    std::process::exit(2);
+                }
+                return copied;
             }
         };
         temporary.file().sync_all()?;

@@ -968,6 +968,43 @@ fn never_panic_a_closed_pipe_exits_quietly() {
     assert_eq!(output.status.code(), Some(2));
 }
 
+/// An output named `/dev/stdout` is stdout too: closed, the command ends
+/// quietly. Before, `--log /dev/stdout | true` said `error: --log
+/// /dev/stdout: cannot write: Broken pipe`.
+#[test]
+fn never_panic_an_output_to_a_closed_stdout_exits_quietly() {
+    let folder = folder();
+    let repaired = folder.path().join("repaired.jsonl");
+    let (code, _, stderr) = run(&["demo", "--log", &text(&repaired)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for arguments in [
+        vec![
+            "demo".to_owned(),
+            "--log".to_owned(),
+            "/dev/stdout".to_owned(),
+        ],
+        vec![
+            "repair".to_owned(),
+            text(&repaired),
+            "--out".to_owned(),
+            "/dev/stdout".to_owned(),
+        ],
+    ] {
+        let mut child = courier()
+            .args(&arguments)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closed before anything is written.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("error"), "{arguments:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");
+    }
+}
+
 #[test]
 fn never_panic_a_full_stdout_is_an_error_and_exit_2() {
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {

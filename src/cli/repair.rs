@@ -82,6 +82,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             courier::status!("wrote {}", files::named(out));
             ExitCode::SUCCESS
         }
+        // Stdout closed (`--out /dev/stdout | head -1`): nobody reads any
+        // more, and the command ends quietly, as every command does.
+        Err(error) if error.kind() == io::ErrorKind::BrokenPipe && files::is_stdout(out) => {
+            ExitCode::from(2)
+        }
         Err(error) => {
             eprintln!("error: --out {}: cannot write: {error}", files::named(out));
             ExitCode::from(2)
