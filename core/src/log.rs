@@ -1391,6 +1391,27 @@ mod tests {
         }
     }
 
+    /// A `turn/end` of today's shape but for its `turn` is refused in dsh's
+    /// words, and the refusal says it is the turn.
+    #[test]
+    fn a_turn_end_past_the_safe_integers_says_its_turn_is_wrong() {
+        for turn in ["9007199254740992", "0", "1.5", "-1"] {
+            let line = format!(
+                r#"{{"type":"turn/end","data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#
+            );
+            let (_, read) = read_all(&[HEADER, &line]);
+            let Err(LineError::Refused(reason)) = &read[1] else {
+                panic!("accepted {line}");
+            };
+            assert!(
+                reason.starts_with(
+                    r#"session "s1" contains malformed pre-react-loop turn/end at seq 0: its `turn`"#
+                ),
+                "{reason}"
+            );
+        }
+    }
+
     #[test]
     fn a_steering_message_becomes_the_identified_user_message() {
         let bare = r#"{"type":"steering/message","data":{"turn":1,"content":"s","source":{"kind":"user"}}}"#;

@@ -260,8 +260,16 @@ pub(super) fn turn_end(data: &Map<String, Value>, at: &At) -> Result<Option<Outp
     let (Some(turn), Some(reason), Some(kind)) = (turn, reason, kind) else {
         return Err(malformed());
     };
-    if turn < 1.0 || !is_safe_integer(data.get("turn")) || !has_only_keys(data, &["turn", "reason"])
-    {
+    if turn < 1.0 || !is_safe_integer(data.get("turn")) {
+        // dsh's words say only that the shape is wrong: which part is said
+        // too (a turn past 2^53 - 1 is today's shape otherwise).
+        return Err(format!(
+            "{}: its `turn` is not a whole number from 1 to 2^53 - 1 \
+             (9007199254740991, the largest JSON.parse reads exactly)",
+            malformed()
+        ));
+    }
+    if !has_only_keys(data, &["turn", "reason"]) {
         return Err(malformed());
     }
     // A safe integer from 1: exact as a `u64`.
