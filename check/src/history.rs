@@ -175,7 +175,10 @@ enum Parked {
     /// A turn ended `aborted:disposed`: dispose is final (SPEC §5), so no
     /// send is accepted and no latch replays (SPEC §7 `no-wake-stays-idle`:
     /// no replay is owed after a dispose; dsh's `agent.ts` never latches
-    /// while its abort reason is `disposed`). Only a restart ends it.
+    /// while its abort reason is `disposed`). Only a restart ends it: its
+    /// marker or closers, or, in a log it left balanced (a resume of which
+    /// writes nothing), the first send, which only a restarted agent
+    /// accepts.
     Disposed,
     /// Idle with nothing pending: a new session or fork, or a turn that
     /// ended with nothing pending (a normal end then retires, and a latch
@@ -655,7 +658,7 @@ impl History {
             && splice.removed_count == 0
             && splice.start == length
             && inserted.len() == 1;
-        if send && self.parked != Some(Parked::Disposed) {
+        if send {
             self.parked = None;
             if let (Mode::Log, Target::NextTurn, Some(turn)) =
                 (self.mode, splice.target, self.turn.as_mut())

@@ -763,6 +763,45 @@ fn a_disposed_agents_log_resumes_at_once_while_its_handle_lives() {
     });
 }
 
+/// An agent disposed mid-turn leaves a balanced log (its turn ended
+/// `aborted:disposed`), which a resume appends nothing to; the turn the
+/// resumed agent then runs keeps the log valid. Before, the validator read
+/// that turn as the disposed agent's (`no-wake-stays-idle`).
+#[test]
+fn a_log_disposed_mid_turn_resumes_and_runs_a_valid_turn() {
+    let (_folder, path) = log_path();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    // The step never answers: the dispose ends the turn.
+    let step_hook = step_hook_fn(|_| std::future::pending::<StepOutcome>());
+    let sink = JsonlFile::create(&path).expect("a temporary file");
+    let (handle, driver) = Handle::new("disposed-mid-turn", pre_step_hook, step_hook, sink);
+    block_on(async {
+        let driver = tokio::spawn(driver.run());
+        handle.followup("A").expect("kept");
+        while !matches!(handle.status(), Ok(Status::Running { step: 1, .. })) {
+            tokio::task::yield_now().await;
+        }
+        handle.dispose().await.expect("written");
+        drop(handle);
+        driver.await.expect("the driver task ends");
+    });
+    let disposed = fs::read_to_string(&path).expect("readable");
+    assert!(
+        disposed.ends_with(
+            "{\"type\":\"turn/end\",\"data\":{\"turn\":1,\"reason\":{\"kind\":\"aborted\",\"reason\":{\"kind\":\"disposed\"}}}}\n"
+        ),
+        "{disposed}"
+    );
+    assert_valid(&path);
+    resume_and_run_a_turn(&path, Durability::Sync, "B");
+    let after = fs::read_to_string(&path).expect("readable");
+    assert!(
+        after.contains(r#"{"type":"turn/start","data":{"turn":2}}"#),
+        "{after}"
+    );
+    assert_valid(&path);
+}
+
 /// A log torn inside a line, resumed, then written on: the torn bytes are
 /// cut, never glued onto the next record, so the new turn's lines follow
 /// the last whole line and the file validates.
