@@ -29,7 +29,12 @@ pub enum Error {
     /// The log's sink failed or panicked (the first error it ever
     /// reported), during this call's transition (which was applied) or
     /// before it (then the call was not made: accepting work the log cannot
-    /// record would lose it at the next crash). Nothing is written after it,
+    /// record would lose it at the next crash). During it, the outcome is
+    /// what the file kept, as after a crash mid-write: a transition writes
+    /// several lines (a send that wakes the agent: its `spliced`, then
+    /// `turn/start` and the claim), and the failure may cut a later one, so
+    /// a resume may find the send pending; a caller that must know reads
+    /// the resumed inbox. Nothing is written after it,
     /// and the driver task stops, as a crash stops it: no hook runs on lines
     /// the log did not keep, and `when_idle` and `dispose` end with this
     /// error. [`crate::Handle::resume`] goes on from what the file kept.
