@@ -635,12 +635,13 @@ impl Staged {
                 let copied = io::copy(&mut written, &mut device).and_then(|_| device.flush());
                 // Stdout closed (`--out /dev/stdout | head -1`): nobody
                 // reads any more, and the command ends quietly, as when it
-                // prints there.
+                // prints there. `exit` runs no destructors: every temporary
+                // file this one among them goes first.
                 if let Err(error) = &copied
                     && error.kind() == io::ErrorKind::BrokenPipe
                     && is_stdout(&target)
                 {
-                    drop(temporary);
+                    remove_live_temporaries();
                     std::process::exit(2);
                 }
                 return copied;

@@ -103,10 +103,10 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Comment lines saying where the transcript came from and how it runs.
 /// How every shrunk transcript starts.
 const SHRUNK: &str = "# Shrunk by `courier shrink`";
 
+/// Comment lines saying where the transcript came from and how it runs.
 fn header(report: &courier_sim::Report, detail: &str) -> String {
     let seed = report.seed;
     let property = report.property;

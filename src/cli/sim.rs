@@ -389,7 +389,6 @@ fn report_violation(args: &Args, prototype: &Agent, run: &SeedRun) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// Whether a file is a race report ([`Report::read`] takes all of it).
 /// The race report's output: it replaces only a race report written before.
 fn report_output(path: &Path, named: bool) -> files::Replaceable<'_> {
     files::Replaceable {
@@ -404,6 +403,7 @@ fn report_output(path: &Path, named: bool) -> files::Replaceable<'_> {
     }
 }
 
+/// Whether a file is a race report ([`Report::read`] takes all of it).
 fn is_race_report(path: &Path) -> std::io::Result<bool> {
     let (version, whole) = (File::open(path)?, File::open(path)?);
     Ok(Report::read(version, whole).is_ok())
