@@ -258,6 +258,12 @@ impl Harness {
         }
     }
 
+    /// Hands a fed transition's outputs back to the agent, whose next
+    /// transition queues into their buffer ([`Agent::recycle_outputs`]).
+    pub fn recycle_outputs(&mut self, outputs: Vec<Output>) {
+        self.agent.recycle_outputs(outputs);
+    }
+
     /// [`Harness::feed`], then `hooks`.
     pub fn feed_with(&mut self, input: Input, hooks: &mut impl Hooks) -> Fed {
         let fed = self.feed(input);

@@ -225,7 +225,24 @@ impl Agent {
     /// the queue's buffer becomes the vector (no copy, no growing vector;
     /// an engine's transition is mostly this and its clone of the state).
     pub(crate) fn take_outputs(&mut self) -> Vec<Output> {
+        if self.outputs.is_empty() {
+            // A refusal: the queue keeps its buffer for the next transition.
+            return Vec::new();
+        }
         Vec::from(std::mem::take(&mut self.outputs))
+    }
+
+    /// Hands back a transition's drained output vector: emptied, its buffer
+    /// queues the next transition's outputs (kept only while the queue is
+    /// empty and smaller). A queue grown from nothing on every transition
+    /// was about a twentieth of `courier sim`'s instructions (an allocation,
+    /// reallocations and a free per input); the output queue is transport,
+    /// not state, so equality, hashing and clones do not see it.
+    pub fn recycle_outputs(&mut self, mut buffer: Vec<Output>) {
+        if self.outputs.is_empty() && buffer.capacity() > self.outputs.capacity() {
+            buffer.clear();
+            self.outputs = VecDeque::from(buffer);
+        }
     }
 
     /// The pending lists.

@@ -16,11 +16,16 @@ pub(crate) struct LogShape {
     boundaries: Vec<usize>,
 }
 
+/// Boundaries a shape holds before it first grows: most seeds' logs have
+/// fewer, and growing one element at a time from one reallocated several
+/// times per seed.
+const BOUNDARIES_INITIAL: usize = 64;
+
 impl Default for LogShape {
     fn default() -> Self {
-        Self {
-            boundaries: vec![0],
-        }
+        let mut boundaries = Vec::with_capacity(BOUNDARIES_INITIAL);
+        boundaries.push(0);
+        Self { boundaries }
     }
 }
 

@@ -146,6 +146,7 @@ impl<'a> Session<'a> {
         if self.keep_trace {
             self.fed.push(Stimulus::Input(transition.input));
         }
+        self.harness.recycle_outputs(transition.outputs);
         match violation {
             Some(violation) => Err(violation),
             None => Ok(progress),
