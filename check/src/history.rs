@@ -240,9 +240,10 @@ impl OpenTurn {
         // claimed lists are copied as a slice, and the batch (empty but in
         // [`Mode::Log`]) is cloned only when it holds ids (`SmallVec`'s
         // clone collects item by item, even from nothing).
-        let batch = match self.batch.is_empty() {
-            true => SmallVec::new(),
-            false => self.batch.clone(),
+        let batch = if self.batch.is_empty() {
+            SmallVec::new()
+        } else {
+            self.batch.clone()
         };
         Self {
             boundary_claims: SmallVec::from_slice(&self.boundary_claims),
@@ -655,9 +656,10 @@ impl History {
         let range = splice.start..splice.start + splice.removed_count;
         // Most splices (a send, an append) remove nothing: skip the empty
         // drain, as the core's `Inbox::apply` does.
-        let removed = match range.is_empty() {
-            true => Vec::new(),
-            false => self.list_mut(splice.target).remove(range),
+        let removed = if range.is_empty() {
+            Vec::new()
+        } else {
+            self.list_mut(splice.target).remove(range)
         };
         for id in &removed {
             self.pending_index.remove(id);

@@ -68,6 +68,10 @@ pub struct Agent {
 #[cfg(debug_assertions)]
 const SWEEP_BUDGET: usize = 64;
 
+/// The largest output buffer [`Agent::recycle_outputs`] keeps (a
+/// transition's outputs are a handful but for a long splice's claim).
+const RECYCLED_OUTPUTS_MAX: usize = 1024;
+
 // The output queue is transport, not state: two agents that differ only in
 // undrained outputs are the same state to a model checker.
 impl PartialEq for Agent {
@@ -237,9 +241,14 @@ impl Agent {
     /// empty and smaller). A queue grown from nothing on every transition
     /// was about a twentieth of `courier sim`'s instructions (an allocation,
     /// reallocations and a free per input); the output queue is transport,
-    /// not state, so equality, hashing and clones do not see it.
+    /// not state, so equality, hashing and clones do not see it. A buffer
+    /// past [`RECYCLED_OUTPUTS_MAX`] is dropped: one huge splice's must not
+    /// stay with the agent for good.
     pub fn recycle_outputs(&mut self, mut buffer: Vec<Output>) {
-        if self.outputs.is_empty() && buffer.capacity() > self.outputs.capacity() {
+        if self.outputs.is_empty()
+            && buffer.capacity() > self.outputs.capacity()
+            && buffer.capacity() <= RECYCLED_OUTPUTS_MAX
+        {
             buffer.clear();
             self.outputs = VecDeque::from(buffer);
         }
