@@ -63,7 +63,8 @@ pub(crate) struct Args {
     /// Also draw the counterexample as an SVG sequence diagram beside it.
     #[arg(long)]
     diagram: bool,
-    /// Where the shortest counterexample goes [default: counterexample.txn].
+    /// Where the shortest counterexample goes [default: counterexample.txn];
+    /// replaces only an empty file or a counterexample written before.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
 }

@@ -23,7 +23,8 @@ pub(crate) struct Args {
     /// (told apart by content: a report is a JSON object).
     #[arg(value_name = "FILE")]
     file: PathBuf,
-    /// Write the diagram here instead of printing it.
+    /// Write the diagram here instead of printing it; replaces only an
+    /// empty file or a diagram of this format drawn before.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// What to draw.

@@ -21,7 +21,8 @@ pub(crate) struct Args {
     /// A race report written by `courier sim`.
     #[arg(value_name = "REPORT")]
     report: PathBuf,
-    /// Where to write the minimal transcript.
+    /// Where to write the minimal transcript; replaces only an empty file
+    /// or a transcript `courier shrink` wrote before.
     #[arg(long, value_name = "FILE.txn")]
     out: PathBuf,
 }

@@ -37,7 +37,8 @@ pub(crate) struct Args {
     /// Run against a planted bug of SPEC §8 (needs `--features mutants`).
     #[arg(long, value_name = "NAME")]
     mutant: Option<MutantArg>,
-    /// Where to write the race report of a failure (default `race-<seed>.json`).
+    /// Where to write the race report of a failure (default
+    /// `race-<seed>.json`); replaces only an empty file or a race report.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
     /// Worker threads (the result does not depend on it; at most one per
