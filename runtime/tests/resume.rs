@@ -769,18 +769,11 @@ fn a_disposed_agents_log_resumes_at_once_while_its_handle_lives() {
 /// that turn as the disposed agent's (`no-wake-stays-idle`).
 #[test]
 fn a_log_disposed_mid_turn_resumes_and_runs_a_valid_turn() {
-    let (_folder, path) = log_path();
-    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
     // The step never answers: the dispose ends the turn.
-    let step_hook = step_hook_fn(|_| std::future::pending::<StepOutcome>());
-    let sink = JsonlFile::create(&path).expect("a temporary file");
-    let (handle, driver) = Handle::new("disposed-mid-turn", pre_step_hook, step_hook, sink);
+    let (_folder, path, handle, driver) = never_stepping("disposed-mid-turn");
     block_on(async {
         let driver = tokio::spawn(driver.run());
-        handle.followup("A").expect("kept");
-        while !matches!(handle.status(), Ok(Status::Running { step: 1, .. })) {
-            tokio::task::yield_now().await;
-        }
+        open_first_step(&handle).await;
         handle.dispose().await.expect("written");
         drop(handle);
         driver.await.expect("the driver task ends");
@@ -962,6 +955,33 @@ fn assert_numbered_on(text: &[u8], log: &Path) -> bool {
     true
 }
 
+/// An agent named `name` on a new log (in the folder returned, which
+/// lives as long as it) whose pre-step passes and whose step hook never
+/// completes, and its driver task, not yet spawned.
+fn never_stepping(
+    name: &str,
+) -> (
+    tempfile::TempDir,
+    PathBuf,
+    Handle,
+    DriverTask<impl PreStepHook, impl StepHook>,
+) {
+    let (folder, path) = log_path();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| std::future::pending::<StepOutcome>());
+    let sink = JsonlFile::create(&path).expect("a temporary file");
+    let (handle, driver) = Handle::new(name, pre_step_hook, step_hook, sink);
+    (folder, path, handle, driver)
+}
+
+/// Sends `A` and waits until its turn's first step is open.
+async fn open_first_step(handle: &Handle) {
+    handle.followup("A").expect("kept");
+    while !matches!(handle.status(), Ok(Status::Running { step: 1, .. })) {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// An agent on a new log at `path` whose step hook never completes, run
 /// until its first step is open; `fail` then breaks it (`driver` is its
 /// driver task's), and its `dispose` must end with the error `failed`
@@ -972,17 +992,10 @@ fn a_broken_agents_log_resumes_after_its_dispose(
     fail: impl AsyncFnOnce(&Path, &Handle, tokio::task::JoinHandle<()>),
     failed: fn(&Error) -> bool,
 ) {
-    let (_folder, path) = log_path();
-    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
-    let step_hook = step_hook_fn(|_| std::future::pending::<StepOutcome>());
-    let sink = JsonlFile::create(&path).expect("a temporary file");
-    let (handle, driver) = Handle::new("broken", pre_step_hook, step_hook, sink);
+    let (_folder, path, handle, driver) = never_stepping("broken");
     block_on(async {
         let driver = tokio::spawn(driver.run());
-        handle.followup("A").expect("kept");
-        while !matches!(handle.status(), Ok(Status::Running { step: 1, .. })) {
-            tokio::task::yield_now().await;
-        }
+        open_first_step(&handle).await;
         fail(&path, &handle, driver).await;
         match bounded(handle.dispose()).await.expect("dispose ends") {
             Err(error) if failed(&error) => {}
