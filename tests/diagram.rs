@@ -305,7 +305,7 @@ fn a_liveness_report_is_marked_only_when_its_trace_still_fails() {
         swarm: Swarm::draw(&mut Prng::new(7)),
         property: Property::NoLostWakeup,
         detail: "liveness: a driver is still running when the liveness phase ended".to_owned(),
-        output_hash: "fnv1a64:0000000000000000".to_owned(),
+        output_hash: "fnv1a64:0000000000000000".parse().expect("a hash"),
         trace: vec![
             Stimulus::Input(Input::followup(Message::text("A", Source::user()))),
             Stimulus::Input(Input::WhenIdle),
@@ -395,7 +395,7 @@ fn a_planted_bug_this_build_lacks_draws_the_correct_design_with_a_note() {
         swarm: Swarm::draw(&mut Prng::new(3)),
         property: Property::NoLostWakeup,
         detail: "retired with 1 owed: A".to_owned(),
-        output_hash: "fnv1a64:0000000000000000".to_owned(),
+        output_hash: "fnv1a64:0000000000000000".parse().expect("a hash"),
         trace: vec![Stimulus::Input(Input::followup(Message::text(
             "A",
             Source::user(),

@@ -55,7 +55,7 @@ fn report(trace: Vec<Stimulus>) -> String {
         swarm,
         property: courier_check::Property::NoLostWakeup,
         detail: "retired with 1 owed: A".to_owned(),
-        output_hash: "fnv1a64:0123456789abcdef".to_owned(),
+        output_hash: "fnv1a64:0123456789abcdef".parse().expect("a hash"),
         trace,
     }
     .to_json()

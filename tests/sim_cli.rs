@@ -92,7 +92,7 @@ fn a_format_1_report_still_replays() {
         swarm: Swarm::draw(&mut Prng::new(0)).without_restarts(),
         property: Property::NoLostWakeup,
         detail: "made up".to_owned(),
-        output_hash: "fnv1a64:0000000000000000".to_owned(),
+        output_hash: "fnv1a64:0000000000000000".parse().expect("a hash"),
         trace: vec![Stimulus::Input(Input::followup(Message::text(
             "A",
             Source::user(),
@@ -349,6 +349,46 @@ fn a_long_violation_detail_is_cut_to_200_characters() {
     assert!(
         detail.chars().count() < 260 && detail.ends_with(" bytes in all)"),
         "{detail}"
+    );
+}
+
+/// An edited report is never replayed as if it were the seed's: settings
+/// the seed does not draw and a detail the run does not give get a note
+/// each, and a hash that is not one is refused (exit 2) instead of being
+/// reported as a mismatch.
+#[cfg(feature = "mutants")]
+#[test]
+fn an_edited_report_says_what_differs() {
+    let (_folder, report) = scratch("no-latch.json");
+    let report_path = report.to_str().expect("utf-8");
+    assert_eq!(found_no_latch(report_path).status.code(), Some(1));
+    let original = std::fs::read_to_string(&report).expect("written");
+    let edit = |change: &dyn Fn(&mut serde_json::Value)| {
+        let mut json: serde_json::Value = serde_json::from_str(&original).expect("a report");
+        change(&mut json);
+        std::fs::write(&report, json.to_string()).expect("writable");
+        courier(&["replay", report_path])
+    };
+
+    let replayed = edit(&|json| json["swarm"]["inputs_max"] = 3.into());
+    let text = stdout(&replayed);
+    assert_eq!(replayed.status.code(), Some(1), "{text}");
+    assert!(text.contains(" now draws "), "{text}");
+    assert!(text.contains("(same as the report)"), "{text}");
+
+    let replayed = edit(&|json| json["detail"] = "x".into());
+    let text = stdout(&replayed);
+    assert!(
+        text.contains("note: the report's detail says x\n"),
+        "{text}"
+    );
+
+    let replayed = edit(&|json| json["output_hash"] = "sha1:zz".into());
+    assert_eq!(replayed.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&replayed.stderr);
+    assert!(
+        error.contains("\"sha1:zz\" is not an output hash"),
+        "{error}"
     );
 }
 

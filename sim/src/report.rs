@@ -8,6 +8,7 @@ use std::io::{BufReader, Read};
 use courier_core::{Stimulus, transcript};
 use serde::{Deserialize, Serialize};
 
+use crate::hash::OutputHash;
 use crate::swarm::Swarm;
 
 /// The report format this build writes. Bump it when the meaning of a
@@ -38,7 +39,7 @@ pub struct Report {
     /// What was wrong, as the checker said it.
     pub detail: String,
     /// FNV-1a 64 of every line the run printed (see [`crate::OutputHash`]).
-    pub output_hash: String,
+    pub output_hash: OutputHash,
     /// Every input and restart applied, up to and including the violating
     /// one.
     #[serde(deserialize_with = "trace::read")]
@@ -305,7 +306,7 @@ mod tests {
             swarm: Swarm::draw(&mut Prng::new(7)),
             property: Property::NoLostWakeup,
             detail: "retired with 1 owed: A".to_owned(),
-            output_hash: "fnv1a64:0123456789abcdef".to_owned(),
+            output_hash: "fnv1a64:0123456789abcdef".parse().expect("a hash"),
             trace: vec![
                 input(Input::followup(Message::text("A", Source::user()))),
                 Stimulus::Restart { lose: 2 },

@@ -15,6 +15,7 @@ use courier_model::{Bounds, Space};
 use crate::bounded::Bounded;
 use crate::faults::Faults;
 use crate::generate::Generator;
+use crate::hash::OutputHash;
 use crate::prng::Prng;
 use crate::session::{Record, Session};
 use crate::swarm::Swarm;
@@ -37,7 +38,7 @@ pub struct SeedRun {
     /// The first broken property, if any.
     pub violation: Option<Violation>,
     /// The output hash, when requested (see [`crate::OutputHash`]).
-    pub output_hash: Option<String>,
+    pub output_hash: Option<OutputHash>,
 }
 
 /// Whether a run restarts the agent in its safety phase.
@@ -150,7 +151,7 @@ fn run(
     if violation.is_none() {
         violation = session.settle().err();
     }
-    let output_hash = session.output_hash().map(|hash| hash.text());
+    let output_hash = session.output_hash();
     SeedRun {
         seed,
         swarm,
@@ -172,7 +173,7 @@ pub struct Evaluation {
     /// plus the liveness phase's completions.
     pub fed: Vec<Stimulus>,
     /// The output hash of everything fed.
-    pub output_hash: String,
+    pub output_hash: OutputHash,
 }
 
 /// Feeds `trace` to a clone of `prototype` and settles it. A report's trace
@@ -187,8 +188,7 @@ pub fn evaluate(prototype: &Agent, trace: &[Stimulus]) -> Evaluation {
     let (session, violation) = feed_and_settle(Session::new(prototype, record), trace);
     let output_hash = session
         .output_hash()
-        .expect("evaluation hashes its outputs")
-        .text();
+        .expect("evaluation hashes its outputs");
     Evaluation {
         violation,
         fed: session.into_trace(),

@@ -13,6 +13,7 @@ use courier_core::Agent;
 use courier_model::Bounds;
 
 use crate::coverage::Coverage;
+use crate::hash::OutputHash;
 use crate::run::{Restarts, SeedRun, simulate, simulate_within};
 use crate::session::Record;
 
@@ -269,9 +270,14 @@ fn difference(first: &SeedRun, second: &SeedRun) -> Option<String> {
     if first.output_hash != second.output_hash {
         return Some(format!(
             "the outputs differ: {} then {}",
-            first.output_hash.as_deref().unwrap_or("none"),
-            second.output_hash.as_deref().unwrap_or("none")
+            shown(first.output_hash),
+            shown(second.output_hash)
         ));
     }
     (first.violation != second.violation).then(|| "the verdicts differ".to_owned())
+}
+
+/// A run's output hash as a note prints it.
+fn shown(hash: Option<OutputHash>) -> String {
+    hash.map_or_else(|| "none".to_owned(), |hash| hash.to_string())
 }

@@ -45,10 +45,17 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         Restarts::Drawn
     };
     let regenerated = simulate(report.seed, restarts, &prototype, record);
+    if regenerated.swarm != report.swarm {
+        println!(
+            "note: seed {} now draws {} (the generator changed, or the report's seed \
+             or settings were edited)",
+            report.seed, regenerated.swarm
+        );
+    }
     if regenerated.trace != report.trace {
         println!(
             "note: seed {} now generates a different trace (the generator changed, \
-             or the report's trace was edited); replaying the recorded one",
+             or the report's seed or trace was edited); replaying the recorded one",
             report.seed
         );
     }
@@ -56,7 +63,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     let same_hash = if evaluation.output_hash == report.output_hash {
         "same as the report".to_owned()
     } else {
-        format!("the report says {}", files::escaped(&report.output_hash))
+        format!("the report says {}", report.output_hash)
     };
     let Some(violation) = evaluation.violation else {
         println!(
@@ -71,6 +78,11 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     println!("outputs: {} ({same_hash})", evaluation.output_hash);
     if violation.property != report.property {
         println!("note: the report says {}", report.property);
+    } else if violation.detail != report.detail {
+        println!(
+            "note: the report's detail says {}",
+            files::shown(&report.detail)
+        );
     }
     ExitCode::from(1)
 }
