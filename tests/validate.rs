@@ -221,6 +221,23 @@ fn expected(file: &Path) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// A detail says what the log shows: a second `step/end` finds no step
+/// open (not "the open step is" the one that ended).
+#[test]
+fn a_step_end_with_no_step_open_says_so() {
+    let log = common::workspace().join("tests/logs/balanced-step-end-twice.jsonl");
+    let (findings, outcome) = check(std::fs::read(log).unwrap().as_slice());
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let details: Vec<&str> = findings
+        .iter()
+        .map(|f| f.violation.detail.as_str())
+        .collect();
+    assert_eq!(
+        details,
+        ["step/end 1.1 but no step is open (step 1.1 has ended)"]
+    );
+}
+
 #[test]
 fn each_bad_log_is_rejected_with_its_property_and_line() {
     let logs = common::files_with_extension(&common::workspace().join("tests/logs"), "jsonl");

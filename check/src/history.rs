@@ -759,6 +759,9 @@ impl History {
             Window::First => {}
             Window::Later => {
                 turn.boundary.spliced = true;
+                // The claim takes `next-step` as the hooks left it: a
+                // hook's removal of all of it leaves nothing owed.
+                turn.boundary.owes_next_step &= !self.next_step.is_empty();
                 return Ok(());
             }
             Window::Closed => return Ok(()),
@@ -1057,10 +1060,22 @@ impl History {
     fn step_end(&mut self, number: u64, step: u64) -> Result<(), Violation> {
         let log = self.mode == Mode::Log;
         let turn = self.open("step/end", number)?;
-        let open = turn.last_step;
-        ensure(turn.step_open && step == open, Property::Balanced, || {
-            format!("step/end {number}.{step} but the open step is {number}.{open}")
-        })?;
+        let last = turn.last_step;
+        ensure(
+            turn.step_open && step == last,
+            Property::Balanced,
+            || match (turn.step_open, last) {
+                (true, _) => {
+                    format!("step/end {number}.{step} but the open step is {number}.{last}")
+                }
+                (false, 0) => {
+                    format!("step/end {number}.{step} but no step of turn {number} has started")
+                }
+                (false, _) => format!(
+                    "step/end {number}.{step} but no step is open (step {number}.{last} has ended)"
+                ),
+            },
+        )?;
         turn.step_open = false;
         turn.boundary_claims.clear();
         turn.batch.clear();
