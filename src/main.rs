@@ -26,7 +26,7 @@ struct Courier {
 enum Command {
     /// Run transcripts (.txn) against a fresh agent each and compare outputs.
     #[command(
-        after_help = "Exit 0: every transcript passes (with `--against`: every divergence is explained by a named rule); 1: a mismatch, a `run` that needs more than 10,000 completions, or (with `--against`) an unexplained divergence, or any divergence under `--strict`; 2: a file that cannot be read or parsed, or (with `--against`) an implementation that cannot be spawned or breaks the protocol."
+        after_help = "Exit 0: every transcript passes (with `--against`: every divergence is explained by a named rule); 1: a mismatch, a `run` that needs more than 10,000 completions plus four per message pending when it starts, or (with `--against`) an unexplained divergence, or any divergence under `--strict`; 2: a file that cannot be read or parsed, or (with `--against`) an implementation that cannot be spawned or breaks the protocol."
     )]
     Run(cli::run::Args),
     /// Check recorded session logs (dsh JSONL) against the delivery properties.
