@@ -2596,6 +2596,30 @@ fn truthful_lines_ending_in_a_lone_carriage_return_are_named() {
     assert_eq!(code, Some(0), "{stdout}{stderr}");
 }
 
+/// `check --diagram` beside a default counterexample that is the user's
+/// file: the counterexample is printed, and the picture it would have
+/// been drawn from is not drawn, which a note says.
+#[cfg(feature = "mutants")]
+#[test]
+fn never_destroy_a_kept_default_counterexample_says_its_picture_is_not_drawn() {
+    let folder = folder();
+    let mine = write(&folder, "counterexample.txn", "my notes\n");
+    let output = courier()
+        .args(["check", "--mutant", "no-latch", "--messages", "2"])
+        .args(["--restarts", "0", "--diagram"])
+        .current_dir(folder.path())
+        .output()
+        .expect("courier runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("note: --diagram: no picture drawn, since its transcript was not written"),
+        "{stderr}"
+    );
+    assert!(!folder.path().join("counterexample.svg").exists());
+    assert_eq!(std::fs::read_to_string(&mine).expect("kept"), "my notes\n");
+}
+
 /// A file of the user's that has a default output's name is kept: `check`
 /// (no `--out`) and `sim` (no `--report`) replace only a counterexample or
 /// a race report they wrote before, and print what they found instead
@@ -3597,7 +3621,7 @@ fn never_destroy_a_deeply_nested_last_line_is_refused_not_dropped_as_torn() {
     ] {
         let path = write(&folder, name, &bytes);
         let out = folder.path().join(format!("repaired-{name}"));
-        let reason = "nested more than 128 arrays and objects deep";
+        let reason = "nested more than 127 arrays and objects deep";
         for (stdout, stderr) in refused_by_validate_and_repair(&path, &out, reason) {
             assert!(
                 stderr.contains("line 2") || stderr.contains(":2:"),

@@ -127,7 +127,7 @@ fn the_server_names_a_line_too_deep_as_json_too_deep_not_as_not_json() {
     assert_eq!(lines.len(), 6, "{lines:?}");
     assert!(
         lines[0]
-            .starts_with(r#"{"error":"line 1: JSON nested more than 128 arrays and objects deep"#),
+            .starts_with(r#"{"error":"line 1: JSON nested more than 127 arrays and objects deep"#),
         "{lines:?}"
     );
     assert!(

@@ -599,7 +599,8 @@ fn not_json(text: &str) -> Option<LineError> {
 /// inlines images, so this is generous).
 pub const LINE_BYTES_MAX: u64 = 1 << 28;
 
-/// How deep serde_json nests arrays and objects when it reads a value.
+/// serde_json's recursion limit: it reads arrays and objects nested at
+/// most `DEPTH_LIMIT - 1` deep, and refuses the next level.
 pub(crate) const DEPTH_LIMIT: usize = 128;
 
 /// Why serde_json did not read `text`, when it is JSON all the same
@@ -620,8 +621,9 @@ pub fn unread_json(text: &str, reason: &serde_json::Error) -> Option<String> {
         )
     } else {
         format!(
-            "JSON nested more than {DEPTH_LIMIT} arrays and objects deep (column {}), \
+            "JSON nested more than {} arrays and objects deep (column {}), \
              more than Courier reads",
+            DEPTH_LIMIT - 1,
             reason.column()
         )
     })
@@ -1139,13 +1141,17 @@ mod tests {
                 r#"{{"type":"user/message","data":{{"id":"m","role":"user","content":{content},"source":{{"kind":"user"}}}}}}"#
             )
         };
-        assert!(parse_line(&nested(100)).is_ok());
-        let error = parse_line(&nested(200)).unwrap_err();
-        assert!(matches!(error, LineError::Shape(_)), "{error:?}");
-        assert!(
-            error.to_string().contains("nested more than 128"),
-            "{error}"
-        );
+        // The line adds two levels around `content`: 127 in all read, 128
+        // are refused, and the error names the deepest that reads.
+        assert!(parse_line(&nested(125)).is_ok());
+        for depth in [126, 200] {
+            let error = parse_line(&nested(depth)).unwrap_err();
+            assert!(matches!(error, LineError::Shape(_)), "{error:?}");
+            assert!(
+                error.to_string().contains("nested more than 127 arrays"),
+                "{error}"
+            );
+        }
         // Cut short, the same line is not JSON: a torn write.
         let torn = nested(200);
         let torn = &torn[..torn.len() - 3];

@@ -19,7 +19,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// Arguments of `courier check`.
 #[derive(clap::Args)]
 #[command(
-    after_help = "The summary gives unique and total states, depth, wall time, \
+    after_help = "The summary gives unique and total states on stdout, and on stderr what \
+varies from run to run: depth (with several threads, the search's order), wall time, \
 states/s and peak memory (the process's peak resident set size, Linux's VmHWM). \
 Exit 0: every property holds and every goal is reached; 1: a violation or an \
 unreached goal; 2: a usage error."
@@ -242,6 +243,11 @@ fn conclude(args: &Args, space: &Space, verdict: Verdict) -> ExitCode {
                         files::named(args.out())
                     );
                     courier::status!("shortest counterexample:\n{text}");
+                    if args.diagram {
+                        eprintln!(
+                            "note: --diagram: no picture drawn, since its transcript was not written"
+                        );
+                    }
                     // A file the user named is an output that failed
                     // (exit 2); the default, not asked for, leaves the
                     // verdict (exit 1) as the result, printed in full.
@@ -308,9 +314,11 @@ fn print_counts(checked: &Checked, elapsed: Duration) {
     let counts = checked.counts;
     courier::status!("unique states: {}", counts.unique);
     courier::status!("total states:  {}", counts.total);
-    courier::status!("depth:         {}", counts.depth);
     // What varies from run to run goes to stderr: stdout is the same,
-    // byte for byte, for the same bounds.
+    // byte for byte, for the same bounds. The depth is the deepest path
+    // the depth-first search took, which with several threads depends on
+    // their timing (one state first reached by a longer path).
+    eprintln!("depth:         {}", counts.depth);
     eprintln!("wall time:     {:.2} s", elapsed.as_secs_f64());
     eprintln!("states/s:      {}", rate(counts.total, elapsed));
     match peak_memory() {
