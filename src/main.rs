@@ -41,12 +41,12 @@ enum Command {
     Sim(cli::sim::Args),
     /// What a resume would do to a kept session log; `--out` writes it repaired.
     #[command(
-        after_help = "Prints the lines kept, the torn tail, the closers a resume appends, the pending lists, the next turn and the messages claimed and lost. Exit 0: read (and, with `--out`, written); 2: a log corrupt before its last line, or an `--out` that exists or is the input."
+        after_help = "Prints the lines kept, the torn tail, the closers a resume appends, the pending lists, the next turn and the messages claimed and lost. Exit 0: read (and, with `--out`, written); 2: a log corrupt before its last line, one that kept no `session` header or ends inside a fork's seed (nothing to resume), or an `--out` that exists or is the input."
     )]
     Repair(cli::repair::Args),
     /// Re-run a race report written by `courier sim`.
     #[command(
-        after_help = "Prints the `violation:` line and the output hash. Exit 0: the trace now passes; 1: the violation reproduces; 2: a malformed report or an unknown format version."
+        after_help = "Prints the `violation:` line and the output hash. Exit 0: the trace now passes; 1: the violation reproduces (a `note:` says what differs from the report); 2: a malformed report, an unknown format version, or a report of a planted bug this build lacks (rebuild with `--features mutants`)."
     )]
     Replay(cli::replay::Args),
     /// Minimize a race report's trace into a transcript.
