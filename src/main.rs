@@ -31,7 +31,7 @@ enum Command {
     Run(cli::run::Args),
     /// Check recorded session logs (dsh JSONL) against the delivery properties.
     #[command(
-        after_help = "Prints one `FILE:LINE: <property>: <detail>` line per violation (text) or one JSON object per file (json), then a count of valid, invalid and unreadable files on stderr. A torn final line (a crash cut it: not JSON, or unterminated and unreadable) is dropped and said (`note:` on stderr; `torn` in json), SPEC §11. Exit 0: every log is valid; 1: a violation; 2: a file that is not a readable JSONL session log (naming the line)."
+        after_help = "Prints one `FILE:LINE: <property>: <detail>` line per violation (text) or one JSON object per file (json), then a count of valid, invalid and unreadable files on stderr. A torn final line (a crash cut it: not JSON, or unterminated and unreadable) is dropped and said (`note:` on stderr; `torn` in json), SPEC §11. A log compressed with zstd as dsh writes it (`session.jsonl.zstd`, told by its first bytes, not its name) is read decompressed, a frame at a time: LINE is a line of the plaintext; a torn final frame keeps its whole lines and is said (`note:`; `torn` and `torn-frame` in json); a corrupt frame is an error naming its byte offset. Exit 0: every log is valid; 1: a violation; 2: a file that is not a readable JSONL session log (naming the line, or a frame's byte)."
     )]
     Validate(cli::validate::Args),
     /// Run seeded random workloads under every property (swarm, then liveness).
@@ -41,7 +41,7 @@ enum Command {
     Sim(cli::sim::Args),
     /// What a resume would do to a kept session log; `--out` writes it repaired.
     #[command(
-        after_help = "Prints the lines kept, the torn tail, the closers a resume appends, the pending lists, the next turn and the messages claimed and lost. Exit 0: read (and, with `--out`, written); 2: a log corrupt before its last line, one that kept no `session` header or ends inside a fork's seed (nothing to resume), or an `--out` that exists or is the input."
+        after_help = "Prints the lines kept, the torn tail, the closers a resume appends, the pending lists, the next turn and the messages claimed and lost. A log compressed with zstd (dsh's `session.jsonl.zstd`) is read decompressed, and `--out` writes it as plain JSONL. Exit 0: read (and, with `--out`, written); 2: a log corrupt before its last line (or in a complete Zstandard frame), one that kept no `session` header or ends inside a fork's seed (nothing to resume), or an `--out` that exists or is the input."
     )]
     Repair(cli::repair::Args),
     /// Re-run a race report written by `courier sim`.

@@ -321,6 +321,7 @@ fn the_cli_reports_json_per_file() {
             "status": "invalid",
             "lines": 5,
             "torn": null,
+            "torn-frame": null,
             "stopped": true,
             "violations": [{
                 "line": 5,

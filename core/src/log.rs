@@ -903,6 +903,10 @@ pub fn lone_cr_hint(line: &str) -> &'static str {
     }
 }
 
+/// The first bytes of a Zstandard frame: dsh's default session log,
+/// `session.jsonl.zstd`, is a series of such frames.
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
 /// What to add to "not UTF-8" about a file whose first bytes are `start`,
 /// when they are a UTF-16 byte order mark (an editor on Windows saves one
 /// so): every byte after it reads as invalid UTF-8, and "byte 1 is

@@ -10,16 +10,23 @@
 //! rename; a device or pipe (`/dev/stdout`) is written in place, and the
 //! report then goes to stderr. The input is only ever read.
 //!
+//! A log compressed as dsh writes it by default (`session.jsonl.zstd`, told
+//! by its first bytes) is read decompressed (`courier::compressed`): its
+//! lines are counted in the plaintext, a torn final frame is reported as
+//! the torn tail, and `--out` writes the repaired log as plain JSONL (the
+//! kept lines decompressed), which dsh reads as an uncompressed log and a
+//! resume appends to.
+//!
 //! Exit 0 on success; 2 when the log cannot be read or is corrupt (naming
 //! the line), when `--out` names the input or any regular file that exists (it is
 //! never overwritten, not even one made while the repair ran), or when the
 //! output cannot be written.
 
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use courier::compressed::{Plaintext, TornFrame};
 use courier::files::{self, Output, Staged};
 
 use courier_core::Target;
@@ -28,11 +35,12 @@ use courier_runtime::kept::{self, KeptLog};
 /// Arguments of `courier repair`.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The session log (JSONL) to read; never modified.
+    /// The session log to read (JSONL, or dsh's zstd-compressed JSONL);
+    /// never modified.
     #[arg(value_name = "LOG")]
     log: PathBuf,
-    /// Where to write the repaired log (a new file, not the input; or a
-    /// device such as /dev/stdout).
+    /// Where to write the repaired log, as plain JSONL (a new file, not the
+    /// input; or a device such as /dev/stdout).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
 }
@@ -62,8 +70,8 @@ pub(crate) fn main(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let kept = match kept::read_file(source.path()) {
-        Ok(kept) => kept,
+    let (kept, frame) = match read(source.path()) {
+        Ok(read) => read,
         Err(error) => {
             eprintln!("error: {}", files::located(name, error));
             return ExitCode::from(2);
@@ -73,7 +81,7 @@ pub(crate) fn main(args: &Args) -> ExitCode {
         // Written to stdout, the log goes alone: the report to stderr.
         files::output_to(out);
     }
-    courier::status!("{}", report(&kept).trim_end());
+    courier::status!("{}", report(&kept, frame.as_ref()).trim_end());
     let Some(out) = &args.out else {
         return ExitCode::SUCCESS;
     };
@@ -94,13 +102,30 @@ pub(crate) fn main(args: &Args) -> ExitCode {
     }
 }
 
-/// What a resume would do, one fact a line.
-fn report(kept: &KeptLog) -> String {
-    let mut text = format!("lines kept: {}\n", kept.lines);
-    match &kept.torn {
-        None => text.push_str("torn tail: none\n"),
-        Some(torn) => text.push_str(&format!("torn tail: dropped ({torn})\n")),
+/// The log at `path`, read as a resume reads it (decompressed, when it is
+/// compressed), and the torn final Zstandard frame whose rest was dropped,
+/// if it ends in one; the error as `line N: why` or `why`.
+fn read(path: &Path) -> Result<(KeptLog, Option<TornFrame>), String> {
+    let mut log = Plaintext::open(path)?;
+    let kept = kept::read(&mut log);
+    // A corrupt frame is the file's fault, not the line's being read.
+    if let Some(failure) = log.failure() {
+        return Err(failure.to_owned());
     }
+    let kept = kept.map_err(|error| error.to_string())?;
+    Ok((kept, log.torn_frame().cloned()))
+}
+
+/// What a resume would do, one fact a line.
+fn report(kept: &KeptLog, frame: Option<&TornFrame>) -> String {
+    let mut text = format!("lines kept: {}\n", kept.lines);
+    let torn = match (&kept.torn, frame) {
+        (None, None) => "none".to_owned(),
+        (Some(torn), None) => format!("dropped ({torn})"),
+        (None, Some(frame)) => format!("dropped ({frame})"),
+        (Some(torn), Some(frame)) => format!("dropped ({torn}; {frame})"),
+    };
+    text.push_str(&format!("torn tail: {torn}\n"));
     let closers = kept.closers();
     text.push_str(&format!("closers to append: {}\n", closers.len()));
     for closer in &closers {
@@ -165,9 +190,11 @@ fn write_repaired(log: &Path, kept: &KeptLog, out: &Path) -> io::Result<()> {
     staged.commit_new()
 }
 
-/// The kept bytes of `log`, then what a resume appends.
+/// The kept bytes of `log`'s plaintext (decompressed again, when it is
+/// compressed), then what a resume appends.
 fn write_kept(log: &Path, kept: &KeptLog, to: &mut impl Write) -> io::Result<()> {
-    let copied = io::copy(&mut File::open(log)?.take(kept.kept_bytes), to)?;
+    let plaintext = Plaintext::open(log).map_err(io::Error::other)?;
+    let copied = io::copy(&mut plaintext.take(kept.kept_bytes), to)?;
     if copied != kept.kept_bytes {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,

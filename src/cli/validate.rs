@@ -1,5 +1,8 @@
 //! `courier validate [--format text|json] FILE...`: checks recorded session
-//! logs (dsh JSONL) against the properties a durable log can show.
+//! logs (dsh JSONL) against the properties a durable log can show. A log
+//! compressed as dsh writes it by default (`session.jsonl.zstd`, told by its
+//! first bytes) is read decompressed (`courier::compressed`): its line
+//! numbers are those of the plaintext.
 //!
 //! Text: one line per violation on stdout, `FILE:LINE: <property>: <detail>`;
 //! a file that cannot be read or parsed prints `error: FILE:LINE: <reason>` on
@@ -8,21 +11,25 @@
 //! `violations` (each written when found, so memory stays constant however
 //! many there are), then either `conversions` (dsh's older records read
 //! converted: `total` and the count per rule), `lines`, `status` (`valid`
-//! or `invalid`), `stopped` and `torn` (the torn final line dropped, or
-//! null), or `status` `unreadable` and `error` (`line`, null when the file
-//! as a whole cannot be read, and `reason`). In text, a torn final line
-//! dropped is said on stderr with why it is torn (`note: FILE:LINE: a torn
-//! final line (no terminating newline), ...`): never dropped silently.
+//! or `invalid`), `stopped`, `torn` (the first line of a torn tail dropped:
+//! a torn final line, or the line a torn final Zstandard frame was cut in or
+//! before; or null) and `torn-frame` (that frame's byte offset, or null),
+//! or `status` `unreadable` and `error` (`line`, null when the file
+//! as a whole cannot be read, such as a corrupt frame, and `reason`). In
+//! text, a torn tail dropped is said on stderr with why it is torn (`note:
+//! FILE:LINE: a torn final line (no terminating newline), ...`, `note:
+//! FILE:LINE: a torn final Zstandard frame, at byte N ...`): never dropped
+//! silently.
 //! Exit 0 when every file is valid, 1 when any has a violation, 2 when any
 //! cannot be read or parsed, or stdout cannot be written; a closed stdout
 //! (`| head`) ends the run quietly, with the verdict of the files already
 //! reported.
 
-use std::fs::File;
-use std::io::{self, BufReader, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use courier::compressed::{Plaintext, TornFrame};
 use courier::files;
 use courier_check::validate::{Finding, Summary, Unreadable, validate};
 use courier_core::log::Conversions;
@@ -34,7 +41,8 @@ pub(crate) struct Args {
     /// How to report.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Session logs (JSONL).
+    /// Session logs: JSONL, or dsh's zstd-compressed JSONL
+    /// (`session.jsonl.zstd`, told by its first bytes, read decompressed).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }
@@ -57,8 +65,8 @@ enum Format {
 /// What became of a torn final line.
 const TORN_NOTE: &str = "dropped as a resume drops it (SPEC §11); the lines before it are checked";
 
-/// Read buffer size: large enough that the reader is not the bottleneck.
-const BUFFER_BYTES: usize = 1 << 16;
+/// What became of a torn final Zstandard frame.
+const TORN_FRAME_NOTE: &str = "as dsh's loader reads it; every line kept is checked";
 
 /// Files by verdict.
 #[derive(Default)]
@@ -128,12 +136,14 @@ fn report_file(
     });
     written?;
     match &outcome {
-        Ok(summary) if summary.is_valid() => counts.valid += 1,
+        Ok((summary, _)) if summary.is_valid() => counts.valid += 1,
         Ok(_) => counts.invalid += 1,
         Err(_) => counts.unreadable += 1,
     }
     match (format, &outcome) {
-        (Format::Json, Ok(summary)) => writeln!(out, "],{}", verdict_json(summary)),
+        (Format::Json, Ok((summary, frame))) => {
+            writeln!(out, "],{}", verdict_json(summary, frame.as_ref()))
+        }
         (Format::Json, Err(error)) => {
             // Line 0: the file as a whole (it cannot be opened), no line.
             let line = (error.line > 0).then_some(error.line);
@@ -149,11 +159,16 @@ fn report_file(
             }
             Ok(())
         }
-        (Format::Text, Ok(summary)) => {
-            if let Some(torn) = &summary.torn {
+        (Format::Text, Ok((summary, frame))) => {
+            if summary.torn.is_some() || frame.is_some() {
                 out.flush()?;
+            }
+            if let Some(torn) = &summary.torn {
                 let (line, reason) = (torn.line, files::escaped(&torn.reason));
                 eprintln!("note: {name}:{line}: a torn final line ({reason}), {TORN_NOTE}");
+            }
+            if let Some(frame) = frame {
+                eprintln!("note: {name}:{}: {frame}, {TORN_FRAME_NOTE}", frame.line);
             }
             Ok(())
         }
@@ -185,7 +200,7 @@ fn write_finding(
 }
 
 /// The members after `violations` of a readable file, without the opening brace.
-fn verdict_json(summary: &Summary) -> String {
+fn verdict_json(summary: &Summary, frame: Option<&TornFrame>) -> String {
     let Conversions {
         turn_start_trigger,
         steering_message,
@@ -195,7 +210,9 @@ fn verdict_json(summary: &Summary) -> String {
     let verdict = json!({
         "status": if summary.is_valid() { "valid" } else { "invalid" },
         "lines": summary.lines,
-        "torn": summary.torn.as_ref().map(|torn| torn.line),
+        // The first line dropped: a torn line comes before a torn frame's rest.
+        "torn": summary.torn.as_ref().map(|torn| torn.line).or(frame.map(|frame| frame.line)),
+        "torn-frame": frame.map(|frame| frame.at),
         "stopped": summary.stopped,
         "conversions": {
             "total": summary.conversions.total(),
@@ -209,13 +226,18 @@ fn verdict_json(summary: &Summary) -> String {
     text.strip_prefix('{').unwrap_or(&text).to_owned()
 }
 
-fn check_file(file: &Path, report: impl FnMut(Finding)) -> Result<Summary, Unreadable> {
+/// Checks the log at `file`: what it amounted to, and the torn final
+/// Zstandard frame whose rest was dropped, if it ends in one.
+fn check_file(
+    file: &Path,
+    report: impl FnMut(Finding),
+) -> Result<(Summary, Option<TornFrame>), Unreadable> {
     let whole = |reason: String| Unreadable { line: 0, reason };
-    // A folder opens (on Linux) and fails at its first read, which would
-    // blame line 1.
-    if file.is_dir() {
-        return Err(whole("cannot read: is a folder".to_owned()));
+    let mut log = Plaintext::open(file).map_err(whole)?;
+    let checked = validate(&mut log, report);
+    // A corrupt frame is the file's fault, not the line's being read.
+    if let Some(failure) = log.failure() {
+        return Err(whole(failure.to_owned()));
     }
-    let opened = File::open(file).map_err(|error| whole(format!("cannot open: {error}")))?;
-    validate(BufReader::with_capacity(BUFFER_BYTES, opened), report)
+    Ok((checked?, log.torn_frame().cloned()))
 }
