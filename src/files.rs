@@ -793,7 +793,7 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String, String> {
         format!(
             "line {line}: not UTF-8 text (byte {} of the file is invalid){}",
             valid.len() + 1,
-            courier_core::log::utf16_hint(error.as_bytes())
+            courier_core::log::encoding_hint(error.as_bytes())
         )
     })
 }
@@ -869,7 +869,7 @@ impl<'a> Lines<'a> {
         let line = self.number;
         String::from_utf8(bytes).map(Some).map_err(|error| {
             let hint = if start == 0 {
-                courier_core::log::utf16_hint(error.as_bytes())
+                courier_core::log::encoding_hint(error.as_bytes())
             } else {
                 ""
             };
@@ -1510,16 +1510,17 @@ pub fn read_report(path: &Rereadable) -> Result<courier_sim::Report, String> {
             let first: serde_json::Value = serde_json::from_str(&line.ok()?).ok()?;
             Some(first.get("type")?.is_string())
         });
+        // Enough for a UTF-16 byte order mark or Zstandard's magic number.
         let mut start = Vec::new();
-        let utf16 = File::open(path.path())
-            .and_then(|file| file.take(2).read_to_end(&mut start))
-            .map_or("", |_| courier_core::log::utf16_hint(&start));
+        let hint = File::open(path.path())
+            .and_then(|file| file.take(4).read_to_end(&mut start))
+            .map_or("", |_| courier_core::log::encoding_hint(&start));
         match log {
             Some(true) => format!(
                 "{error} (it reads as a JSONL session log, an event a line: `courier \
                  validate` and `courier repair` read those)"
             ),
-            Some(false) | None => format!("{}{utf16}", in_json_words(&error.to_string())),
+            Some(false) | None => format!("{}{hint}", in_json_words(&error.to_string())),
         }
     })
 }

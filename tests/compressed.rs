@@ -3,19 +3,23 @@
 //! alone), read by `courier validate` and `courier repair` as its plaintext
 //! (`src/compressed.rs`): every recorded and hand-written log, compressed
 //! as dsh compresses it, gets the verdict and report of its plaintext; a
-//! torn final frame keeps its whole lines and is said; and a corrupt frame,
-//! or one that ends inside a line, is refused naming its byte offset.
+//! torn final frame keeps its whole lines and is said; a corrupt frame, or
+//! one that ends inside a line, is refused naming its byte offset; and a
+//! resume, which appends plain JSONL, refuses such a log saying why.
 
 mod common;
 
 use std::fs;
+use std::future::ready;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use courier::compressed::Plaintext;
 use courier_check::validate::validate;
-use courier_core::log::ZSTD_MAGIC;
+use courier_core::log::{ZSTD_COMPRESSED, ZSTD_MAGIC};
+use courier_core::{PreStepDecision, StepOutcome};
+use courier_runtime::{Handle, ResumeError, pre_step_hook_fn, step_hook_fn};
 
 /// One checksummed frame, as dsh compresses a batch, with a block per
 /// piece (a flush between them), so a cut between pieces leaves the pieces
@@ -429,4 +433,36 @@ fn a_log_is_told_by_its_content() {
     }
     let help = courier_in(folder.path(), &["validate", "--help"]);
     assert!(text(&help.stdout).contains("session.jsonl.zstd"));
+    // A reader of transcripts says what such a file is, in the same words.
+    fs::write(folder.path().join("log.txn"), compressed(&plain)).unwrap();
+    let (code, _, stderr) = seen(&courier_in(folder.path(), &["run", "log.txn"]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("(it is {ZSTD_COMPRESSED})")),
+        "{stderr}"
+    );
+}
+
+/// A resume appends plain JSONL, so it refuses a compressed log as a
+/// whole, saying what it is and what to do, and leaves it untouched.
+#[test]
+fn a_resume_refuses_a_compressed_log_saying_so() {
+    let folder = tempfile::tempdir().unwrap();
+    let plain = fs::read(common::dsh_logs().join("max-tokens-continue__session.jsonl")).unwrap();
+    let path = folder.path().join("session.jsonl.zstd");
+    let log = compressed(&plain);
+    fs::write(&path, &log).unwrap();
+    let pre_step_hook = pre_step_hook_fn(|_| ready(PreStepDecision::Pass));
+    let step_hook = step_hook_fn(|_| ready(StepOutcome::Completed));
+    let Err(refused) = Handle::resume(&path, pre_step_hook, step_hook) else {
+        panic!("a compressed log resumed");
+    };
+    let ResumeError::Unresumable(unresumable) = &refused else {
+        panic!("{refused}");
+    };
+    assert_eq!(unresumable.line, 0, "{refused}");
+    assert_eq!(refused.to_string(), ZSTD_COMPRESSED);
+    assert!(ZSTD_COMPRESSED.starts_with("compressed with zstd, as dsh writes"));
+    assert!(ZSTD_COMPRESSED.contains("decompress it first (`zstd -d`)"));
+    assert_eq!(fs::read(&path).unwrap(), log);
 }

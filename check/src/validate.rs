@@ -57,7 +57,7 @@ use crate::{History, Mode, Property, Violation};
 use courier_core::Output;
 use courier_core::log::{
     BLANK_LINE, BOM_HINT, Conversions, EndSeed, LINE_BYTES_MAX, LineError, LogLine, Reader,
-    lone_cr_hint, utf16_hint,
+    encoding_hint, lone_cr_hint,
 };
 use courier_core::seed::Readings;
 use courier_core::transcript::parse_command;
@@ -205,10 +205,11 @@ pub fn validate<R: BufRead>(
 /// Reads line `line` (its bytes without the line ending) as an event.
 fn read(lines: &mut Reader, bytes: &[u8], line: u64) -> Result<LogLine, Unread> {
     match std::str::from_utf8(bytes) {
-        // Only the file's first bytes can be its byte order mark.
+        // Only the file's first bytes can be a byte order mark or a
+        // compressed log's magic number.
         Err(error) => Err(Unread {
             reason: format!("not UTF-8: {error}"),
-            hint: if line == 1 { utf16_hint(bytes) } else { "" },
+            hint: if line == 1 { encoding_hint(bytes) } else { "" },
             // What dsh's loader cannot parse, as `courier repair` reads it.
             tearable: true,
         }),

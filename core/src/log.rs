@@ -907,16 +907,32 @@ pub fn lone_cr_hint(line: &str) -> &'static str {
 /// `session.jsonl.zstd`, is a series of such frames.
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
+/// The words for a log compressed as dsh compresses it, written once for
+/// [`ZSTD_COMPRESSED`] and [`encoding_hint`].
+macro_rules! zstd_compressed {
+    () => {
+        "compressed with zstd, as dsh writes `session.jsonl.zstd`: decompress it first \
+         (`zstd -d`), or have `courier repair LOG --out FILE` write its kept lines as plain JSONL"
+    };
+}
+
+/// Why a reader of plain JSONL only (a resume, which appends plain lines)
+/// refuses a file that starts with [`ZSTD_MAGIC`], in place of "not
+/// UTF-8": `courier validate` and `courier repair` read such a log.
+pub const ZSTD_COMPRESSED: &str = zstd_compressed!();
+
 /// What to add to "not UTF-8" about a file whose first bytes are `start`,
 /// when they are a UTF-16 byte order mark (an editor on Windows saves one
-/// so): every byte after it reads as invalid UTF-8, and "byte 1 is
-/// invalid" alone would not say why. One wording for every reader of a
-/// user's file (transcripts, `validate`, `repair`, resume).
-pub fn utf16_hint(start: &[u8]) -> &'static str {
+/// so) or Zstandard's magic number (dsh's compressed log): every byte after
+/// it reads as invalid UTF-8, and "byte 1 is invalid" alone would not say
+/// why. One wording for every reader of a user's file (transcripts,
+/// `validate`, `repair`, resume).
+pub fn encoding_hint(start: &[u8]) -> &'static str {
     match start {
         [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..] => {
             " (it starts with a UTF-16 byte order mark: save it as UTF-8)"
         }
+        _ if start.starts_with(&ZSTD_MAGIC) => concat!(" (it is ", zstd_compressed!(), ")"),
         _ => "",
     }
 }

@@ -92,7 +92,9 @@ impl Handle {
     /// even the marker, so resuming twice appends nothing the second time. A
     /// corrupt log is refused naming its line, and the file is not touched;
     /// so is one that ends inside its fork's seed (a fork that never began:
-    /// a send appended there would be read as seed, and lost, next time).
+    /// a send appended there would be read as seed, and lost, next time),
+    /// and one compressed with zstd (dsh's `session.jsonl.zstd`), as a
+    /// whole, saying so: what a resume appends is plain JSONL.
     /// A log another live agent appends to (in this process or another) is
     /// refused untouched with [`ResumeError::Io`] of kind
     /// [`std::io::ErrorKind::ResourceBusy`] naming the file: see

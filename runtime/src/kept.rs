@@ -18,6 +18,9 @@
 //!   kept no header (a resume would not know its session).
 //! - A final line is torn when it has no terminating newline (even if it
 //!   happens to parse: the writer never finished it) or is not JSON.
+//! - A log compressed with zstd (dsh's `session.jsonl.zstd`, told by its
+//!   first bytes) is refused as a whole, saying so: a resume appends plain
+//!   JSONL. `courier repair` hands this reader the decompressed lines.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -27,7 +30,7 @@ use std::path::Path;
 
 use courier_core::log::{
     BLANK_LINE, BOM_HINT, END_SEED_LINE, EndSeed, LINE_BYTES_MAX, LineError, LogLine, Reader,
-    SessionHeader, Stamp, durable_line, lone_cr_hint, utf16_hint,
+    SessionHeader, Stamp, ZSTD_COMPRESSED, ZSTD_MAGIC, durable_line, encoding_hint, lone_cr_hint,
 };
 use courier_core::seed::Readings;
 use courier_core::{Agent, Message, MessageId, Output, Replay, Target};
@@ -180,6 +183,13 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
         let Some(complete) = next_line(&mut reader, &mut buffer, line, LINE_BYTES_MAX)? else {
             break;
         };
+        if line == 1 && buffer.starts_with(&ZSTD_MAGIC) {
+            // dsh's compressed log: what a resume appends is plain JSONL.
+            return Err(Unresumable {
+                line: 0,
+                reason: ZSTD_COMPRESSED.to_owned(),
+            });
+        }
         let corrupt = |reason: String| Unresumable { line, reason };
         if buffer.starts_with("\u{feff}".as_bytes()) {
             // Saved by an editor, not torn by a crash: the line is whole, so
@@ -192,7 +202,7 @@ pub fn read(mut reader: impl BufRead) -> Result<KeptLog, Unresumable> {
             state.stamp = lines.stamp();
         }
         let parsed = std::str::from_utf8(trim_end(&buffer))
-            .map_err(|error| match (line, utf16_hint(&buffer)) {
+            .map_err(|error| match (line, encoding_hint(&buffer)) {
                 // A UTF-16 file is no torn tail to cut, even as one line.
                 (1, hint) if !hint.is_empty() => Bad::Edited(format!("not UTF-8: {error}{hint}")),
                 _ => Bad::NotJson(format!("not UTF-8: {error}")),
@@ -592,6 +602,16 @@ mod tests {
         }
         let error = read_lines(&[&marked, SEND_A], "").unwrap_err();
         assert_eq!(error.line, 1, "{error}");
+    }
+
+    /// dsh's compressed log (`session.jsonl.zstd`) is refused as a whole,
+    /// saying what it is and what to do, not as a line that is not UTF-8.
+    #[test]
+    fn a_compressed_log_is_refused_saying_so() {
+        let compressed = [&ZSTD_MAGIC[..], &[0x04, 0x58, b'\n', 0xFF]].concat();
+        let refused = read(compressed.as_slice()).unwrap_err();
+        assert_eq!(refused.line, 0);
+        assert_eq!(refused.to_string(), ZSTD_COMPRESSED);
     }
 
     /// A file saved with lone carriage returns reads as one line; that is
