@@ -990,15 +990,16 @@ fn never_panic_an_output_to_a_closed_stdout_exits_quietly() {
             "/dev/stdout".to_owned(),
         ],
     ] {
-        let mut child = courier()
+        // Closed before the child starts, so no write of its can get in
+        // first (closing it after the spawn raced the child under load).
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = courier()
             .args(&arguments)
-            .stdout(Stdio::piped())
+            .stdout(writer)
             .stderr(Stdio::piped())
-            .spawn()
+            .output()
             .unwrap();
-        // Closed before anything is written.
-        drop(child.stdout.take());
-        let output = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!stderr.contains("error"), "{arguments:?}: {stderr}");
         assert_eq!(output.status.code(), Some(2), "{arguments:?}: {stderr}");

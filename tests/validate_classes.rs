@@ -236,17 +236,18 @@ fn never_panic_a_closed_or_full_stdout_ends_validate_cleanly() {
     let logs: Vec<String> = (0..200)
         .map(|_| "tests/logs/goal-rounds-skips-and-repeats.jsonl".to_owned())
         .collect();
-    // The reader goes away before the first line: the run ends quietly.
-    let mut child = Command::new(binary)
+    // The reader goes away before the first line (before the child
+    // starts, so no write of its gets in first): the run ends quietly.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = Command::new(binary)
         .arg("validate")
         .args(&logs)
         .current_dir(common::workspace())
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
-        .spawn()
+        .output()
         .unwrap();
-    drop(child.stdout.take());
-    let output = child.wait_with_output().unwrap();
     let error = String::from_utf8_lossy(&output.stderr);
     assert!(!error.contains("panicked"), "{error}");
     // Quietly, with every command's code for a closed stdout (README:
